@@ -1,0 +1,50 @@
+# kafka-mirror-audit: the two commands a newcomer needs are `make demo` and `make test`.
+# Both build the virtual environment from nothing (Python packages from PyPI, the Kafka
+# jars from Maven Central on first use) and reuse it afterwards.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: help venv test unit lint typecheck demo demo-healthy jars bench clean
+
+help:
+	@echo "make demo   - run the audit demo on the local Kafka sandbox"
+	@echo "make test   - install everything and run the whole test suite (unit, spark, integration)"
+	@echo "make lint / make typecheck / make bench / make clean"
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+jars: $(STAMP)
+	$(BIN)/python -c 'from audit.sandbox.jars import ensure_kafka_jars; print(ensure_kafka_jars())'
+
+test: $(STAMP) jars
+	$(BIN)/ruff check audit tests
+	$(BIN)/mypy
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+unit: $(STAMP)
+	$(BIN)/pytest -m unit $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check audit tests
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+demo: $(STAMP) jars
+	$(BIN)/mirror-audit demo
+
+demo-healthy: $(STAMP) jars
+	$(BIN)/mirror-audit demo --healthy
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

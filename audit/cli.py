@@ -1,0 +1,240 @@
+"""The ``mirror-audit`` command line: thin on top of the pipeline modules.
+
+Each option is declared once; each command is a small function returning an exit code;
+``main`` is the one place that maps expected errors to exit code 2 and a one-line message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from audit import __version__
+from audit.config import AuditConfig, load_config
+from audit.errors import AuditError, ExitCode, NotImplementedCommandError
+from audit.logs import mask_secrets, register_secrets, setup_logging
+
+log = logging.getLogger("audit.cli")
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+# --------------------------------------------------------------------------- shared options
+
+
+def _add_config(p: argparse.ArgumentParser, required: bool = False) -> None:
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        required=required,
+        help="YAML configuration (see conf/audit.example.yaml)",
+    )
+
+
+def _add_snapshot_dirs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--source", metavar="DIR", type=Path, help="source snapshot directory (offline use)")
+    p.add_argument(
+        "--destination", metavar="DIR", type=Path, help="destination snapshot directory (offline use)"
+    )
+
+
+def _add_out(p: argparse.ArgumentParser, required: bool, what: str) -> None:
+    p.add_argument("--out", metavar="DIR", type=Path, required=required, help=what)
+
+
+def _add_workdir(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--workdir",
+        metavar="DIR",
+        type=Path,
+        help="sandbox work directory (default: $MIRROR_AUDIT_SANDBOX_DIR or "
+        "~/.local/state/kafka-mirror-audit/sandbox)",
+    )
+
+
+def _config(args: argparse.Namespace) -> AuditConfig:
+    cfg = load_config(getattr(args, "config", None))
+    register_secrets(cfg.secret_values())
+    return cfg
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def _not_yet(command: str) -> NotImplementedCommandError:
+    return NotImplementedCommandError(f"'{command}' is not implemented yet in this version of mirror-audit")
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    _config(args)
+    raise _not_yet("snapshot")
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    _config(args)
+    raise _not_yet("audit")
+
+
+def cmd_nightly(args: argparse.Namespace) -> int:
+    _config(args)
+    raise _not_yet("nightly")
+
+
+def cmd_readiness(args: argparse.Namespace) -> int:
+    _config(args)
+    raise _not_yet("readiness")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from audit.sandbox.smoke import run_smoke
+
+    return run_smoke(workdir=args.workdir, keep=args.keep)
+
+
+def cmd_sandbox_up(args: argparse.Namespace) -> int:
+    from audit.sandbox.cluster import SandboxOptions, default_workdir, up
+
+    ports = {k: v for k, v in (("source", args.source_port), ("destination", args.destination_port)) if v}
+    opts = SandboxOptions(
+        workdir=args.workdir or default_workdir(),
+        brokers_per_cluster=args.brokers,
+        ports=ports,
+        heap_mb=args.heap_mb,
+        start_timeout_seconds=args.timeout,
+    )
+    state = up(opts)
+    _print_status(state)
+    return ExitCode.OK
+
+
+def cmd_sandbox_status(args: argparse.Namespace) -> int:
+    from audit.sandbox.cluster import default_workdir, status
+
+    workdir = args.workdir or default_workdir()
+    state = status(workdir)
+    if state is None:
+        print(f"sandbox is not running (no state in {workdir})")
+        return ExitCode.OK
+    _print_status(state)
+    return ExitCode.OK
+
+
+def cmd_sandbox_down(args: argparse.Namespace) -> int:
+    from audit.sandbox.cluster import default_workdir, down
+
+    workdir = args.workdir or default_workdir()
+    state = down(workdir, keep_data=args.keep_data)
+    if state is None:
+        print(f"sandbox is not running (no state in {workdir})")
+    else:
+        kept = "data kept" if args.keep_data else "data removed"
+        print(f"sandbox stopped ({kept}; logs in {workdir})")
+    return ExitCode.OK
+
+
+def _print_status(state: object) -> None:
+    from audit.sandbox.state import SandboxState, is_running
+
+    assert isinstance(state, SandboxState)
+    rows = [("cluster", "bootstrap", "cluster id", "pids", "state")]
+    for c in state.clusters:
+        alive = [is_running(n) for n in c.nodes]
+        word = "running" if all(alive) else ("stopped" if not any(alive) else "degraded")
+        rows.append((c.name, c.bootstrap, c.cluster_id, ",".join(str(n.pid) for n in c.nodes), word))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+    print(f"kafka {state.kafka_version}; work dir {state.workdir}")
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mirror-audit",
+        description="Audit Kafka cross-cluster mirroring: snapshot both clusters, reconcile offsets, "
+        "epochs, data and group offsets with Spark, validate the mirror's invariants, report.",
+        epilog="Exit codes: 0 pass or GO (warnings allowed), 1 an invariant failed or NO-GO, "
+        "2 usage, configuration, connection or input error.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging and tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("snapshot", help="snapshot both clusters (destination first) into a directory")
+    _add_config(p, required=True)
+    _add_out(p, True, "directory to write <out>/source and <out>/destination into")
+    p.set_defaults(handler=cmd_snapshot)
+
+    p = sub.add_parser("audit", help="audit two snapshot directories offline")
+    _add_snapshot_dirs(p)
+    _add_out(p, True, "run directory to write summary.json and the report into")
+    _add_config(p)
+    p.set_defaults(handler=cmd_audit)
+
+    p = sub.add_parser("nightly", help="snapshot, audit and report, keeping history in the output root")
+    _add_config(p, required=True)
+    _add_out(p, False, "run directory (default: a new timestamped directory under output.root)")
+    p.set_defaults(handler=cmd_nightly)
+
+    p = sub.add_parser("readiness", help="pre-failover GO / NO-GO check with expected loss and reprocessing")
+    _add_config(p)
+    _add_snapshot_dirs(p)
+    _add_out(p, True, "run directory to write summary.json into")
+    p.set_defaults(handler=cmd_readiness)
+
+    p = sub.add_parser("demo", help="run the sandbox end to end on the embedded default")
+    p.add_argument("--healthy", action="store_true", help="inject no faults")
+    _add_out(p, False, "run directory")
+    p.add_argument("--keep", action="store_true", help="leave the sandbox running afterwards")
+    _add_workdir(p)
+    p.set_defaults(handler=cmd_demo)
+
+    sb = sub.add_parser("sandbox", help="the local two-cluster Kafka sandbox (real brokers, loopback)")
+    sbsub = sb.add_subparsers(dest="sandbox_command", metavar="ACTION", required=True)
+    p = sbsub.add_parser("up", help="fetch Kafka if needed, start source and destination clusters")
+    _add_workdir(p)
+    p.add_argument("--brokers", type=int, default=1, metavar="N", help="brokers per cluster (default 1)")
+    p.add_argument("--source-port", type=int, metavar="PORT", help="fixed client port for the source")
+    p.add_argument(
+        "--destination-port", type=int, metavar="PORT", help="fixed client port for the destination"
+    )
+    p.add_argument("--heap-mb", type=int, default=512, metavar="MB", help="max heap per broker (default 512)")
+    p.add_argument(
+        "--timeout", type=float, default=120.0, metavar="S", help="seconds to wait for the clusters"
+    )
+    p.set_defaults(handler=cmd_sandbox_up)
+    p = sbsub.add_parser("status", help="show each cluster's bootstrap address, cluster id and pids")
+    _add_workdir(p)
+    p.set_defaults(handler=cmd_sandbox_status)
+    p = sbsub.add_parser("down", help="stop the processes 'up' started and remove their data")
+    _add_workdir(p)
+    p.add_argument("--keep-data", action="store_true", help="keep the brokers' data directories")
+    p.set_defaults(handler=cmd_sandbox_down)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    setup_logging(args.verbose)
+    handler: Handler = args.handler
+    try:
+        return int(handler(args))
+    except AuditError as exc:
+        if args.verbose:
+            log.exception("details")
+        print(f"mirror-audit: error: {mask_secrets(str(exc))}", file=sys.stderr)
+        return ExitCode.ERROR
+    except KeyboardInterrupt:
+        print("mirror-audit: interrupted", file=sys.stderr)
+        return ExitCode.ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

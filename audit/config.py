@@ -1,0 +1,366 @@
+"""Configuration: YAML validated into frozen, typed objects.
+
+Why hand-rolled instead of a schema library: the checks we need are few (types, ranges,
+regexes, unknown keys) and the one thing that matters to an operator at 3 a.m. is a
+one-line message naming the exact key path (``thresholds.max_lag_recordz``), with a
+suggestion. The loader walks the dataclass tree and reports the first problem that way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import re
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+import yaml
+
+from audit.errors import ConfigError
+
+Mode = Literal["cluster-mirroring", "mm2"]
+
+REDACTED = "***"
+
+# Client property names whose values are secrets (librdkafka / Java client spellings).
+_SECRET_KEY = re.compile(
+    r"(password|passwd|secret|token|jaas|credential|private|api[._-]?key|(^|[._-])key$|key\.pem|"
+    r"keystore\.key|keystore\.certificate\.chain|bearer)",
+    re.IGNORECASE,
+)
+
+# Topics that belong to Kafka, Connect, MirrorMaker 2 or Confluent itself, never to users.
+INTERNAL_TOPIC_PATTERNS: tuple[str, ...] = (
+    r"__.*",
+    r".*\.internal",
+    r"_confluent.*",
+    r"connect-(configs|offsets|status)",
+)
+
+_ENV_REF = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def is_secret_key(key: str) -> bool:
+    """True for client properties whose values must never be printed, logged or stored."""
+    return bool(_SECRET_KEY.search(key))
+
+
+def redact_properties(props: Mapping[str, str]) -> dict[str, str]:
+    """A copy of client properties with every secret value replaced by ``***``."""
+    return {k: (REDACTED if is_secret_key(k) else v) for k, v in props.items()}
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """How to reach one cluster. ``properties`` are librdkafka client settings."""
+
+    bootstrap_servers: str
+    properties: dict[str, str] = field(default_factory=dict)
+    timeout_seconds: float = 30.0
+    # Bound on concurrent per-group admin calls (list_consumer_group_offsets is one group a call).
+    max_concurrent_requests: int = 8
+
+    def client_settings(self) -> dict[str, str]:
+        """Settings for a confluent-kafka client, secrets included: never log the result."""
+        return {"bootstrap.servers": self.bootstrap_servers, **self.properties}
+
+    def redacted(self) -> dict[str, Any]:
+        return {
+            "bootstrap_servers": self.bootstrap_servers,
+            "properties": redact_properties(self.properties),
+            "timeout_seconds": self.timeout_seconds,
+            "max_concurrent_requests": self.max_concurrent_requests,
+        }
+
+    def secret_values(self) -> list[str]:
+        return [v for k, v in self.properties.items() if is_secret_key(k) and v]
+
+
+@dataclass(frozen=True)
+class PatternSet:
+    """Include/exclude regexes, each matched against the whole name."""
+
+    include: tuple[str, ...] = (".*",)
+    exclude: tuple[str, ...] = ()
+
+    def matches(self, name: str) -> bool:
+        return any(re.fullmatch(p, name) for p in self.include) and not any(
+            re.fullmatch(p, name) for p in self.exclude
+        )
+
+
+@dataclass(frozen=True)
+class ScopeConfig:
+    topics: PatternSet = field(default_factory=PatternSet)
+    groups: PatternSet = field(default_factory=PatternSet)
+    include_internal_topics: bool = False
+
+    def topic_in_scope(self, topic: str) -> bool:
+        if not self.include_internal_topics and any(re.fullmatch(p, topic) for p in INTERNAL_TOPIC_PATTERNS):
+            return False
+        return self.topics.matches(topic)
+
+    def group_in_scope(self, group_id: str) -> bool:
+        return self.groups.matches(group_id)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Invariant thresholds; the defaults are DESIGN.md's."""
+
+    max_lag_records: int = 10000
+    max_lag_seconds: float = 300.0
+    epoch_headroom: int = 3
+    group_sync_tolerance_records: int = 0
+    max_open_txn_seconds: float = 900.0
+
+
+@dataclass(frozen=True)
+class SparkConfig:
+    master: str = "local[*]"
+    app_name: str = "kafka-mirror-audit"
+    conf: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    root: str = "reports"
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    """The whole configuration. Clusters are optional: an offline audit needs none."""
+
+    mode: Mode = "cluster-mirroring"
+    source: ClusterConfig | None = None
+    destination: ClusterConfig | None = None
+    scope: ScopeConfig = field(default_factory=ScopeConfig)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    spark: SparkConfig = field(default_factory=SparkConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+
+    def cluster(self, role: Literal["source", "destination"]) -> ClusterConfig:
+        """The named cluster, or a config error saying which section to add."""
+        cfg = self.source if role == "source" else self.destination
+        if cfg is None:
+            raise ConfigError(f"the configuration has no '{role}' section: add {role}.bootstrap_servers")
+        return cfg
+
+    def redacted(self) -> dict[str, Any]:
+        """The configuration as plain data with every secret replaced: safe to print or store."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, ClusterConfig):
+                out[f.name] = value.redacted()
+            elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+                out[f.name] = _plain(dataclasses.asdict(value))
+            else:
+                out[f.name] = value
+        return out
+
+    def secret_values(self) -> list[str]:
+        values: list[str] = []
+        for c in (self.source, self.destination):
+            if c is not None:
+                values.extend(c.secret_values())
+        return values
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_config(path: str | os.PathLike[str] | None, env: Mapping[str, str] | None = None) -> AuditConfig:
+    """Read, expand and validate a YAML file; ``None`` gives the defaults."""
+    if path is None:
+        return AuditConfig()
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file {p} does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {p} cannot be read: {exc.strerror}") from exc
+    return parse_config(text, origin=str(p), env=os.environ if env is None else env)
+
+
+def parse_config(text: str, origin: str = "<config>", env: Mapping[str, str] | None = None) -> AuditConfig:
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigError(f"config file {origin} is not valid YAML{where}: {problem}") from exc
+    if raw is None:
+        raw = {}
+    try:
+        expanded = _expand_env(raw, "", os.environ if env is None else env)
+        cfg: AuditConfig = _build(AuditConfig, expanded, "")
+    except _KeyProblem as exc:
+        raise ConfigError(f"config file {origin}: {exc}") from None
+    return cfg
+
+
+class _KeyProblem(Exception):
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path or '<top level>'}: {message}")
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _expand_env(value: Any, path: str, env: Mapping[str, str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _expand_env(v, _join(path, str(k)), env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand_env(v, f"{path}[{i}]", env) for i, v in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+
+    def repl(m: re.Match[str]) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        name, default = m.group(1), m.group(2)
+        if name in env:
+            return env[name]
+        if default is not None:
+            return default
+        raise _KeyProblem(
+            path, f"environment variable {name} is not set (use ${{{name}:-default}} for a default)"
+        )
+
+    return _ENV_REF.sub(repl, value)
+
+
+def _type_name(tp: Any) -> str:
+    origin = get_origin(tp)
+    if origin is Literal:
+        return " | ".join(repr(a) for a in get_args(tp))
+    if origin in (Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in get_args(tp) if a is not type(None))
+    if origin is tuple:
+        return "a list"
+    if origin is dict:
+        return "a mapping"
+    if dataclasses.is_dataclass(tp):
+        return "a mapping"
+    return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(tp, str(tp))
+
+
+def _build(cls: type[Any], data: Any, path: str) -> Any:
+    if not isinstance(data, dict):
+        raise _KeyProblem(path, f"expected a mapping, got {type(data).__name__}")
+    hints = get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        key_s = str(key)
+        if key_s not in fields:
+            close = difflib.get_close_matches(key_s, list(fields), n=1)
+            hint = (
+                f" (did you mean '{_join(path, close[0])}'?)"
+                if close
+                else f" (known keys: {', '.join(fields)})"
+            )
+            raise _KeyProblem(_join(path, key_s), f"unknown key{hint}")
+        kwargs[key_s] = _convert(value, hints[key_s], _join(path, key_s))
+    for name, f in fields.items():
+        if (
+            name not in kwargs
+            and f.default is dataclasses.MISSING
+            and f.default_factory is dataclasses.MISSING
+        ):
+            raise _KeyProblem(_join(path, name), "required key is missing")
+    obj = cls(**kwargs)
+    _check(obj, path)
+    return obj
+
+
+def _convert(value: Any, tp: Any, path: str) -> Any:
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        return _convert(value, args[0], path)
+    if origin is Literal:
+        if value not in get_args(tp):
+            raise _KeyProblem(path, f"must be one of {_type_name(tp)}, got {value!r}")
+        return value
+    if origin is tuple:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list):
+            raise _KeyProblem(path, f"expected a list, got {type(value).__name__}")
+        (item_tp, _ellipsis) = get_args(tp)
+        return tuple(_convert(v, item_tp, f"{path}[{i}]") for i, v in enumerate(value))
+    if origin is dict:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise _KeyProblem(path, f"expected a mapping, got {type(value).__name__}")
+        out: dict[str, str] = {}
+        for k, v in value.items():
+            if isinstance(v, dict | list) or v is None:
+                raise _KeyProblem(_join(path, str(k)), "expected a scalar value")
+            out[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
+        return out
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, {} if value is None else value, path)  # type: ignore[arg-type]
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise _KeyProblem(path, f"expected true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _KeyProblem(path, f"expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _KeyProblem(path, f"expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise _KeyProblem(path, f"expected a string, got {value!r}")
+        return str(value)
+    raise TypeError(f"unsupported config type {tp!r} at {path}")  # a bug in this module
+
+
+def _check(obj: Any, path: str) -> None:
+    """Semantic checks that types alone cannot express."""
+    if isinstance(obj, Thresholds):
+        for f in dataclasses.fields(obj):
+            if getattr(obj, f.name) < 0:
+                raise _KeyProblem(_join(path, f.name), "must not be negative")
+    elif isinstance(obj, PatternSet):
+        for kind in ("include", "exclude"):
+            for i, pattern in enumerate(getattr(obj, kind)):
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise _KeyProblem(
+                        f"{_join(path, kind)}[{i}]", f"invalid regex {pattern!r}: {exc}"
+                    ) from None
+    elif isinstance(obj, ClusterConfig):
+        if not obj.bootstrap_servers.strip():
+            raise _KeyProblem(_join(path, "bootstrap_servers"), "must not be empty")
+        if obj.timeout_seconds <= 0:
+            raise _KeyProblem(_join(path, "timeout_seconds"), "must be positive")
+        if obj.max_concurrent_requests < 1:
+            raise _KeyProblem(_join(path, "max_concurrent_requests"), "must be at least 1")
+        if "bootstrap.servers" in obj.properties:
+            raise _KeyProblem(_join(path, "properties.bootstrap.servers"), "set bootstrap_servers instead")

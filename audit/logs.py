@@ -1,0 +1,69 @@
+"""Logging set-up: one line per message on stderr, secrets masked on the way out.
+
+The mask is a second line of defence: configuration is redacted before it is logged, but
+a secret can still reach a message through an exception text or a client error string.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable
+
+from audit.config import REDACTED
+
+_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+
+
+class SecretMask(logging.Filter):
+    """Replaces every known secret value in a record's final message with ``***``."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        super().__init__()
+        self._secrets: set[str] = {s for s in secrets if s}
+
+    def add(self, secrets: Iterable[str]) -> None:
+        self._secrets.update(s for s in secrets if s)
+
+    def mask(self, text: str) -> str:
+        for secret in sorted(self._secrets, key=len, reverse=True):
+            text = text.replace(secret, REDACTED)
+        return text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self._secrets:
+            message = self.mask(record.getMessage())
+            record.msg, record.args = message, None
+            if record.exc_info and record.exc_info[1] is not None:
+                record.exc_text = self.mask(logging.Formatter().formatException(record.exc_info))
+                record.exc_info = None
+        return True
+
+
+_MASK = SecretMask()
+
+
+def setup_logging(verbose: bool = False) -> None:
+    """Configure the root logger once per process (idempotent for tests)."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, "_mirror_audit", False):
+            root.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(_FORMAT, datefmt="%H:%M:%S"))
+    handler.addFilter(_MASK)
+    handler._mirror_audit = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    # Third-party chatter stays quiet unless asked for.
+    for noisy in ("py4j", "great_expectations", "kafka", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+def register_secrets(secrets: Iterable[str]) -> None:
+    """Mask these values in every log line from now on."""
+    _MASK.add(secrets)
+
+
+def mask_secrets(text: str) -> str:
+    return _MASK.mask(text)

@@ -1,0 +1,453 @@
+"""Start, inspect and stop the sandbox's real Kafka clusters (KRaft, loopback only).
+
+Each cluster has one combined broker+controller node (node 1) and, on request, more
+broker-only nodes; more than one broker is what lets a test move leadership and so raise a
+partition's leader epoch by exactly one. Processes are started in their own session (they
+outlive ``sandbox up``) and stopped by recorded pid and start time, never by name.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from audit.errors import SandboxError
+from audit.sandbox.jars import ensure_kafka_jars, find_java, kafka_version, resource_path
+from audit.sandbox.state import (
+    ClusterState,
+    NodeState,
+    SandboxState,
+    is_running,
+    load_state,
+    process_start_ticks,
+    save_state,
+)
+
+log = logging.getLogger(__name__)
+
+CLUSTER_NAMES: tuple[str, ...] = ("source", "destination")
+
+# Popen handles of the nodes this process started, so they are reaped (no zombies) on stop.
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def default_workdir() -> Path:
+    """``$MIRROR_AUDIT_SANDBOX_DIR`` or ``$XDG_STATE_HOME/kafka-mirror-audit/sandbox``."""
+    explicit = os.environ.get("MIRROR_AUDIT_SANDBOX_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(xdg) / "kafka-mirror-audit" / "sandbox"
+
+
+@dataclass(frozen=True)
+class SandboxOptions:
+    workdir: Path
+    brokers_per_cluster: int = 1
+    # Fixed client port of node 1 per cluster name; others get free loopback ports.
+    ports: dict[str, int] = field(default_factory=dict)
+    heap_mb: int = 512
+    start_timeout_seconds: float = 120.0
+    # Extra broker settings for every node (e.g. small segments for segment tests).
+    broker_properties: dict[str, str] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- ports
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_ports(count: int) -> list[int]:
+    """Distinct free loopback ports (held open together so none is handed out twice)."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+# --------------------------------------------------------------------------- config
+
+
+def new_cluster_id() -> str:
+    """A random Kafka Uuid in its base64url form; never starting with '-' (a CLI flag)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def _server_properties(
+    node_id: int, roles: str, port: int, controller_port: int, data_dir: Path, extra: dict[str, str]
+) -> str:
+    listeners = f"PLAINTEXT://127.0.0.1:{port}"
+    if "controller" in roles:
+        listeners += f",CONTROLLER://127.0.0.1:{controller_port}"
+    props = {
+        "process.roles": roles,
+        "node.id": str(node_id),
+        "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+        "listeners": listeners,
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "log.dirs": str(data_dir),
+        "num.partitions": "1",
+        "default.replication.factor": "1",
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "10",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "transaction.state.log.num.partitions": "5",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        # Leadership moves only when a test asks for it (epochs rise only then).
+        "auto.leader.rebalance.enable": "false",
+        "log.flush.interval.messages": "9223372036854775807",
+    }
+    props.update(extra)
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def _java_cmd(java: str, jars: str, heap_mb: int, main: str, args: Sequence[str]) -> list[str]:
+    return [
+        java,
+        f"-Xms{max(64, heap_mb // 2)}m",
+        f"-Xmx{heap_mb}m",
+        "-XX:+UseG1GC",
+        "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={resource_path('log4j2.properties')}",
+        "-cp",
+        f"{jars}/*",
+        main,
+        *args,
+    ]
+
+
+def run_tool(
+    state: SandboxState, main_class: str, args: Sequence[str], timeout: float = 120.0, heap_mb: int = 256
+) -> subprocess.CompletedProcess[str]:
+    """Run one of Kafka's own command-line tools (a Java main class) from the sandbox jars."""
+    cmd = _java_cmd(find_java(), state.jars, heap_mb, main_class, args)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _format_storage(java: str, jars: str, jobs: list[tuple[str, Path, str]]) -> None:
+    """Format every node's KRaft storage, in parallel (each is a JVM start)."""
+    procs = []
+    for cluster_id, props_path, label in jobs:
+        cmd = _java_cmd(
+            java, jars, 256, "kafka.tools.StorageTool", ["format", "-t", cluster_id, "-c", str(props_path)]
+        )
+        procs.append(
+            (label, props_path, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+        )
+    failures = []
+    for label, props_path, proc in procs:
+        out, _ = proc.communicate(timeout=180)
+        if proc.returncode != 0:
+            text = out.decode(errors="replace").strip().splitlines()
+            failures.append(f"{label}: {text[-1] if text else 'exit ' + str(proc.returncode)} ({props_path})")
+    if failures:
+        raise SandboxError("formatting KRaft storage failed: " + "; ".join(failures))
+
+
+def _start_node(java: str, jars: str, heap_mb: int, props_path: Path, log_path: Path) -> tuple[int, int]:
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen(
+            _java_cmd(java, jars, heap_mb, "kafka.Kafka", [str(props_path)]),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    _CHILDREN[proc.pid] = proc
+    ticks = None
+    for _ in range(50):
+        ticks = process_start_ticks(proc.pid)
+        if ticks is not None or proc.poll() is not None:
+            break
+        time.sleep(0.01)
+    return proc.pid, ticks if ticks is not None else -1
+
+
+def _exit_cause(node: NodeState) -> str:
+    """The most telling line of a node's log after it died."""
+    try:
+        lines = Path(node.log_path).read_text(errors="replace").splitlines()
+    except OSError:
+        return "no log"
+    for line in reversed(lines):
+        if "Address already in use" in line or "BindException" in line:
+            return f"a port it needs is taken (port {node.port} or {node.controller_port})"
+    for line in reversed(lines):
+        if " ERROR " in line or "Exception" in line:
+            return line.strip()[:300]
+    return "it exited without logging an error"
+
+
+def _stop_pid(pid: int, ticks: int, timeout: float) -> None:
+    if process_start_ticks(pid) != ticks:
+        _CHILDREN.pop(pid, None)
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process_start_ticks(pid) != ticks:
+            break
+        time.sleep(0.1)
+    else:
+        log.warning("process %d did not stop within %.0fs; killing it", pid, timeout)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        while process_start_ticks(pid) == ticks:
+            time.sleep(0.05)
+    child = _CHILDREN.pop(pid, None)
+    if child is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=5)
+
+
+# --------------------------------------------------------------------------- readiness
+
+
+def _broker_count(bootstrap: str, timeout: float) -> tuple[int, str | None]:
+    """(brokers in the metadata, cluster id) as a client sees them."""
+    from confluent_kafka.admin import AdminClient
+
+    quiet = logging.getLogger("audit.sandbox.rdkafka")
+    quiet.setLevel(logging.CRITICAL)
+    settings: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": quiet, "socket.timeout.ms": 2000}
+    admin = AdminClient(settings)
+    try:
+        md = admin.list_topics(timeout=timeout)
+    except Exception:
+        return 0, None
+    return len(md.brokers), md.cluster_id
+
+
+def _wait_ready(cluster: ClusterState, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        for node in cluster.nodes:
+            if not is_running(node):
+                raise SandboxError(
+                    f"{cluster.name} broker (node {node.node_id}) exited during start: {_exit_cause(node)}; "
+                    f"see {node.log_path}"
+                )
+        if all(_port_open(n.port) for n in cluster.nodes):
+            count, cid = _broker_count(cluster.nodes[0].bootstrap, timeout=3)
+            if count == len(cluster.nodes) and cid == cluster.cluster_id:
+                return
+        if time.monotonic() > deadline:
+            node = cluster.nodes[0]
+            raise SandboxError(
+                f"{cluster.name} cluster did not answer metadata requests within {timeout:.0f}s; "
+                f"see {node.log_path}"
+            )
+        time.sleep(0.3)
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def up(opts: SandboxOptions) -> SandboxState:
+    """Start both clusters and return once each answers metadata with all its brokers.
+
+    A second call while the sandbox runs returns the running state. On any failure every
+    process this call started is stopped and the error names the log to read.
+    """
+    workdir = opts.workdir
+    existing = load_state(workdir)
+    if existing is not None:
+        nodes = [n for c in existing.clusters for n in c.nodes]
+        alive = [n for n in nodes if is_running(n)]
+        if len(alive) == len(nodes):
+            log.info("sandbox already running (state %s)", workdir / "state.json")
+            return existing
+        if alive:
+            raise SandboxError(
+                f"sandbox in {workdir} is partly running ({len(alive)} of {len(nodes)} brokers): "
+                "run 'mirror-audit sandbox down' first"
+            )
+        log.warning("removing stale sandbox state in %s (no broker of it is running)", workdir)
+        _remove_data(existing)
+    if opts.brokers_per_cluster < 1:
+        raise SandboxError("brokers per cluster must be at least 1")
+    for name, port in opts.ports.items():
+        if not _port_free(port):
+            raise SandboxError(
+                f"port 127.0.0.1:{port} for the {name} cluster is taken: free it or choose another port"
+            )
+
+    java = find_java()
+    version = kafka_version()
+    jars = str(ensure_kafka_jars(version))
+    workdir.mkdir(parents=True, exist_ok=True)
+
+    n = opts.brokers_per_cluster
+    free = iter(_free_ports(len(CLUSTER_NAMES) * (n + 1)))
+    plans: list[tuple[str, str, list[tuple[int, str, int, int, Path]]]] = []
+    format_jobs: list[tuple[str, Path, str]] = []
+    for name in CLUSTER_NAMES:
+        cluster_id = new_cluster_id()
+        controller_port = next(free)
+        node_plans = []
+        for node_id in range(1, n + 1):
+            port = opts.ports[name] if node_id == 1 and name in opts.ports else next(free)
+            roles = "broker,controller" if node_id == 1 else "broker"
+            node_dir = workdir / name / f"node-{node_id}"
+            if node_dir.exists():
+                shutil.rmtree(node_dir)
+            (node_dir / "data").mkdir(parents=True)
+            props_path = node_dir / "server.properties"
+            props_path.write_text(
+                _server_properties(
+                    node_id, roles, port, controller_port, node_dir / "data", opts.broker_properties
+                )
+            )
+            node_plans.append((node_id, roles, port, controller_port, node_dir))
+            format_jobs.append((cluster_id, props_path, f"{name} node {node_id}"))
+        plans.append((name, cluster_id, node_plans))
+
+    started = time.monotonic()
+    _format_storage(java, jars, format_jobs)
+    clusters: list[ClusterState] = []
+    for name, cluster_id, node_plans in plans:
+        states = []
+        for node_id, roles, port, controller_port, node_dir in node_plans:
+            log_path = node_dir / "broker.log"
+            pid, ticks = _start_node(java, jars, opts.heap_mb, node_dir / "server.properties", log_path)
+            states.append(
+                NodeState(
+                    node_id,
+                    roles,
+                    port,
+                    controller_port if "controller" in roles else None,
+                    pid,
+                    ticks,
+                    str(node_dir),
+                    str(log_path),
+                )
+            )
+        clusters.append(ClusterState(name, cluster_id, tuple(states)))
+    state = SandboxState(str(workdir), version, jars, tuple(clusters))
+    save_state(state)
+    try:
+        for cluster in clusters:
+            _wait_ready(cluster, opts.start_timeout_seconds)
+    except BaseException:
+        _stop_all(state)
+        (workdir / "state.json").unlink(missing_ok=True)
+        raise
+    log.info(
+        "sandbox up in %.1fs: %s",
+        time.monotonic() - started,
+        ", ".join(f"{c.name}={c.bootstrap}" for c in clusters),
+    )
+    return state
+
+
+def status(workdir: Path) -> SandboxState | None:
+    return load_state(workdir)
+
+
+def _stop_all(state: SandboxState, timeout: float = 30.0) -> None:
+    # Broker-only nodes first: they need the controller for a clean shutdown.
+    for cluster in state.clusters:
+        for node in sorted(cluster.nodes, key=lambda n: "controller" in n.roles):
+            _stop_pid(node.pid, node.start_ticks, timeout)
+
+
+def _remove_data(state: SandboxState) -> None:
+    for cluster in state.clusters:
+        for node in cluster.nodes:
+            shutil.rmtree(Path(node.node_dir) / "data", ignore_errors=True)
+    (Path(state.workdir) / "state.json").unlink(missing_ok=True)
+
+
+def down(workdir: Path, keep_data: bool = False) -> SandboxState | None:
+    """Stop exactly the processes ``up`` started and (unless ``keep_data``) remove their data.
+
+    Logs stay for a post-mortem. Returns the state that was stopped, or None if none ran.
+    """
+    state = load_state(workdir)
+    if state is None:
+        return None
+    _stop_all(state)
+    if keep_data:
+        (Path(state.workdir) / "state.json").unlink(missing_ok=True)
+    else:
+        _remove_data(state)
+    return state
+
+
+def stop_node(state: SandboxState, cluster: str, node_id: int, timeout: float = 30.0) -> None:
+    node = state.cluster(cluster).node(node_id)
+    _stop_pid(node.pid, node.start_ticks, timeout)
+
+
+def start_node(
+    state: SandboxState, cluster: str, node_id: int, heap_mb: int = 512, timeout: float = 120.0
+) -> SandboxState:
+    """Restart one stopped node with its existing data; returns (and saves) the new state."""
+    cs = state.cluster(cluster)
+    node = cs.node(node_id)
+    if is_running(node):
+        return state
+    pid, ticks = _start_node(
+        find_java(), state.jars, heap_mb, Path(node.node_dir) / "server.properties", Path(node.log_path)
+    )
+    new_node = NodeState(
+        node.node_id, node.roles, node.port, node.controller_port, pid, ticks, node.node_dir, node.log_path
+    )
+    new_state = state.with_node(cluster, new_node)
+    save_state(new_state)
+    _wait_ready(new_state.cluster(cluster), timeout)
+    return new_state
+
+
+@contextlib.contextmanager
+def running(opts: SandboxOptions) -> Iterator[SandboxState]:
+    """The sandbox for the duration of a block; always torn down, also on error or Ctrl-C."""
+    try:
+        state = up(opts)
+        yield state
+    finally:
+        down(opts.workdir)

@@ -1,0 +1,109 @@
+"""Sandbox traffic: produce and read records on a sandbox cluster with confluent-kafka.
+
+Only for the sandbox's own clusters (the demo and the tests); the auditor itself never
+writes to a cluster it audits.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
+
+from audit.errors import SandboxError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Record:
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+def create_topic(
+    bootstrap: str, topic: str, partitions: int = 1, replication: int = 1, **config: str
+) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics(
+        [NewTopic(topic, num_partitions=partitions, replication_factor=replication, config=config)],
+        operation_timeout=30,
+    )
+    try:
+        futures[topic].result(timeout=60)
+    except KafkaException as exc:
+        raise SandboxError(f"creating topic {topic} on {bootstrap} failed: {exc}") from exc
+
+
+def produce(bootstrap: str, topic: str, records: Iterable[Record], partition: int | None = None) -> int:
+    """Produce records idempotently and wait for every acknowledgement; returns the count."""
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    errors: list[str] = []
+
+    def on_delivery(err: object, _msg: object) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    count = 0
+    for r in records:
+        headers: list[tuple[str, str | bytes | None]] | None = list(r.headers) or None
+        if partition is None:
+            producer.produce(topic, r.value, r.key, headers=headers, on_delivery=on_delivery)
+        else:
+            producer.produce(
+                topic, r.value, r.key, partition=partition, headers=headers, on_delivery=on_delivery
+            )
+        count += 1
+        producer.poll(0)
+    remaining = producer.flush(60)
+    if remaining or errors:
+        raise SandboxError(
+            f"producing to {topic} on {bootstrap} failed: {errors[:1] or [f'{remaining} undelivered']}"
+        )
+    return count
+
+
+def read_partition(
+    bootstrap: str, topic: str, partition: int, start: int, end: int, isolation: str = "read_uncommitted"
+) -> list[tuple[int, Record]]:
+    """Records with offsets in [start, end) by assignment, without a group or any commit."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "mirror-audit-sandbox-reader-unused",  # required by librdkafka; never joined
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+        }
+    )
+    out: list[tuple[int, Record]] = []
+    try:
+        consumer.assign([TopicPartition(topic, partition, start)])
+        while True:
+            msg = consumer.poll(10)
+            if msg is None:
+                raise SandboxError(f"timed out reading {topic}-{partition} on {bootstrap}")
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    break
+                raise SandboxError(f"reading {topic}-{partition} failed: {err}")
+            offset = msg.offset()
+            assert offset is not None  # a message without error always has an offset
+            if offset >= end:
+                break
+            raw = msg.headers() or []
+            pairs = raw.items() if isinstance(raw, dict) else raw
+            headers = tuple((k, v if isinstance(v, bytes) else b"") for k, v in pairs)
+            out.append((offset, Record(msg.key(), msg.value(), headers)))
+            if offset + 1 >= end:
+                break
+    finally:
+        consumer.close()
+    return out

@@ -1,0 +1,34 @@
+"""The one place a SparkSession is built, from the ``spark`` section of the config.
+
+``local[*]`` is the embedded default; the same jobs run under spark-submit on a cluster,
+where ``getOrCreate`` picks up the session spark-submit made.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from audit.config import SparkConfig
+
+log = logging.getLogger(__name__)
+
+# Quiet, reproducible defaults for an auditor: no UI port opened on an operator's host,
+# session time zone fixed so timestamps in reports do not depend on the machine.
+_DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+
+
+def build_spark(cfg: SparkConfig) -> Any:
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(cfg.master).appName(cfg.app_name)
+    for key, value in {**_DEFAULTS, **cfg.conf}.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    log.debug("spark session %s on %s", session.version, cfg.master)
+    return session

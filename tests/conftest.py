@@ -1,0 +1,62 @@
+"""Shared fixtures: one local Spark session and one real two-cluster Kafka sandbox per run.
+
+Markers follow the folders (tests/unit, tests/spark, tests/integration), so ``-m unit``
+runs in seconds without Java, and ``make test`` runs everything.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+_FOLDER_MARKERS = {
+    "unit": pytest.mark.unit,
+    "spark": pytest.mark.spark,
+    "integration": pytest.mark.integration,
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        folder = Path(str(item.fspath)).parent.name
+        marker = _FOLDER_MARKERS.get(folder)
+        if marker is not None:
+            item.add_marker(marker)
+
+
+def _sigterm_to_interrupt(signum: int, frame: object) -> None:
+    # CI or a user stopping the run with SIGTERM: unwind like Ctrl-C so fixtures tear down.
+    raise KeyboardInterrupt
+
+
+signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    from audit.config import SparkConfig
+    from audit.spark_session import build_spark
+
+    session = build_spark(
+        SparkConfig(
+            master="local[2]",
+            app_name="kafka-mirror-audit-tests",
+            conf={"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
+        )
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """Real source and destination clusters, two brokers each (so leadership can move)."""
+    from audit.sandbox.cluster import SandboxOptions, running
+
+    workdir = Path(os.environ.get("MIRROR_AUDIT_TEST_SANDBOX_DIR") or tmp_path_factory.mktemp("sandbox"))
+    with running(SandboxOptions(workdir=workdir, brokers_per_cluster=2, heap_mb=512)) as state:
+        yield state

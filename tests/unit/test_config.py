@@ -1,0 +1,200 @@
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from audit.cli import main
+from audit.config import AuditConfig, Thresholds, load_config, parse_config, redact_properties
+from audit.errors import ConfigError
+from audit.logs import SecretMask
+
+FULL = """
+mode: cluster-mirroring
+source:
+  bootstrap_servers: src:9092
+  properties:
+    security.protocol: SASL_SSL
+    sasl.mechanism: PLAIN
+    sasl.username: auditor
+    sasl.password: ${SRC_PASSWORD}
+    ssl.key.password: ${KEY_PASS:-fallback-secret}
+    sasl.jaas.config: org.apache.kafka.common.security.plain.PlainLoginModule required password="jaas-secret";
+destination:
+  bootstrap_servers: ${DST_BOOTSTRAP}
+  timeout_seconds: 10
+scope:
+  topics:
+    include: ["orders.*", "payments"]
+    exclude: ["orders-tmp"]
+  groups:
+    include: [".*"]
+thresholds:
+  max_lag_records: 500
+spark:
+  master: local[2]
+  conf:
+    spark.sql.shuffle.partitions: 4
+output:
+  root: /tmp/runs
+"""
+
+ENV = {"SRC_PASSWORD": "s3cr3t-pw", "DST_BOOTSTRAP": "dst:9093"}
+
+
+def test_defaults_match_design() -> None:
+    cfg = parse_config("", env={})
+    assert cfg.mode == "cluster-mirroring"
+    assert cfg.source is None and cfg.destination is None
+    assert cfg.thresholds == Thresholds(
+        max_lag_records=10000,
+        max_lag_seconds=300.0,
+        epoch_headroom=3,
+        group_sync_tolerance_records=0,
+        max_open_txn_seconds=900.0,
+    )
+    assert cfg.spark.master == "local[*]"
+    assert cfg.output.root == "reports"
+    assert load_config(None) == AuditConfig()
+
+
+def test_full_config_and_env_expansion() -> None:
+    cfg = parse_config(FULL, env=ENV)
+    assert cfg.source is not None and cfg.destination is not None
+    assert cfg.source.properties["sasl.password"] == "s3cr3t-pw"
+    assert cfg.source.properties["ssl.key.password"] == "fallback-secret"
+    assert cfg.destination.bootstrap_servers == "dst:9093"
+    assert cfg.destination.timeout_seconds == 10.0
+    assert cfg.thresholds.max_lag_records == 500
+    assert cfg.thresholds.epoch_headroom == 3  # untouched keys keep their defaults
+    assert cfg.spark.conf == {"spark.sql.shuffle.partitions": "4"}
+    assert cfg.source.client_settings()["bootstrap.servers"] == "src:9092"
+
+
+def test_missing_env_var_names_path_and_variable() -> None:
+    with pytest.raises(
+        ConfigError, match=r"source\.properties\.sasl\.password: environment variable SRC_PASSWORD"
+    ):
+        parse_config(FULL, env={"DST_BOOTSTRAP": "x"})
+
+
+def test_dollar_escape() -> None:
+    cfg = parse_config("output:\n  root: /tmp/$${HOME}\n", env={})
+    assert cfg.output.root == "/tmp/${HOME}"
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (
+            "thresholds:\n  max_lag_recordz: 5\n",
+            "thresholds.max_lag_recordz: unknown key (did you mean 'thresholds.max_lag_records'?)",
+        ),
+        ("sourc:\n  bootstrap_servers: x\n", "sourc: unknown key (did you mean 'source'?)"),
+        ("scope:\n  topics:\n    includes: [a]\n", "scope.topics.includes: unknown key"),
+        ("mode: mirrormaker\n", "mode: must be one of 'cluster-mirroring' | 'mm2'"),
+        ("thresholds:\n  max_lag_records: lots\n", "thresholds.max_lag_records: expected an integer"),
+        ("thresholds:\n  epoch_headroom: -1\n", "thresholds.epoch_headroom: must not be negative"),
+        ("scope:\n  topics:\n    include: ['(']\n", "scope.topics.include[0]: invalid regex"),
+        ("source:\n  properties: {}\n", "source.bootstrap_servers: required key is missing"),
+        ("source: [1, 2]\n", "source: expected a mapping"),
+        ("- a\n- b\n", "<top level>: expected a mapping"),
+    ],
+)
+def test_bad_config_names_the_key(text: str, fragment: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, origin="bad.yaml", env={})
+    message = str(info.value)
+    assert fragment in message
+    assert message.startswith("config file bad.yaml: ")
+    assert "\n" not in message
+
+
+def test_invalid_yaml_gives_position() -> None:
+    with pytest.raises(ConfigError, match=r"not valid YAML at line 2"):
+        parse_config("a: 1\n b: [\n", origin="x.yaml", env={})
+
+
+def test_missing_file() -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config("/nonexistent/audit.yaml")
+
+
+def test_redaction_everywhere_config_is_shown() -> None:
+    cfg = parse_config(FULL, env=ENV)
+    shown = repr(cfg.redacted())
+    for secret in ("s3cr3t-pw", "fallback-secret", "jaas-secret"):
+        assert secret not in shown
+    props = cfg.redacted()["source"]["properties"]
+    assert props["sasl.password"] == "***"
+    assert props["sasl.jaas.config"] == "***"
+    assert props["ssl.key.password"] == "***"
+    assert props["sasl.username"] == "auditor"  # not a secret: kept so people can see who audits
+    assert props["security.protocol"] == "SASL_SSL"
+    assert set(cfg.secret_values()) >= {"s3cr3t-pw", "fallback-secret"}
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "sasl.oauthbearer.client.secret",
+        "ssl.keystore.key",
+        "ssl.key.pem",
+        "basic.auth.user.info.token",
+        "api.key",
+    ],
+)
+def test_secret_key_names(key: str) -> None:
+    assert redact_properties({key: "v"}) == {key: "***"}
+
+
+@pytest.mark.parametrize("key", ["ssl.endpoint.identification.algorithm", "key.serializer", "client.id"])
+def test_non_secret_key_names(key: str) -> None:
+    assert redact_properties({key: "v"}) == {key: "v"}
+
+
+def test_secret_mask_filter_masks_messages() -> None:
+    mask = SecretMask(["hunter2"])
+    record = logging.LogRecord("x", logging.ERROR, __file__, 1, "auth failed with %s", ("hunter2",), None)
+    assert mask.filter(record)
+    assert record.getMessage() == "auth failed with ***"
+
+
+def test_scope_matching_and_internal_topics() -> None:
+    cfg = parse_config(FULL, env=ENV)
+    assert cfg.scope.topic_in_scope("orders")
+    assert cfg.scope.topic_in_scope("orders.eu")
+    assert not cfg.scope.topic_in_scope("orders-tmp")
+    assert not cfg.scope.topic_in_scope("payments-x")  # whole-name match
+    default = AuditConfig().scope
+    for internal in (
+        "__consumer_offsets",
+        "__transaction_state",
+        "mm2-offset-syncs.dst.internal",
+        "connect-offsets",
+    ):
+        assert not default.topic_in_scope(internal)
+    assert default.topic_in_scope("anything")
+
+
+def test_cli_readiness_with_mistyped_key_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("thresholds:\n  max_lag_recordz: 5\n")
+    code = main(["readiness", "--config", str(bad), "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "thresholds.max_lag_recordz" in err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_example_config_is_valid_and_documents_every_key() -> None:
+    example = Path(__file__).resolve().parents[2] / "conf" / "audit.example.yaml"
+    cfg = load_config(example, env={"SOURCE_KAFKA_PASSWORD": "pw1", "DEST_KAFKA_PASSWORD": "pw2"})
+    assert cfg.thresholds == Thresholds()  # the example shows the defaults
+    text = example.read_text()
+    for section in ("mode", "source", "destination", "scope", "thresholds", "spark", "output"):
+        assert f"\n{section}:" in text
+    for key in Thresholds.__dataclass_fields__:
+        assert f"  {key}:" in text
