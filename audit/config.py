@@ -120,6 +120,15 @@ class Thresholds:
 
 
 @dataclass(frozen=True)
+class MirrorConfig:
+    """What the audited mirror promises beyond equal offsets."""
+
+    # KIP-1279 Cluster Mirroring keeps source topic IDs; Cluster Linking and the sandbox
+    # emulator do not, so CM-TOPIC-1 compares topic IDs only when this is true.
+    preserves_topic_ids: bool = False
+
+
+@dataclass(frozen=True)
 class SparkConfig:
     master: str = "local[*]"
     app_name: str = "kafka-mirror-audit"
@@ -140,6 +149,7 @@ class AuditConfig:
     destination: ClusterConfig | None = None
     scope: ScopeConfig = field(default_factory=ScopeConfig)
     thresholds: Thresholds = field(default_factory=Thresholds)
+    mirror: MirrorConfig = field(default_factory=MirrorConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
 

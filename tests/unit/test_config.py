@@ -194,7 +194,7 @@ def test_example_config_is_valid_and_documents_every_key() -> None:
     cfg = load_config(example, env={"SOURCE_KAFKA_PASSWORD": "pw1", "DEST_KAFKA_PASSWORD": "pw2"})
     assert cfg.thresholds == Thresholds()  # the example shows the defaults
     text = example.read_text()
-    for section in ("mode", "source", "destination", "scope", "thresholds", "spark", "output"):
+    for section in ("mode", "source", "destination", "scope", "thresholds", "mirror", "spark", "output"):
         assert f"\n{section}:" in text
     for key in Thresholds.__dataclass_fields__:
         assert f"  {key}:" in text

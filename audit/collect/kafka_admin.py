@@ -1,0 +1,289 @@
+"""Thin, read-only adapter over confluent-kafka's AdminClient.
+
+It turns client objects into plain values and client failures into one ``ClusterError``
+that names the cluster and the call. Only describe/list calls are made: nothing here
+commits offsets, joins a group, creates a topic or writes a record.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+
+from audit.config import ClusterConfig
+from audit.errors import ClusterError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    topic_id: str | None
+    leaders: dict[int, int | None]  # partition -> leader broker id
+
+
+@dataclass(frozen=True)
+class OffsetInfo:
+    offset: int
+    timestamp_ms: int | None
+    leader_epoch: int | None
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    group_id: str
+    group_type: str
+    state: str
+    member_count: int
+
+
+@dataclass(frozen=True)
+class CommittedOffset:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int | None
+    metadata: str | None
+
+
+def _enum_name(value: Any) -> str:
+    name = getattr(value, "name", None)
+    return str(name if name is not None else value).upper()
+
+
+class KafkaAdmin:
+    """One cluster, one role name for messages, one timeout for every call."""
+
+    def __init__(self, role: str, cfg: ClusterConfig) -> None:
+        self.role = role
+        self.cfg = cfg
+        self.timeout = cfg.timeout_seconds
+        self._last_error: str | None = None
+        self._lock = threading.Lock()
+        quiet = logging.getLogger(f"audit.collect.rdkafka.{role}")
+        settings: dict[str, Any] = {
+            **cfg.client_settings(),
+            "error_cb": self._on_error,
+            "logger": quiet,
+        }
+        try:
+            self._admin = AdminClient(settings)
+        except KafkaException as exc:
+            raise ClusterError(f"{role} cluster: invalid client settings: {_describe(exc)}") from exc
+        except (TypeError, ValueError) as exc:
+            raise ClusterError(f"{role} cluster: invalid client settings: {exc}") from exc
+
+    # -- error handling -------------------------------------------------------------
+
+    def _on_error(self, err: KafkaError) -> None:
+        with self._lock:
+            self._last_error = err.str()
+
+    def _fail(self, call: str, exc: BaseException) -> ClusterError:
+        detail = _describe(exc)
+        hint = "check bootstrap_servers, network and credentials"
+        if "AUTHORIZATION" in detail.upper():
+            hint = "grant the auditor Describe (and DescribeConfigs) on the cluster, topics and groups"
+        with self._lock:
+            last = self._last_error
+        if last and last not in detail:
+            detail = f"{detail} (last client error: {last})"
+        return ClusterError(
+            f"{self.role} cluster ({self.cfg.bootstrap_servers}): {call} failed: {detail}; {hint}"
+        )
+
+    def _result(self, call: str, future: Any) -> Any:
+        try:
+            return future.result(timeout=self.timeout + 5)
+        except (KafkaException, TimeoutError) as exc:
+            raise self._fail(call, exc) from exc
+        except Exception as exc:  # concurrent.futures.TimeoutError and client-side errors
+            raise self._fail(call, exc) from exc
+
+    # -- calls ------------------------------------------------------------------------
+
+    def cluster_id(self) -> str | None:
+        md = self._metadata()
+        return str(md.cluster_id) if md.cluster_id else None
+
+    def _metadata(self) -> Any:
+        try:
+            return self._admin.list_topics(timeout=self.timeout)
+        except KafkaException as exc:
+            raise self._fail("list_topics (metadata)", exc) from exc
+
+    def topic_names(self) -> list[str]:
+        md = self._metadata()
+        return sorted(md.topics)
+
+    def describe_topics(self, names: Sequence[str]) -> list[TopicInfo]:
+        if not names:
+            return []
+        futures = self._admin.describe_topics(TopicCollection(list(names)), request_timeout=self.timeout)
+        out = []
+        for name in names:
+            desc = self._result(f"describe_topics({name})", futures[name])
+            topic_id = str(desc.topic_id) if getattr(desc, "topic_id", None) is not None else None
+            leaders = {p.id: (p.leader.id if p.leader is not None else None) for p in desc.partitions}
+            out.append(TopicInfo(name, topic_id, leaders))
+        return out
+
+    def list_offsets(
+        self, partitions: Iterable[tuple[str, int]], spec: str, committed: bool = False
+    ) -> dict[tuple[str, int], OffsetInfo]:
+        """``spec``: earliest | latest | max_timestamp; ``committed`` uses READ_COMMITTED (LSO)."""
+        specs: dict[str, Any] = {
+            "earliest": OffsetSpec.earliest(),
+            "latest": OffsetSpec.latest(),
+            "max_timestamp": OffsetSpec.max_timestamp(),
+        }
+        request = {TopicPartition(t, p): specs[spec] for t, p in partitions}
+        if not request:
+            return {}
+        level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+        futures = self._admin.list_offsets(request, isolation_level=level, request_timeout=self.timeout)
+        out: dict[tuple[str, int], OffsetInfo] = {}
+        for tp, fut in futures.items():
+            info = self._result(f"list_offsets({spec}, {tp.topic}-{tp.partition})", fut)
+            ts = info.timestamp if info.timestamp is not None and info.timestamp >= 0 else None
+            epoch = info.leader_epoch if info.leader_epoch is not None and info.leader_epoch >= 0 else None
+            out[(tp.topic, tp.partition)] = OffsetInfo(int(info.offset), ts, epoch)
+        return out
+
+    def list_groups(self) -> list[GroupInfo]:
+        listing = self._result(
+            "list_consumer_groups", self._admin.list_consumer_groups(request_timeout=self.timeout)
+        )
+        if listing.errors:
+            log.warning(
+                "%s: list_consumer_groups reported %d errors: %s",
+                self.role,
+                len(listing.errors),
+                _describe(listing.errors[0]),
+            )
+        ids = [g.group_id for g in listing.valid]
+        types = {g.group_id: _group_type(g) for g in listing.valid}
+        states = {g.group_id: _enum_name(getattr(g, "state", "UNKNOWN")) for g in listing.valid}
+        members: dict[str, int] = {}
+        for chunk in _chunks(ids, 100):
+            futures = self._admin.describe_consumer_groups(chunk, request_timeout=self.timeout)
+            for gid in chunk:
+                desc = self._result(f"describe_consumer_groups({gid})", futures[gid])
+                members[gid] = len(desc.members or [])
+                states[gid] = _enum_name(desc.state)
+                if getattr(desc, "type", None) is not None:
+                    types[gid] = _type_word(desc.type)
+        return [GroupInfo(g, types[g], states[g], members.get(g, 0)) for g in ids]
+
+    def committed_offsets(self, group_ids: Sequence[str]) -> dict[str, list[CommittedOffset]]:
+        """Committed offsets per group; one call per group, at most ``max_concurrent_requests`` in flight."""
+        out: dict[str, list[CommittedOffset]] = {}
+        for chunk in _chunks(list(group_ids), self.cfg.max_concurrent_requests):
+            futures = {
+                gid: self._admin.list_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(gid)], request_timeout=self.timeout
+                )[gid]
+                for gid in chunk
+            }
+            for gid, fut in futures.items():
+                result = self._result(f"list_consumer_group_offsets({gid})", fut)
+                rows = []
+                for tp in result.topic_partitions or []:
+                    if tp.error is not None or tp.offset is None or tp.offset < 0:
+                        continue
+                    epoch = getattr(tp, "leader_epoch", None)
+                    rows.append(
+                        CommittedOffset(
+                            tp.topic,
+                            tp.partition,
+                            int(tp.offset),
+                            epoch if epoch is not None and epoch >= 0 else None,
+                            tp.metadata or None,
+                        )
+                    )
+                out[gid] = rows
+        return out
+
+    def record_timestamps(self, positions: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """Timestamp of the record at each (topic, partition) offset, read uncommitted.
+
+        Assignment only: no subscribe, no commit, so no group is joined or created.
+        """
+        if not positions:
+            return {}
+        settings: dict[str, Any] = {
+            **self.cfg.client_settings(),
+            "group.id": "mirror-audit-never-joined",  # librdkafka wants one; assign() never uses it
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "allow.auto.create.topics": False,
+            "isolation.level": "read_uncommitted",
+            "auto.offset.reset": "error",
+            "logger": logging.getLogger(f"audit.collect.rdkafka.{self.role}"),
+        }
+        consumer = Consumer(settings)
+        found: dict[tuple[str, int], int] = {}
+        try:
+            consumer.assign([TopicPartition(t, p, off) for (t, p), off in positions.items()])
+            import time
+
+            deadline = time.monotonic() + self.timeout
+            while len(found) < len(positions) and time.monotonic() < deadline:
+                msg = consumer.poll(0.5)
+                if msg is None:
+                    continue
+                if msg.error() is not None:
+                    continue
+                key = (str(msg.topic()), int(msg.partition() or 0))
+                if key in positions and key not in found:
+                    found[key] = int(msg.timestamp()[1])
+                    consumer.pause([TopicPartition(key[0], key[1])])
+        finally:
+            consumer.close()
+        missing = set(positions) - set(found)
+        if missing:
+            log.warning(
+                "%s: no record read at the last stable offset of %d partitions within %.0fs",
+                self.role,
+                len(missing),
+                self.timeout,
+            )
+        return found
+
+
+def _group_type(listing: Any) -> str:
+    t = getattr(listing, "type", None)
+    return _type_word(t) if t is not None else "unknown"
+
+
+def _type_word(value: Any) -> str:
+    word = _enum_name(value).lower()
+    return word if word in ("consumer", "classic", "share") else "unknown"
+
+
+def _chunks(items: list[str], size: int) -> list[list[str]]:
+    return [items[i : i + size] for i in range(0, len(items), max(1, size))]
+
+
+def _describe(exc: BaseException | Any) -> str:
+    arg = exc.args[0] if isinstance(exc, BaseException) and exc.args else exc
+    if isinstance(arg, KafkaError):
+        return f"{arg.name()}: {arg.str()}"
+    text = str(exc)
+    return text or type(exc).__name__

@@ -1,0 +1,126 @@
+"""Take a ``mirror-audit-snapshot/1`` of one cluster, and of both in the safe order.
+
+The destination is snapshotted first: a source that keeps growing while we read can then
+only make the destination look further behind, never ahead (CM-OFFSET-1 stays honest).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from audit.collect.kafka_admin import KafkaAdmin
+from audit.collect.transactions import collect_open_transactions
+from audit.config import AuditConfig
+from audit.snapshot import (
+    GroupOffsetRecord,
+    GroupRecord,
+    PartitionRecord,
+    Snapshot,
+    make_manifest,
+    write_snapshot,
+)
+
+log = logging.getLogger(__name__)
+
+Role = Literal["source", "destination"]
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def collect_snapshot(cfg: AuditConfig, role: Role) -> Snapshot:
+    """Read one cluster's partitions, groups and committed offsets (read-only)."""
+    cluster_cfg = cfg.cluster(role)
+    started_at = utc_now()
+    t0 = time.monotonic()
+    admin = KafkaAdmin(role, cluster_cfg)
+    cluster_id = admin.cluster_id()
+    topics = [t for t in admin.topic_names() if cfg.scope.topic_in_scope(t)]
+    infos = admin.describe_topics(topics)
+    tps = [(t.name, p) for t in infos for p in sorted(t.leaders)]
+
+    log_start = admin.list_offsets(tps, "earliest")
+    high = admin.list_offsets(tps, "latest")
+    stable = admin.list_offsets(tps, "latest", committed=True)
+    newest = admin.list_offsets(tps, "max_timestamp")
+    open_positions = {tp: stable[tp].offset for tp in tps if stable[tp].offset < high[tp].offset}
+    open_ts = admin.record_timestamps(open_positions)
+
+    partitions = []
+    for info in infos:
+        for p in sorted(info.leaders):
+            tp = (info.name, p)
+            partitions.append(
+                PartitionRecord(
+                    topic=info.name,
+                    partition=p,
+                    topic_id=info.topic_id,
+                    leader=info.leaders[p],
+                    leader_epoch=high[tp].leader_epoch,
+                    log_start_offset=log_start[tp].offset,
+                    high_watermark=high[tp].offset,
+                    last_stable_offset=stable[tp].offset,
+                    max_timestamp_ms=newest[tp].timestamp_ms if newest[tp].offset >= 0 else None,
+                    open_txn_first_timestamp_ms=open_ts.get(tp),
+                )
+            )
+
+    # Every group, not only in-scope ones: CM-GROUP-3 must see excluded groups that were synced.
+    groups = admin.list_groups()
+    committed = admin.committed_offsets([g.group_id for g in groups])
+    group_rows = [GroupRecord(g.group_id, g.group_type, g.state, g.member_count) for g in groups]
+    offset_rows = [
+        GroupOffsetRecord(gid, c.topic, c.partition, c.offset, c.leader_epoch, c.metadata)
+        for gid, rows in committed.items()
+        for c in rows
+    ]
+    txns, txn_note = collect_open_transactions(role, cluster_cfg, [tp for tp in open_positions])
+    notes = {"open_transactions": txn_note}
+    manifest = make_manifest(
+        role,
+        cluster_id,
+        started_at,
+        utc_now(),
+        scope={
+            "topics": {"include": list(cfg.scope.topics.include), "exclude": list(cfg.scope.topics.exclude)},
+            "groups": {"include": list(cfg.scope.groups.include), "exclude": list(cfg.scope.groups.exclude)},
+            "include_internal_topics": cfg.scope.include_internal_topics,
+        },
+        client=cluster_cfg.redacted(),
+        notes=notes,
+    )
+    log.info(
+        "%s: %d topics, %d partitions, %d groups, %d committed offsets, %d open transactions in %.1fs",
+        role,
+        len(infos),
+        len(partitions),
+        len(group_rows),
+        len(offset_rows),
+        len(open_positions),
+        time.monotonic() - t0,
+    )
+    return Snapshot(
+        manifest=manifest,
+        partitions=tuple(partitions),
+        groups=tuple(group_rows),
+        group_offsets=tuple(offset_rows),
+        open_transactions=None if txns is None else tuple(txns),
+    )
+
+
+def take_snapshots(cfg: AuditConfig, out: Path) -> tuple[Path, Path]:
+    """Snapshot the destination, then the source, into ``out/destination`` and ``out/source``.
+
+    Both clusters' settings are checked before either is read, and each directory appears
+    only once complete.
+    """
+    cfg.cluster("destination")
+    cfg.cluster("source")
+    dst = write_snapshot(out / "destination", collect_snapshot(cfg, "destination"))
+    src = write_snapshot(out / "source", collect_snapshot(cfg, "source"))
+    return src, dst

@@ -1,0 +1,94 @@
+"""Every table's columns, declared once: Arrow schemas for writers, Spark schemas for jobs.
+
+The snapshot tables follow DESIGN.md's ``mirror-audit-snapshot/1`` contract; other tools
+read these files, so a column is added here or nowhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+SNAPSHOT_FORMAT = "mirror-audit-snapshot/1"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str  # "string" | "int32" | "int64" | "double" | "boolean"
+    nullable: bool = True
+
+
+def _c(name: str, type_: str, nullable: bool = True) -> Column:
+    return Column(name, type_, nullable)
+
+
+SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
+    "partitions": (
+        _c("topic", "string", False),
+        _c("partition", "int32", False),
+        _c("topic_id", "string"),
+        _c("leader", "int32"),
+        _c("leader_epoch", "int32"),
+        _c("log_start_offset", "int64", False),
+        _c("high_watermark", "int64", False),
+        _c("last_stable_offset", "int64", False),
+        _c("max_timestamp_ms", "int64"),
+        _c("open_txn_first_timestamp_ms", "int64"),
+    ),
+    "groups": (
+        _c("group_id", "string", False),
+        _c("group_type", "string", False),
+        _c("state", "string", False),
+        _c("member_count", "int32", False),
+    ),
+    "group_offsets": (
+        _c("group_id", "string", False),
+        _c("topic", "string", False),
+        _c("partition", "int32", False),
+        _c("committed_offset", "int64", False),
+        _c("committed_leader_epoch", "int32"),
+        _c("metadata", "string"),
+    ),
+    # Optional: open transactions as the transaction coordinator and the partition leaders
+    # describe them (kafka-python admin calls), where the cluster allows them.
+    "open_transactions": (
+        _c("side", "string", False),  # "coordinator" | "partition"
+        _c("transactional_id", "string"),
+        _c("producer_id", "int64", False),
+        _c("producer_epoch", "int32"),
+        _c("state", "string"),
+        _c("topic", "string"),
+        _c("partition", "int32"),
+        _c("start_offset", "int64"),
+        _c("start_timestamp_ms", "int64"),
+    ),
+}
+
+REQUIRED_TABLES = ("partitions", "groups", "group_offsets")
+
+
+def arrow_schema(table: str) -> Any:
+    import pyarrow as pa
+
+    types = {
+        "string": pa.string(),
+        "int32": pa.int32(),
+        "int64": pa.int64(),
+        "double": pa.float64(),
+        "boolean": pa.bool_(),
+    }
+    return pa.schema([pa.field(c.name, types[c.type], nullable=c.nullable) for c in SNAPSHOT_TABLES[table]])
+
+
+def spark_schema(table: str) -> Any:
+    from pyspark.sql import types as T
+
+    types = {
+        "string": T.StringType(),
+        "int32": T.IntegerType(),
+        "int64": T.LongType(),
+        "double": T.DoubleType(),
+        "boolean": T.BooleanType(),
+    }
+    return T.StructType([T.StructField(c.name, types[c.type], c.nullable) for c in SNAPSHOT_TABLES[table]])

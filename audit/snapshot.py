@@ -1,0 +1,190 @@
+"""The ``mirror-audit-snapshot/1`` directory: records, writer and checked reader.
+
+A snapshot is written whole into a temporary directory and renamed into place, so a
+directory with a ``manifest.json`` is complete by construction. Readers check the manifest
+and every required column before Spark sees a file, so a bad input fails with the file and
+column named instead of a stack trace from deep inside a join.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from audit.errors import InputError
+from audit.fsutil import atomic_directory, atomic_write_json
+from audit.schemas import REQUIRED_TABLES, SNAPSHOT_FORMAT, SNAPSHOT_TABLES, arrow_schema, spark_schema
+
+Role = Literal["source", "destination"]
+
+
+@dataclass(frozen=True)
+class PartitionRecord:
+    topic: str
+    partition: int
+    topic_id: str | None
+    leader: int | None
+    leader_epoch: int | None
+    log_start_offset: int
+    high_watermark: int
+    last_stable_offset: int
+    max_timestamp_ms: int | None
+    open_txn_first_timestamp_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class GroupRecord:
+    group_id: str
+    group_type: str  # consumer | classic | share | unknown
+    state: str  # STABLE, EMPTY, DEAD, PREPARING_REBALANCING, COMPLETING_REBALANCING, UNKNOWN
+    member_count: int
+
+
+@dataclass(frozen=True)
+class GroupOffsetRecord:
+    group_id: str
+    topic: str
+    partition: int
+    committed_offset: int
+    committed_leader_epoch: int | None
+    metadata: str | None = None
+
+
+@dataclass(frozen=True)
+class OpenTransactionRecord:
+    side: str  # coordinator | partition
+    transactional_id: str | None
+    producer_id: int
+    producer_epoch: int | None
+    state: str | None
+    topic: str | None
+    partition: int | None
+    start_offset: int | None
+    start_timestamp_ms: int | None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One cluster's state. ``open_transactions`` is None when it could not be collected."""
+
+    manifest: dict[str, Any]
+    partitions: tuple[PartitionRecord, ...]
+    groups: tuple[GroupRecord, ...] = ()
+    group_offsets: tuple[GroupOffsetRecord, ...] = ()
+    open_transactions: tuple[OpenTransactionRecord, ...] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def make_manifest(
+    role: Role,
+    cluster_id: str | None,
+    started_at: str,
+    finished_at: str,
+    scope: dict[str, Any],
+    client: dict[str, Any],
+    notes: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    from audit import __version__
+
+    return {
+        "format": SNAPSHOT_FORMAT,
+        "role": role,
+        "cluster_id": cluster_id,
+        "started_at": started_at,
+        "finished_at": finished_at,
+        "tool_version": __version__,
+        "scope": scope,
+        "client": client,
+        "notes": notes or {},
+    }
+
+
+def _write_table(path: Path, table: str, rows: tuple[Any, ...]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = arrow_schema(table)
+    columns = {c.name: [getattr(r, c.name) for r in rows] for c in SNAPSHOT_TABLES[table]}
+    pq.write_table(pa.Table.from_pydict(columns, schema=schema), path / f"{table}.parquet")
+
+
+def write_snapshot(directory: str | Path, snap: Snapshot) -> Path:
+    """Write the snapshot atomically: the directory appears only once complete."""
+    target = Path(directory)
+    with atomic_directory(target) as tmp:
+        _write_table(tmp, "partitions", snap.partitions)
+        _write_table(tmp, "groups", snap.groups)
+        _write_table(tmp, "group_offsets", snap.group_offsets)
+        if snap.open_transactions is not None:
+            _write_table(tmp, "open_transactions", snap.open_transactions)
+        atomic_write_json(tmp / "manifest.json", snap.manifest)
+    return target
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_manifest(directory: str | Path, expected_role: Role | None = None) -> dict[str, Any]:
+    d = Path(directory)
+    path = d / "manifest.json"
+    if not d.is_dir():
+        raise InputError(f"snapshot directory {d} does not exist")
+    if not path.exists():
+        raise InputError(f"{path} is missing: {d} is not a complete snapshot")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != SNAPSHOT_FORMAT:
+        got = manifest.get("format") if isinstance(manifest, dict) else None
+        raise InputError(f"{path}: format is {got!r}, expected {SNAPSHOT_FORMAT!r}")
+    role = manifest.get("role")
+    if expected_role is not None and role != expected_role:
+        raise InputError(f"{path}: role is {role!r} but the snapshot was given as the {expected_role}")
+    return manifest
+
+
+def check_table(directory: str | Path, table: str) -> bool:
+    """True if the table's file exists with every required column; False if an optional one is absent."""
+    import pyarrow.parquet as pq
+
+    path = Path(directory) / f"{table}.parquet"
+    if not path.exists():
+        if table in REQUIRED_TABLES:
+            raise InputError(f"{path} is missing from the snapshot")
+        return False
+    try:
+        schema = pq.read_schema(path)
+    except Exception as exc:  # pyarrow raises several types for corrupt files
+        raise InputError(f"{path} is not a readable Parquet file: {exc}") from exc
+    names = set(schema.names)
+    for column in SNAPSHOT_TABLES[table]:
+        if column.name not in names:
+            raise InputError(f"{path} has no column '{column.name}'")
+    return True
+
+
+def read_table(spark: Any, directory: str | Path, table: str) -> Any:
+    """A Spark DataFrame with exactly the contract's columns and types, or None if an
+    optional table was not collected. Extra columns in the file are ignored."""
+    from pyspark.sql import functions as F
+
+    if not check_table(directory, table):
+        return None
+    schema = spark_schema(table)
+    df = spark.read.parquet(str(Path(directory) / f"{table}.parquet"))
+    return df.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
+
+
+def read_records(directory: str | Path, table: str, record_type: type[Any]) -> list[Any]:
+    """Small tables as records (tests, the report): never used for data that grows."""
+    import pyarrow.parquet as pq
+
+    if not check_table(directory, table):
+        return []
+    names = [f.name for f in dataclasses.fields(record_type)]
+    data = pq.read_table(Path(directory) / f"{table}.parquet", columns=names).to_pylist()
+    return [record_type(**row) for row in data]
