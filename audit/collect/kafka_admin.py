@@ -22,8 +22,10 @@ from confluent_kafka import (
     TopicCollection,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient
-from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+from confluent_kafka.admin import (
+    AdminClient,
+    OffsetSpec,  # type: ignore[attr-defined]
+)
 
 from audit.config import ClusterConfig
 from audit.errors import ClusterError
