@@ -14,7 +14,7 @@ from pathlib import Path
 
 from audit import __version__
 from audit.config import AuditConfig, load_config
-from audit.errors import AuditError, ExitCode, NotImplementedCommandError
+from audit.errors import AuditError, ExitCode, UsageError
 from audit.logs import mask_secrets, register_secrets, setup_logging
 
 log = logging.getLogger("audit.cli")
@@ -65,28 +65,79 @@ def _config(args: argparse.Namespace) -> AuditConfig:
 # --------------------------------------------------------------------------- commands
 
 
-def _not_yet(command: str) -> NotImplementedCommandError:
-    return NotImplementedCommandError(f"'{command}' is not implemented yet in this version of mirror-audit")
+def _snapshot_dirs(args: argparse.Namespace) -> tuple[Path, Path]:
+    if args.source is None or args.destination is None:
+        raise UsageError("give both --source DIR and --destination DIR (snapshot directories)")
+    return args.source, args.destination
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
-    _config(args)
-    raise _not_yet("snapshot")
+    from audit.collect.snapshot import take_snapshots
+
+    cfg = _config(args)
+    src, dst = take_snapshots(cfg, args.out)
+    print(f"snapshots written: {dst} (taken first), {src}")
+    return ExitCode.OK
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    _config(args)
-    raise _not_yet("audit")
+    from audit.pipeline import audit_snapshots
+
+    cfg = _config(args)
+    src, dst = _snapshot_dirs(args)
+    outcome = audit_snapshots(src, dst, args.out, cfg)
+    print_outcome(outcome.summary, outcome.report)
+    return outcome.exit_code
 
 
 def cmd_nightly(args: argparse.Namespace) -> int:
-    _config(args)
-    raise _not_yet("nightly")
+    from audit.pipeline import nightly
+
+    outcome = nightly(_config(args), args.out)
+    print_outcome(outcome.summary, outcome.report)
+    return outcome.exit_code
 
 
 def cmd_readiness(args: argparse.Namespace) -> int:
-    _config(args)
-    raise _not_yet("readiness")
+    from audit.pipeline import audit_snapshots, nightly
+
+    cfg = _config(args)
+    if args.source is not None or args.destination is not None:
+        src, dst = _snapshot_dirs(args)
+        outcome = audit_snapshots(src, dst, args.out, cfg, readiness=True)
+    elif args.config is None:
+        raise UsageError("readiness needs --config FILE (live clusters) or --source DIR --destination DIR")
+    else:
+        outcome = nightly(cfg, args.out, readiness=True)
+    print_outcome(outcome.summary, outcome.report)
+    return outcome.exit_code
+
+
+def print_outcome(summary: dict[str, object], report: Path) -> None:
+    """The short table a person or a runbook reads: verdict, what is wrong, where the report is."""
+    invariants = summary["invariants"]
+    assert isinstance(invariants, dict)
+    rows = [
+        (k, v["status"], str(v["violations"]), str(v["evaluated"]))
+        for k, v in invariants.items()
+        if v["status"] in ("fail", "warn")
+    ]
+    if "readiness" in summary:
+        print(f"readiness: {summary['readiness']}")
+        print(f"  expected loss:         {summary['expected_loss_records']} records (unmirrored)")
+        print(
+            f"  expected reprocessing: {summary['expected_reprocess_records']} records (group offsets behind)"
+        )
+    print(f"verdict: {summary['verdict']}")
+    if rows:
+        width = max(len(r[0]) for r in rows)
+        print(f"  {'invariant'.ljust(width)}  status  violations / checked")
+        for inv, status, bad, checked in rows:
+            print(f"  {inv.ljust(width)}  {status.ljust(6)}  {bad} / {checked}")
+    skipped = [k for k, v in invariants.items() if v["status"] == "skipped"]
+    if skipped:
+        print(f"  skipped (data not collected): {', '.join(skipped)}")
+    print(f"report: {report}")
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -38,5 +38,5 @@ class SandboxError(AuditError):
     """The local sandbox could not be fetched, started, inspected or stopped."""
 
 
-class NotImplementedCommandError(AuditError):
-    """A command whose implementation has not landed yet."""
+class UsageError(AuditError):
+    """The command line is incomplete or contradictory."""

@@ -22,9 +22,9 @@ from confluent_kafka import (
     TopicCollection,
     TopicPartition,
 )
-from confluent_kafka.admin import (
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
-    OffsetSpec,  # type: ignore[attr-defined]
+    OffsetSpec,
 )
 
 from audit.config import ClusterConfig

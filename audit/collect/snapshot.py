@@ -121,6 +121,10 @@ def take_snapshots(cfg: AuditConfig, out: Path) -> tuple[Path, Path]:
     """
     cfg.cluster("destination")
     cfg.cluster("source")
-    dst = write_snapshot(out / "destination", collect_snapshot(cfg, "destination"))
-    src = write_snapshot(out / "source", collect_snapshot(cfg, "source"))
+    # Both are read before either is written: a failure on the source leaves no lone
+    # destination snapshot behind to be mistaken for a usable pair.
+    dst_snap = collect_snapshot(cfg, "destination")
+    src_snap = collect_snapshot(cfg, "source")
+    dst = write_snapshot(out / "destination", dst_snap)
+    src = write_snapshot(out / "source", src_snap)
     return src, dst

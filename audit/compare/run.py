@@ -57,7 +57,7 @@ def run_compare(
         "partitions": partitions,
         "topics": compare_topics(partitions, cfg),
         "group_offsets": group_offsets,
-        "groups": compare_groups(group_offsets, cfg),
+        "groups": compare_groups(group_offsets, partitions, cfg),
     }
     out = run_dir / "compare"
     tmp = run_dir / ".compare.partial"

@@ -146,7 +146,7 @@ def compare_group_offsets(src: SnapshotFrames, dst: SnapshotFrames, cfg: AuditCo
             (F.col("dst_committed_offset") >= F.col("dst_log_start_offset"))
             & (F.col("dst_committed_offset") <= F.col("dst_high_watermark")),
         )
-        .withColumn("epoch_headroom", F.col("dst_leader_epoch") - F.col("dst_committed_leader_epoch"))
+        .withColumn("commit_epoch_headroom", F.col("dst_leader_epoch") - F.col("dst_committed_leader_epoch"))
         .withColumn(
             "sync_candidate",
             F.col("topic_in_scope")
@@ -158,7 +158,7 @@ def compare_group_offsets(src: SnapshotFrames, dst: SnapshotFrames, cfg: AuditCo
     )
 
 
-def compare_groups(group_offsets: Any, cfg: AuditConfig) -> Any:
+def compare_groups(group_offsets: Any, partitions: Any, cfg: AuditConfig) -> Any:
     """One row per group seen on either side: scope, activity and sync classification."""
     from pyspark.sql import functions as F
 
@@ -177,6 +177,21 @@ def compare_groups(group_offsets: Any, cfg: AuditConfig) -> Any:
         .when(F.col("group_excluded"), F.lit("excluded"))
         .when(~F.col("group_in_scope"), F.lit("out-of-scope"))
         .otherwise(F.lit("synced"))
+    )
+    # A Kafka Streams application's group id is its application.id, the prefix of its
+    # <application.id>-...-changelog / -repartition topics.
+    streams_topics = (
+        partitions.where(F.col("in_scope") & F.col("streams_internal_topic")).select("topic").distinct()
+    )
+    apps = (
+        g.select("group_id")
+        .join(streams_topics, F.col("topic").startswith(F.concat(F.col("group_id"), F.lit("-"))), "inner")
+        .select("group_id")
+        .distinct()
+        .withColumn("streams_application", F.lit(True))
+    )
+    g = g.join(apps, ["group_id"], "left").withColumn(
+        "streams_application", F.coalesce(F.col("streams_application"), F.lit(False))
     )
     return g.withColumn("classification", classification).withColumn(
         # CM-GROUP-3: an excluded group inactive on the destination must carry no synced offsets.

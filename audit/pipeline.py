@@ -1,0 +1,86 @@
+"""The jobs: collect -> compare -> validate -> report, each stage reading the previous one's files."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from audit.config import AuditConfig
+from audit.errors import ExitCode
+from audit.snapshot import read_manifest
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_dir: Path
+    summary: dict[str, Any]
+    report: Path
+
+    @property
+    def exit_code(self) -> int:
+        return ExitCode.FAILED if self.summary["verdict"] == "FAIL" else ExitCode.OK
+
+
+def audit_snapshots(
+    source: Path, destination: Path, run_dir: Path, cfg: AuditConfig, readiness: bool = False
+) -> RunOutcome:
+    """Audit two snapshot directories into ``run_dir`` (summary.json is written last)."""
+    from audit.compare.run import run_compare
+    from audit.report.data import collect_report_data
+    from audit.report.html import render_report
+    from audit.report.summary import build_summary, load_history, write_summary
+    from audit.spark_session import build_spark
+    from audit.validate.readiness import readiness_figures
+    from audit.validate.run import run_validation
+
+    src_manifest = read_manifest(source, "source")
+    dst_manifest = read_manifest(destination, "destination")
+    started = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    spark = build_spark(cfg.spark)
+    run_compare(spark, source, destination, run_dir, cfg)
+    results = run_validation(spark, run_dir, cfg)
+    figures = readiness_figures(spark, run_dir) if readiness else None
+    data = collect_report_data(spark, run_dir)
+    run_info = {
+        "started_at": started,
+        "source": str(source),
+        "destination": str(destination),
+        "source_cluster_id": src_manifest.get("cluster_id"),
+        "destination_cluster_id": dst_manifest.get("cluster_id"),
+        "source_snapshot_at": src_manifest.get("started_at"),
+        "destination_snapshot_at": dst_manifest.get("started_at"),
+        "total_lag_records": data.totals["total_lag_records"],
+        "thresholds": cfg.redacted()["thresholds"],
+    }
+    summary = build_summary(results, cfg.mode, run_info, figures)
+    history = [*load_history(run_dir.parent, exclude=run_dir), {"dir": run_dir.name, **summary}]
+    report = render_report(
+        summary,
+        data,
+        cfg.redacted(),
+        history,
+        run_dir / "report" / "index.html",
+        run_dir / "validation" / "data_docs" / "index.html",
+    )
+    write_summary(run_dir, summary)
+    return RunOutcome(run_dir, summary, report)
+
+
+def new_run_dir(cfg: AuditConfig) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return Path(cfg.output.root) / stamp
+
+
+def nightly(cfg: AuditConfig, out: Path | None = None, readiness: bool = False) -> RunOutcome:
+    """Snapshot both clusters (destination first) into the run directory, then audit."""
+    from audit.collect.snapshot import take_snapshots
+
+    run_dir = out or new_run_dir(cfg)
+    src, dst = take_snapshots(cfg, run_dir)
+    return audit_snapshots(src, dst, run_dir, cfg, readiness=readiness)

@@ -1,0 +1,1 @@
+"""Report: summary.json and a self-contained HTML page, both rendered from the same plain data."""

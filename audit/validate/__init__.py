@@ -1,0 +1,1 @@
+"""Validate: Great Expectations suites over the comparison tables, folded into invariant results."""

@@ -1,0 +1,103 @@
+"""The invariant catalogue (DESIGN.md): stable IDs, statements and the data each needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Invariant:
+    id: str
+    statement: str
+    # What must have been collected for the invariant to be checked; shown when it is skipped.
+    needs: str
+
+
+CLUSTER_MIRRORING: tuple[Invariant, ...] = (
+    Invariant(
+        "CM-TOPIC-1",
+        "every in-scope source topic exists on the destination with the same partition count "
+        "(and the same topic ID where the mirror promises it)",
+        "partitions",
+    ),
+    Invariant("CM-OFFSET-1", "destination LEO <= source LEO for every partition", "partitions"),
+    Invariant(
+        "CM-OFFSET-2",
+        "destination LEO >= source log start offset (else records were deleted before they "
+        "were mirrored); warn when the backlog exceeds half of what the source retains",
+        "partitions",
+    ),
+    Invariant("CM-LAG-1", "lag within max_lag_records and time lag within max_lag_seconds", "partitions"),
+    Invariant(
+        "CM-EPOCH-1",
+        "destination leader epoch >= source leader epoch (DLE >= SLE) for every partition",
+        "partitions",
+    ),
+    Invariant(
+        "CM-EPOCH-2", "warn when DLE - SLE < epoch_headroom (proactive bumping is lagging)", "partitions"
+    ),
+    Invariant(
+        "CM-EPOCH-3",
+        "every destination committed offset carries a leader epoch <= DLE of its partition",
+        "group_offsets",
+    ),
+    Invariant(
+        "CM-GROUP-1",
+        "for in-scope groups inactive on the destination: committed ahead of "
+        "clamp(source committed) fails, behind it by more than group_sync_tolerance_records warns",
+        "group_offsets",
+    ),
+    Invariant(
+        "CM-GROUP-2",
+        "every destination committed offset lies in [destination log start, destination LEO]",
+        "group_offsets",
+    ),
+    Invariant(
+        "CM-GROUP-3",
+        "groups active on the destination are classified, never flagged as unsynced; "
+        "excluded groups are not synced",
+        "groups",
+    ),
+    Invariant(
+        "CM-TXN-1",
+        "open transactions on the source: none passes, open warns, older than "
+        "max_open_txn_seconds fails (hanging)",
+        "partitions",
+    ),
+    Invariant(
+        "CM-SCOPE-1",
+        "warn when mirrored topics or groups belong to a stateful Kafka Streams application",
+        "partitions",
+    ),
+    Invariant("CM-DATA-1", "record-level range checksums equal on the common offset range", "record_chunks"),
+    Invariant("CM-DATA-2", "record batches in the common range are identical", "batches"),
+    Invariant(
+        "CM-TXN-2", "transaction markers sit at the same offsets with the same type on both sides", "markers"
+    ),
+    Invariant(
+        "CM-FAILOVER-1",
+        "after a stop: destination LEO equals the last mirrored offset, in-flight "
+        "transactions closed, epochs bumped",
+        "mirror_partitions",
+    ),
+)
+
+MM2: tuple[Invariant, ...] = (
+    Invariant("MM2-SYNC-1", "offset syncs are monotonic per partition", "mm2_offset_syncs"),
+    Invariant("MM2-CKPT-1", "checkpoints never go backwards", "mm2_checkpoints"),
+    Invariant(
+        "MM2-CKPT-2", "checkpoint downstream offsets lie in [target log start, target LEO]", "mm2_checkpoints"
+    ),
+    Invariant("MM2-CKPT-3", "no over-translation of checkpoints", "mm2_checkpoints"),
+    Invariant("MM2-CKPT-4", "every in-scope source group has a fresh checkpoint", "mm2_checkpoints"),
+    Invariant(
+        "MM2-GROUP-1",
+        "target committed == checkpoint downstream for groups inactive on the target",
+        "mm2_checkpoints",
+    ),
+    Invariant("MM2-READY-1", "failover preconditions hold", "mm2_checkpoints"),
+)
+
+
+def catalogue(mode: str) -> tuple[Invariant, ...]:
+    return MM2 if mode == "mm2" else CLUSTER_MIRRORING
