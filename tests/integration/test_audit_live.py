@@ -1,0 +1,153 @@
+"""The audit against the real sandbox brokers: read-only snapshots, clear errors, a real fault caught."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
+
+from audit.sandbox.cluster import start_node, stop_node
+from audit.sandbox.state import SandboxState
+from audit.sandbox.traffic import Record, produce
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "audit.cli", *args], capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+def _config(tmp: Path, sandbox: SandboxState, extra: str = "") -> Path:
+    path = tmp / "audit.yaml"
+    path.write_text(
+        f"source:\n  bootstrap_servers: {sandbox.cluster('source').bootstrap}\n  timeout_seconds: 20\n"
+        f"destination:\n  bootstrap_servers: {sandbox.cluster('destination').bootstrap}\n  timeout_seconds: 20\n"
+        f"spark:\n  master: local[2]\n  conf:\n    spark.sql.shuffle.partitions: '2'\n"
+        f"output:\n  root: {tmp / 'reports'}\n{extra}"
+    )
+    return path
+
+
+def _cluster_state(bootstrap: str) -> tuple[set[str], set[str], dict[str, object]]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = set(admin.list_topics(timeout=30).topics)
+    groups = {g.group_id for g in admin.list_consumer_groups(request_timeout=30).result(timeout=30).valid}
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    offsets: dict[str, object] = {}
+    for gid in sorted(groups):
+        res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(gid)])[gid].result(timeout=30)
+        offsets[gid] = sorted((tp.topic, tp.partition, tp.offset) for tp in res.topic_partitions or [])
+    return topics, groups, offsets
+
+
+def _mirror_topic(sandbox: SandboxState, topic: str, records: int, assignment: list[list[int]]) -> None:
+    """Same topic and records on both clusters: what an offset-preserving mirror produces."""
+    for name in ("source", "destination"):
+        bootstrap = sandbox.cluster(name).bootstrap
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)])[
+            topic
+        ].result(timeout=60)
+        produce(
+            bootstrap,
+            topic,
+            [Record(f"k{i}".encode(), f"v{i}".encode()) for i in range(records)],
+            partition=0,
+        )
+
+
+def _commit(bootstrap: str, group_id: str, topic: str, offset: int) -> None:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group_id, "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+    finally:
+        c.close()
+
+
+def test_snapshot_is_read_only(sandbox: SandboxState, tmp_path: Path) -> None:
+    topic = f"ro-{uuid.uuid4().hex[:8]}"
+    _mirror_topic(sandbox, topic, 20, [[1, 2]])
+    _commit(sandbox.cluster("source").bootstrap, f"g-{topic}", topic, 15)
+    # An open transaction on the source makes the snapshot read the record at the LSO.
+    p = Producer(
+        {"bootstrap.servers": sandbox.cluster("source").bootstrap, "transactional.id": f"tx-{topic}"}
+    )
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, b"open", partition=0)
+    p.flush(30)
+    before = {n: _cluster_state(sandbox.cluster(n).bootstrap) for n in ("source", "destination")}
+    proc = _cli("snapshot", "--config", str(_config(tmp_path, sandbox)), "--out", str(tmp_path / "snap"))
+    p.abort_transaction(30)
+    assert proc.returncode == 0, proc.stderr
+    after = {n: _cluster_state(sandbox.cluster(n).bootstrap) for n in ("source", "destination")}
+    assert after == before  # no topic, group or committed offset appeared or moved
+    for role in ("source", "destination"):
+        manifest = json.loads((tmp_path / "snap" / role / "manifest.json").read_text())
+        assert manifest["role"] == role and manifest["format"] == "mirror-audit-snapshot/1"
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(tmp_path / "snap" / "source" / "partitions.parquet").to_pylist()
+    row = next(r for r in rows if r["topic"] == topic)
+    assert row["high_watermark"] == 21 and row["last_stable_offset"] == 20
+    assert row["open_txn_first_timestamp_ms"] is not None
+
+
+def test_unreachable_cluster_is_a_one_line_error(tmp_path: Path) -> None:
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(
+        "source:\n  bootstrap_servers: 127.0.0.1:1\n  timeout_seconds: 3\n"
+        "destination:\n  bootstrap_servers: 127.0.0.1:1\n  timeout_seconds: 3\n"
+    )
+    started = time.monotonic()
+    proc = _cli("snapshot", "--config", str(cfg), "--out", str(tmp_path / "snap"))
+    assert proc.returncode == 2
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        "mirror-audit: error: destination cluster (127.0.0.1:1)"
+    )  # destination is taken first
+    assert "list_topics" in last
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "snap").exists()
+    assert time.monotonic() - started < 120
+
+
+def test_source_epoch_bump_is_caught_as_cm_epoch_1(sandbox: SandboxState, tmp_path: Path) -> None:
+    """A real leader change on the source (broker stop) raises SLE above DLE: CM-EPOCH-1 fails."""
+    topic = f"epoch-{uuid.uuid4().hex[:8]}"
+    _mirror_topic(sandbox, topic, 10, [[2, 1]])  # node 2 leads; node 1 (the controller) stays up
+    group = f"g-{topic}"
+    for name in ("source", "destination"):
+        _commit(sandbox.cluster(name).bootstrap, group, topic, 10)
+    stop_node(sandbox, "source", 2)
+    try:
+        deadline = time.monotonic() + 60
+        admin = AdminClient({"bootstrap.servers": sandbox.cluster("source").node(1).bootstrap})
+        while time.monotonic() < deadline:
+            md = admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
+            if md.leader == 1:
+                break
+            time.sleep(0.5)
+    finally:
+        start_node(sandbox, "source", 2)
+    scope = f"scope:\n  topics:\n    include: ['{topic}']\n  groups:\n    include: ['{group}']\n"
+    proc = _cli("nightly", "--config", str(_config(tmp_path, sandbox, scope)), "--out", str(tmp_path / "run"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    inv = summary["invariants"]
+    assert inv["CM-EPOCH-1"]["status"] == "fail"
+    assert inv["CM-EPOCH-1"]["examples"] == [{"topic": topic, "partition": 0, "epoch_headroom": -1}]
+    assert inv["CM-TOPIC-1"]["status"] == "pass"
+    assert inv["CM-LAG-1"]["status"] == "pass"
+    assert inv["CM-GROUP-1"]["status"] == "pass"
+    assert "verdict: FAIL" in proc.stdout and "CM-EPOCH-1" in proc.stdout
+    assert (tmp_path / "run" / "report" / "index.html").exists()
+    assert (tmp_path / "run" / "validation" / "data_docs" / "index.html").exists()
