@@ -28,7 +28,8 @@ def _config(tmp: Path, sandbox: SandboxState, extra: str = "") -> Path:
     path = tmp / "audit.yaml"
     path.write_text(
         f"source:\n  bootstrap_servers: {sandbox.cluster('source').bootstrap}\n  timeout_seconds: 20\n"
-        f"destination:\n  bootstrap_servers: {sandbox.cluster('destination').bootstrap}\n  timeout_seconds: 20\n"
+        f"destination:\n  bootstrap_servers: {sandbox.cluster('destination').bootstrap}\n"
+        "  timeout_seconds: 20\n"
         f"spark:\n  master: local[2]\n  conf:\n    spark.sql.shuffle.partitions: '2'\n"
         f"output:\n  root: {tmp / 'reports'}\n{extra}"
     )
