@@ -141,9 +141,11 @@ def print_outcome(summary: dict[str, object], report: Path) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from audit.sandbox.smoke import run_smoke
+    from audit.sandbox.demo import run_demo
 
-    return run_smoke(workdir=args.workdir, keep=args.keep)
+    outcome = run_demo(healthy=args.healthy, out=args.out, keep=args.keep, workdir=args.workdir)
+    print_outcome(outcome.summary, outcome.report)
+    return outcome.exit_code
 
 
 def cmd_sandbox_up(args: argparse.Namespace) -> int:
@@ -284,6 +286,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.ERROR
     except KeyboardInterrupt:
         print("mirror-audit: interrupted", file=sys.stderr)
+        return ExitCode.ERROR
+    except Exception:
+        # A bug, not a user error: keep the traceback, but never exit 1 (that means "invariant failed").
+        log.exception("internal error")
+        print("mirror-audit: error: internal error (a bug): see the traceback above", file=sys.stderr)
         return ExitCode.ERROR
 
 

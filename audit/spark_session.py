@@ -23,8 +23,14 @@ _DEFAULTS = {
 
 
 def build_spark(cfg: SparkConfig) -> Any:
+    import os
+
     from pyspark.sql import SparkSession
 
+    # The embedded default binds Spark to loopback (no hostname lookup warning, no open port
+    # on the host's network); a cluster master keeps whatever spark-submit set.
+    if cfg.master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(cfg.master).appName(cfg.app_name)
     for key, value in {**_DEFAULTS, **cfg.conf}.items():
         builder = builder.config(key, value)

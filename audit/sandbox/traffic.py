@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -17,6 +18,17 @@ from confluent_kafka.cimpl import NewTopic
 from audit.errors import SandboxError
 
 log = logging.getLogger(__name__)
+
+
+# librdkafka's own log lines (broker restarts are routine in the sandbox) go to this logger,
+# kept quiet unless debugging, instead of raw lines on stderr.
+_RDKAFKA = logging.getLogger("audit.sandbox.rdkafka")
+_RDKAFKA.setLevel(logging.CRITICAL)
+
+
+def client_conf(bootstrap: str, **settings: Any) -> dict[str, Any]:
+    """Settings for a sandbox client: bootstrap plus the quiet librdkafka logger."""
+    return {"bootstrap.servers": bootstrap, "logger": _RDKAFKA, **settings}
 
 
 @dataclass(frozen=True)
@@ -29,7 +41,7 @@ class Record:
 def create_topic(
     bootstrap: str, topic: str, partitions: int = 1, replication: int = 1, **config: str
 ) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(client_conf(bootstrap))
     futures = admin.create_topics(
         [NewTopic(topic, num_partitions=partitions, replication_factor=replication, config=config)],
         operation_timeout=30,
@@ -42,7 +54,7 @@ def create_topic(
 
 def produce(bootstrap: str, topic: str, records: Iterable[Record], partition: int | None = None) -> int:
     """Produce records idempotently and wait for every acknowledgement; returns the count."""
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    producer = Producer(client_conf(bootstrap, **{"enable.idempotence": True, "linger.ms": 5}))
     errors: list[str] = []
 
     def on_delivery(err: object, _msg: object) -> None:
@@ -73,14 +85,16 @@ def read_partition(
 ) -> list[tuple[int, Record]]:
     """Records with offsets in [start, end) by assignment, without a group or any commit."""
     consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "mirror-audit-sandbox-reader-unused",  # required by librdkafka; never joined
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "isolation.level": isolation,
-            "enable.partition.eof": True,
-        }
+        client_conf(
+            bootstrap,
+            **{
+                "group.id": "mirror-audit-sandbox-reader-unused",  # required by librdkafka; never joined
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "isolation.level": isolation,
+                "enable.partition.eof": True,
+            },
+        )
     )
     out: list[tuple[int, Record]] = []
     try:

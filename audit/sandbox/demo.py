@@ -1,0 +1,223 @@
+"""``mirror-audit demo``: the nightly audit end to end on the sandbox's real brokers.
+
+Source traffic (keys, headers, committed and aborted transactions) is mirrored by the
+offset-preserving emulator, groups are synced with the clamp, destination leader epochs
+are bumped ahead of the source's by real leader moves, then the nightly audit runs.
+Without ``--healthy`` five faults are injected on the real brokers first:
+
+- payments-0: the source leader moves (broker stop), so SLE rises above DLE (CM-EPOCH-1);
+- billing: its destination offset is set beyond the destination LEO (CM-GROUP-2, CM-GROUP-1);
+- analytics: its destination offset is left stale, behind the clamp (CM-GROUP-1 warning);
+- orders-1: a transaction is left open on the source (CM-TXN-1 warning);
+- audit-log: the destination has one partition fewer (CM-TOPIC-1).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
+
+from audit.config import AuditConfig, ClusterConfig, OutputConfig, SparkConfig
+from audit.errors import SandboxError
+from audit.pipeline import RunOutcome, nightly
+from audit.sandbox.cluster import SandboxOptions, default_workdir, down, start_node, stop_node, up
+from audit.sandbox.mirror import mirror_once, sync_group_offsets, wait_transactions_settled
+from audit.sandbox.state import SandboxState
+from audit.sandbox.traffic import Record, client_conf, produce
+
+log = logging.getLogger(__name__)
+
+TOPICS = {"orders": 3, "payments": 1, "audit-log": 3}
+GROUPS = ("billing", "analytics", "shipping")
+EPOCH_BUMPS = 3  # the destination leads the source's leader epochs by this much
+
+
+def _create(bootstrap: str, topic: str, assignment: list[list[int]]) -> None:
+    admin = AdminClient(client_conf(bootstrap))
+    futures = admin.create_topics(
+        [NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)]
+    )
+    futures[topic].result(timeout=60)
+
+
+def _wait_leader(bootstrap: str, topic: str, partition: int, leader: int, timeout: float = 60) -> None:
+    admin = AdminClient(client_conf(bootstrap))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        md = admin.list_topics(topic, timeout=10).topics[topic].partitions[partition]
+        if md.leader == leader:
+            return
+        time.sleep(0.3)
+    raise SandboxError(
+        f"leadership of {topic}-{partition} did not move to broker {leader} within {timeout:.0f}s"
+    )
+
+
+def _elect_preferred(bootstrap: str, tps: list[TopicPartition]) -> None:
+    from confluent_kafka import ElectionType
+
+    admin = AdminClient(client_conf(bootstrap))
+    admin.elect_leaders(ElectionType.PREFERRED, tps).result(timeout=60)
+
+
+def _move_leadership(
+    state: SandboxState, cluster: str, tps: list[TopicPartition], times: int
+) -> SandboxState:
+    """Raise the leader epoch of partitions led by node 2 by ``times`` with real leader changes."""
+    node1 = state.cluster(cluster).node(1).bootstrap
+    for i in range(times):
+        if i % 2 == 0:  # node 2 leads: stop it, leadership moves to node 1 (+1)
+            stop_node(state, cluster, 2)
+            for tp in tps:
+                _wait_leader(node1, tp.topic, tp.partition, 1)
+            state = start_node(state, cluster, 2)
+        else:  # node 1 leads, node 2 is preferred: a preferred election moves it back (+1)
+            _wait_in_sync(node1, tps)
+            _elect_preferred(node1, tps)
+            for tp in tps:
+                _wait_leader(node1, tp.topic, tp.partition, 2)
+    return state
+
+
+def _wait_in_sync(bootstrap: str, tps: list[TopicPartition], timeout: float = 60) -> None:
+    admin = AdminClient(client_conf(bootstrap))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        md = admin.list_topics(timeout=10)
+        if all(len(md.topics[tp.topic].partitions[tp.partition].isrs) >= 2 for tp in tps):
+            return
+        time.sleep(0.3)
+    raise SandboxError("replicas did not rejoin the ISR in time")
+
+
+def _traffic(src: str) -> None:
+    for p in range(TOPICS["orders"]):
+        produce(
+            src,
+            "orders",
+            [
+                Record(
+                    f"order-{p}-{i}".encode(),
+                    f'{{"amount": {i}}}'.encode(),
+                    (("trace-id", f"{p}-{i}".encode()),),
+                )
+                for i in range(200)
+            ],
+            partition=p,
+        )
+    produce(
+        src, "payments", [Record(f"pay-{i}".encode(), f"{i * 10}".encode()) for i in range(50)], partition=0
+    )
+    for p in range(TOPICS["audit-log"]):
+        produce(src, "audit-log", [Record(None, f"event {i}".encode()) for i in range(30)], partition=p)
+    txn = Producer(client_conf(src, **{"transactional.id": "demo-orders-writer"}))
+    txn.init_transactions(30)
+    for outcome in ("commit", "abort", "commit"):
+        txn.begin_transaction()
+        for i in range(5):
+            txn.produce("orders", f"txn-{outcome}-{i}".encode(), b"k", partition=0)
+        if outcome == "commit":
+            txn.commit_transaction(30)
+        else:
+            txn.flush(30)  # abort purges unsent records: send them first so the abort is on the log
+            txn.abort_transaction(30)
+
+
+def _commit_groups(src: str) -> None:
+    positions = {
+        "billing": [TopicPartition("orders", p, 150) for p in range(3)],
+        "analytics": [TopicPartition("orders", p, 180) for p in range(3)],
+        "shipping": [TopicPartition("payments", 0, 40)],
+    }
+    for gid, tps in positions.items():
+        c = Consumer(client_conf(src, **{"group.id": gid, "enable.auto.commit": False}))
+        try:
+            c.commit(offsets=tps, asynchronous=False)
+        finally:
+            c.close()
+
+
+def demo_config(state: SandboxState, out_root: Path) -> AuditConfig:
+    return AuditConfig(
+        source=ClusterConfig(state.cluster("source").bootstrap, timeout_seconds=20),
+        destination=ClusterConfig(state.cluster("destination").bootstrap, timeout_seconds=20),
+        spark=SparkConfig(master="local[2]", conf={"spark.sql.shuffle.partitions": "4"}),
+        output=OutputConfig(root=str(out_root)),
+    )
+
+
+def run_demo(
+    healthy: bool,
+    out: Path | None = None,
+    keep: bool = False,
+    workdir: Path | None = None,
+    output_root: Path = Path("reports"),
+) -> RunOutcome:
+    workdir = workdir or default_workdir()
+    state = up(SandboxOptions(workdir=workdir, brokers_per_cluster=2))
+    open_txn: Producer | None = None
+    try:
+        if any(
+            t in AdminClient(client_conf(state.cluster("source").bootstrap)).list_topics(timeout=30).topics
+            for t in TOPICS
+        ):
+            raise SandboxError(
+                f"the sandbox in {workdir} already has demo topics: run 'mirror-audit sandbox down' first"
+            )
+        src, dst = state.cluster("source").bootstrap, state.cluster("destination").bootstrap
+        # Source leaders on node 1, except payments (node 2) whose leader a fault moves.
+        _create(src, "orders", [[1, 2]] * TOPICS["orders"])
+        _create(src, "payments", [[2, 1]])
+        _create(src, "audit-log", [[1, 2]] * TOPICS["audit-log"])
+        # Destination leaders on node 2, moved to raise DLE ahead of SLE (the mirror's epoch bumps);
+        # the faulty demo leaves payments' destination leader (node 1) where it is.
+        _create(dst, "orders", [[2, 1]] * TOPICS["orders"])
+        _create(dst, "payments", [[2, 1]] if healthy else [[1, 2]])
+        _create(dst, "audit-log", [[2, 1]] * (TOPICS["audit-log"] - (0 if healthy else 1)))
+        bumped = [TopicPartition("orders", p) for p in range(3)]
+        bumped += [TopicPartition("audit-log", p) for p in range(TOPICS["audit-log"] - (0 if healthy else 1))]
+        if healthy:
+            bumped.append(TopicPartition("payments", 0))
+        state = _move_leadership(state, "destination", bumped, EPOCH_BUMPS)
+
+        _traffic(src)
+        _commit_groups(src)
+        wait_transactions_settled(src, list(TOPICS))
+        n_dst_audit = TOPICS["audit-log"] - (0 if healthy else 1)
+        copied = mirror_once(src, dst, list(TOPICS), lambda t, p: t != "audit-log" or p < n_dst_audit)
+        log.info("mirror emulator copied %d offsets", sum(copied.values()))
+
+        def faults(gid: str, topic: str, partition: int, clamped: int) -> int:
+            if healthy:
+                return clamped
+            if gid == "billing" and partition == 0:
+                return clamped + 250  # beyond the destination LEO
+            if gid == "analytics" and partition == 0:
+                return clamped - 60  # a stale sync
+            return clamped
+
+        sync_group_offsets(src, dst, list(GROUPS), faults)
+        if not healthy:
+            state = _move_leadership(state, "source", [TopicPartition("payments", 0)], 1)
+            open_txn = Producer(client_conf(src, **{"transactional.id": "demo-left-open"}))
+            open_txn.init_transactions(30)
+            open_txn.begin_transaction()
+            for i in range(3):
+                open_txn.produce("orders", f"pending-{i}".encode(), partition=1)
+            open_txn.flush(30)
+        return nightly(demo_config(state, output_root), out)
+    finally:
+        if open_txn is not None:
+            try:
+                open_txn.abort_transaction(30)
+            except Exception:  # the sandbox is going away anyway
+                log.debug("aborting the demo's open transaction failed", exc_info=True)
+        if keep:
+            log.info("sandbox left running: mirror-audit sandbox status / down")
+        else:
+            down(workdir)

@@ -1,0 +1,331 @@
+"""An offset-preserving mirror emulator and group offset syncer, for the sandbox only.
+
+Broker-native offset-preserving mirroring (KIP-1279) is not in a released Kafka, so the
+demo and the tests stand in for it: this replicator copies each source partition to the
+same partition on the destination such that every record lands at the same offset, with
+its timestamp, key, value and headers, and every transaction marker (COMMIT or ABORT)
+lands at the same offset too, by replaying committed and aborted transactions.
+
+How it finds transactions without raw batch access: offsets missing from a
+read_uncommitted scan are control records (markers); records missing from a
+read_committed scan were aborted. The records between two markers are replayed as one
+transaction closed the same way as on the source. This holds when at most one producer
+writes a partition transactionally at a time, which is how the demo produces; it is a
+stand-in, not a general replicator. It writes only to the destination sandbox cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    OffsetSpec,
+)
+
+from audit.errors import SandboxError
+from audit.sandbox.traffic import client_conf
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...]
+    committed: bool
+
+
+def _offsets(
+    admin: AdminClient, tps: list[TopicPartition], spec: OffsetSpec, level: IsolationLevel
+) -> dict[int, int]:
+    futures = admin.list_offsets({tp: spec for tp in tps}, isolation_level=level, request_timeout=30)
+    return {tp.partition: int(f.result(timeout=30).offset) for tp, f in futures.items()}
+
+
+def _scan(
+    bootstrap: str, topic: str, partition: int, start: int, end: int, isolation: str
+) -> list[tuple[int, object]]:
+    """Messages with offsets in [start, end) by assignment (no group joined, nothing committed)."""
+    if start >= end:
+        return []
+    consumer = Consumer(
+        client_conf(
+            bootstrap,
+            **{
+                "group.id": "mirror-emulator-never-joined",
+                "enable.auto.commit": False,
+                "isolation.level": isolation,
+                "enable.partition.eof": True,
+            },
+        )
+    )
+    out: list[tuple[int, object]] = []
+    try:
+        consumer.assign([TopicPartition(topic, partition, start)])
+        while True:
+            msg = consumer.poll(10)
+            if msg is None:
+                raise SandboxError(f"mirror emulator: timed out reading {topic}-{partition}")
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    break
+                raise SandboxError(f"mirror emulator: reading {topic}-{partition} failed: {err}")
+            off = int(msg.offset() or 0)
+            if off >= end:
+                break
+            out.append((off, msg))
+            if off + 1 >= end:
+                break
+    finally:
+        consumer.close()
+    return out
+
+
+def _source_records(bootstrap: str, topic: str, partition: int, start: int, end: int) -> list[SourceRecord]:
+    uncommitted = _scan(bootstrap, topic, partition, start, end, "read_uncommitted")
+    committed = {off for off, _ in _scan(bootstrap, topic, partition, start, end, "read_committed")}
+    records = []
+    for off, msg in uncommitted:
+        raw_headers = msg.headers() or []  # type: ignore[attr-defined]
+        headers = tuple((k, v if isinstance(v, bytes) else b"") for k, v in raw_headers)
+        records.append(
+            SourceRecord(off, int(msg.timestamp()[1]), msg.key(), msg.value(), headers, off in committed)  # type: ignore[attr-defined]
+        )
+    return records
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Records up to (not including) a marker at ``marker_offset``; None: no marker follows."""
+
+    records: tuple[SourceRecord, ...]
+    marker_offset: int | None
+
+
+def split_segments(records: list[SourceRecord], start: int, end: int) -> list[Segment]:
+    """Cut the offset range [start, end) at every offset no record occupies (a control record)."""
+    segments: list[Segment] = []
+    current: list[SourceRecord] = []
+    expected = start
+    for r in records:
+        while expected < r.offset:  # one marker per missing offset
+            segments.append(Segment(tuple(current), expected))
+            current = []
+            expected += 1
+        current.append(r)
+        expected = r.offset + 1
+    while expected < end:
+        segments.append(Segment(tuple(current), expected))
+        current = []
+        expected += 1
+    if current:
+        segments.append(Segment(tuple(current), None))
+    return segments
+
+
+class PartitionWriter:
+    """Writes one destination partition; a transactional producer per partition for replays."""
+
+    def __init__(self, bootstrap: str, topic: str, partition: int) -> None:
+        self.topic, self.partition = topic, partition
+        self.plain = Producer(client_conf(bootstrap, **{"enable.idempotence": True, "linger.ms": 5}))
+        self.txn = Producer(
+            client_conf(bootstrap, **{"transactional.id": f"mirror-emulator-{topic}-{partition}"})
+        )
+        self.txn.init_transactions(30)
+
+    def _send(self, producer: Producer, records: tuple[SourceRecord, ...] | list[SourceRecord]) -> None:
+        for r in records:
+            producer.produce(
+                self.topic,
+                r.value,
+                r.key,
+                partition=self.partition,
+                timestamp=r.timestamp_ms,
+                headers=list(r.headers) or None,
+            )
+        producer.flush(60)
+
+    def write(self, seg: Segment) -> None:
+        if seg.marker_offset is None:
+            self._send(self.plain, seg.records)
+            return
+        aborted = [r for r in seg.records if not r.committed]
+        if aborted:
+            # Committed records before an aborted transaction were written outside it.
+            first_aborted = seg.records.index(aborted[0])
+            self._send(self.plain, seg.records[:first_aborted])
+            self.txn.begin_transaction()
+            self._send(self.txn, seg.records[first_aborted:])
+            self.txn.abort_transaction(30)
+        else:
+            self.txn.begin_transaction()
+            self._send(self.txn, seg.records)
+            self.txn.commit_transaction(30)
+
+
+def mirror_once(
+    src_bootstrap: str,
+    dst_bootstrap: str,
+    topics: list[str],
+    partition_filter: Callable[[str, int], bool] = lambda t, p: True,
+) -> dict[tuple[str, int], int]:
+    """Copy every partition from the destination's LEO up to the source's last stable offset.
+
+    Returns the number of offsets copied per partition. Open transactions on the source are
+    not copied (they would be beyond the LSO): the destination lags by them, as a real
+    mirror that reads committed data would.
+    """
+    src_admin = AdminClient(client_conf(src_bootstrap))
+    dst_admin = AdminClient(client_conf(dst_bootstrap))
+    copied: dict[tuple[str, int], int] = {}
+    for topic in topics:
+        n = len(src_admin.list_topics(topic, timeout=30).topics[topic].partitions)
+        tps = [TopicPartition(topic, p) for p in range(n) if partition_filter(topic, p)]
+        if not tps:
+            continue
+        src_lso = _offsets(src_admin, tps, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
+        dst_leo = _offsets(dst_admin, tps, OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED)
+        for tp in tps:
+            start, end = dst_leo[tp.partition], src_lso[tp.partition]
+            if start >= end:
+                copied[(topic, tp.partition)] = 0
+                continue
+            records = _source_records(src_bootstrap, topic, tp.partition, start, end)
+            writer = PartitionWriter(dst_bootstrap, topic, tp.partition)
+            for seg in split_segments(records, start, end):
+                writer.write(seg)
+            # Transaction markers are appended asynchronously after commit/abort returns.
+            got = _wait_offset(dst_admin, tp, end)
+            if got != end:
+                raise SandboxError(
+                    f"mirror emulator: {topic}-{tp.partition} ended at offset {got} on the destination, "
+                    f"expected {end} (interleaved transactional producers are not supported)"
+                )
+            copied[(topic, tp.partition)] = end - start
+    return copied
+
+
+def _wait_offset(admin: AdminClient, tp: TopicPartition, end: int, timeout: float = 30.0) -> int:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = _offsets(admin, [tp], OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED)[tp.partition]
+        if got >= end or time.monotonic() > deadline:
+            return got
+        time.sleep(0.1)
+
+
+def wait_transactions_settled(bootstrap: str, topics: list[str], timeout: float = 30.0) -> None:
+    """Wait until LSO == LEO everywhere: the markers of finished transactions are written."""
+    admin = AdminClient(client_conf(bootstrap))
+    md = admin.list_topics(timeout=30)
+    tps = [TopicPartition(t, p) for t in topics for p in md.topics[t].partitions]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lso = _offsets_by_tp(admin, tps, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
+        leo = _offsets_by_tp(admin, tps, OffsetSpec.latest())
+        if lso == leo:
+            return
+        time.sleep(0.1)
+    raise SandboxError(f"transactions on {bootstrap} did not settle within {timeout:.0f}s")
+
+
+def _retry(what: str, call: Callable[[], Any], attempts: int = 40) -> Any:
+    """Retry a group admin call while coordinators move after the sandbox's broker restarts."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            retriable = isinstance(err, KafkaError) and (
+                err.retriable()
+                or err.code() in (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS)
+            )
+            if not retriable or attempt == attempts - 1:
+                raise SandboxError(f"{what} failed: {exc}") from exc
+            time.sleep(0.5)
+    raise AssertionError("unreachable")
+
+
+def sync_group_offsets(
+    src_bootstrap: str,
+    dst_bootstrap: str,
+    groups: list[str],
+    adjust: Callable[[str, str, int, int], int] | None = None,
+) -> int:
+    """Set each inactive destination group to clamp(source committed) (the syncer's promise).
+
+    ``adjust(group, topic, partition, clamped)`` lets the demo inject a faulty value.
+    Groups with members on the destination are left alone. Returns offsets written.
+    """
+    src_admin = AdminClient(client_conf(src_bootstrap))
+    dst_admin = AdminClient(client_conf(dst_bootstrap))
+    return sum(_sync_group(src_admin, dst_admin, gid, adjust) for gid in groups)
+
+
+def _sync_group(
+    src_admin: AdminClient,
+    dst_admin: AdminClient,
+    gid: str,
+    adjust: Callable[[str, str, int, int], int] | None,
+) -> int:
+    desc = _retry(
+        f"describing group {gid}",
+        lambda: dst_admin.describe_consumer_groups([gid], request_timeout=30)[gid].result(timeout=30),
+    )
+    if desc.members:
+        log.info("group %s is active on the destination: not synced", gid)
+        return 0
+    res = _retry(
+        f"reading offsets of group {gid}",
+        lambda: src_admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(gid)])[gid].result(
+            timeout=30
+        ),
+    )
+    committed = [tp for tp in res.topic_partitions or [] if tp.offset is not None and tp.offset >= 0]
+    if not committed:
+        return 0
+    tps = [TopicPartition(tp.topic, tp.partition) for tp in committed]
+    start = _offsets_by_tp(dst_admin, tps, OffsetSpec.earliest())
+    end = _offsets_by_tp(dst_admin, tps, OffsetSpec.latest())
+    targets = []
+    for tp in committed:
+        key = (tp.topic, tp.partition)
+        clamped = max(start[key], min(int(tp.offset), end[key]))
+        value = adjust(gid, tp.topic, tp.partition, clamped) if adjust else clamped
+        targets.append(TopicPartition(tp.topic, tp.partition, value))
+    _retry(
+        f"syncing group {gid}",
+        lambda: dst_admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(gid, targets)])[
+            gid
+        ].result(timeout=30),
+    )
+    return len(targets)
+
+
+def _offsets_by_tp(
+    admin: AdminClient,
+    tps: list[TopicPartition],
+    spec: OffsetSpec,
+    level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+) -> dict[tuple[str, int], int]:
+    futures = admin.list_offsets({tp: spec for tp in tps}, isolation_level=level, request_timeout=30)
+    return {(tp.topic, tp.partition): int(f.result(timeout=30).offset) for tp, f in futures.items()}
