@@ -1,0 +1,78 @@
+"""The demo end to end on its own real sandbox: healthy passes, faulty fails on exactly its faults."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+INJECTED_FAILURES = {"CM-TOPIC-1", "CM-EPOCH-1", "CM-GROUP-1", "CM-GROUP-2"}
+# CM-EPOCH-2 warns as a consequence of the epoch fault (DLE below SLE is also short of headroom).
+INJECTED_WARNINGS = {"CM-TXN-1", "CM-EPOCH-2"}
+
+
+def _demo(tmp_path: Path, *flags: str) -> tuple[int, dict[str, object], str]:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "audit.cli",
+            "demo",
+            *flags,
+            "--out",
+            str(tmp_path / "run"),
+            "--workdir",
+            str(tmp_path / "sandbox"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        cwd=tmp_path,
+    )
+    summary = (
+        json.loads((tmp_path / "run" / "summary.json").read_text())
+        if (tmp_path / "run" / "summary.json").exists()
+        else {}
+    )
+    return proc.returncode, summary, proc.stdout + proc.stderr
+
+
+def _by_status(summary: dict[str, object], status: str) -> set[str]:
+    invariants = summary["invariants"]
+    assert isinstance(invariants, dict)
+    return {k for k, v in invariants.items() if v["status"] == status}
+
+
+@pytest.mark.parametrize("healthy", [True, False], ids=["healthy", "faulty"])
+def test_demo(tmp_path: Path, healthy: bool) -> None:
+    code, summary, output = _demo(tmp_path, *(["--healthy"] if healthy else []))
+    assert summary, output[-3000:]
+    assert not (tmp_path / "sandbox" / "state.json").exists()  # torn down
+    if healthy:
+        assert code == 0, output[-3000:]
+        assert summary["verdict"] == "PASS", {k: v["status"] for k, v in summary["invariants"].items()}
+        assert _by_status(summary, "fail") == set() and _by_status(summary, "warn") == set()
+        assert {
+            "CM-TOPIC-1",
+            "CM-EPOCH-1",
+            "CM-EPOCH-2",
+            "CM-LAG-1",
+            "CM-GROUP-1",
+            "CM-GROUP-2",
+        } <= _by_status(summary, "pass")
+        return
+    assert code == 1, output[-3000:]
+    assert summary["verdict"] == "FAIL"
+    assert _by_status(summary, "fail") == INJECTED_FAILURES
+    assert _by_status(summary, "warn") == INJECTED_WARNINGS
+    inv = summary["invariants"]
+    assert inv["CM-TOPIC-1"]["examples"][0]["topic"] == "audit-log"
+    assert inv["CM-EPOCH-1"]["examples"][0]["topic"] == "payments"
+    assert {e["group_id"] for e in inv["CM-GROUP-2"]["examples"]} == {"billing"}
+    warn = next(c for c in inv["CM-GROUP-1"]["checks"] if c["severity"] == "warn")
+    assert {e["group_id"] for e in warn["examples"]} == {"analytics"}
+    assert (tmp_path / "run" / "report" / "index.html").exists()
