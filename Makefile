@@ -27,7 +27,7 @@ jars: $(STAMP)
 	$(BIN)/python -c 'from audit.sandbox.jars import ensure_kafka_jars; print(ensure_kafka_jars())'
 
 test: $(STAMP) jars
-	$(BIN)/ruff check audit tests
+	$(BIN)/ruff check audit tests bench
 	$(BIN)/mypy
 	$(BIN)/pytest $(PYTEST_ARGS)
 
@@ -35,7 +35,7 @@ unit: $(STAMP)
 	$(BIN)/pytest -m unit $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check audit tests
+	$(BIN)/ruff check audit tests bench
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -45,6 +45,9 @@ demo: $(STAMP) jars
 
 demo-healthy: $(STAMP) jars
 	$(BIN)/mirror-audit demo --healthy
+
+bench: $(STAMP) jars
+	$(BIN)/python bench/readiness.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

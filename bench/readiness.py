@@ -1,0 +1,136 @@
+"""Benchmark: `mirror-audit readiness` against the manual equivalent with Kafka's own CLI.
+
+Sandbox with 2 x 1,000 partitions (source and destination) and 100 consumer groups on each;
+both sides are timed in the same run, on the same brokers:
+
+- ours:     mirror-audit readiness --config ... --out ...  (snapshot both, Spark compare,
+            GX validation, report, summary.json)
+- baseline: kafka-get-offsets for both clusters plus kafka-consumer-groups --describe
+            --all-groups for both (what an operator runs by hand; it does strictly less).
+
+Run: make bench   (or .venv/bin/python bench/readiness.py). The last line is
+RESULT readiness ours=<s> baseline=<s> ratio=<ours/baseline>.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
+
+from audit.logs import setup_logging
+from audit.sandbox.cluster import SandboxOptions, run_tool, running
+from audit.sandbox.state import SandboxState
+
+log = logging.getLogger("bench.readiness")
+
+
+def _prepare(state: SandboxState, topics: int, partitions: int, groups: int) -> None:
+    names = [f"bench-{i:02d}" for i in range(topics)]
+    for cluster in state.clusters:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        futures = admin.create_topics(
+            [NewTopic(n, num_partitions=partitions, replication_factor=1) for n in names]
+        )
+        for f in futures.values():
+            f.result(timeout=120)
+        for g in range(groups):
+            topic = names[g % topics]
+            c = Consumer(
+                {
+                    "bootstrap.servers": cluster.bootstrap,
+                    "group.id": f"bench-group-{g:03d}",
+                    "enable.auto.commit": False,
+                }
+            )
+            try:
+                c.commit(
+                    offsets=[TopicPartition(topic, p, 0) for p in range(0, partitions, 10)],
+                    asynchronous=False,
+                )
+            finally:
+                c.close()
+
+
+def _time(cmd: list[str]) -> float:
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - started
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{cmd[:4]} failed with {proc.returncode}: {proc.stderr[-500:]}")
+    return elapsed
+
+
+def _baseline(state: SandboxState) -> float:
+    started = time.perf_counter()
+    for cluster in state.clusters:
+        for main, args in (
+            ("org.apache.kafka.tools.GetOffsetShell", ["--bootstrap-server", cluster.bootstrap]),
+            (
+                "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+                ["--bootstrap-server", cluster.bootstrap, "--describe", "--all-groups"],
+            ),
+        ):
+            proc = run_tool(state, main, args, timeout=600, heap_mb=512)
+            if proc.returncode != 0:
+                raise SystemExit(f"{main} failed: {proc.stderr[-500:]}")
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--topics", type=int, default=10)
+    parser.add_argument("--partitions", type=int, default=100, help="per topic (default 10 x 100 = 1,000)")
+    parser.add_argument("--groups", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=2, help="timed rounds per side; the best is reported")
+    args = parser.parse_args()
+    setup_logging()
+    with tempfile.TemporaryDirectory(prefix="bench-readiness-") as tmp:
+        root = Path(tmp)
+        with running(SandboxOptions(workdir=root / "sandbox", heap_mb=1024)) as state:
+            _prepare(state, args.topics, args.partitions, args.groups)
+            cfg = root / "audit.yaml"
+            cfg.write_text(
+                f"source:\n  bootstrap_servers: {state.cluster('source').bootstrap}\n"
+                f"destination:\n  bootstrap_servers: {state.cluster('destination').bootstrap}\n"
+                f"output:\n  root: {root / 'runs'}\n"
+            )
+            ours, base = [], []
+            for i in range(args.rounds):  # interleaved, so load on the machine hits both alike
+                ours.append(
+                    _time(
+                        [
+                            sys.executable,
+                            "-m",
+                            "audit.cli",
+                            "readiness",
+                            "--config",
+                            str(cfg),
+                            "--out",
+                            str(root / "runs" / f"r{i}"),
+                        ]
+                    )
+                )
+                base.append(_baseline(state))
+                log.info("round %d: ours %.2fs, baseline %.2fs", i + 1, ours[-1], base[-1])
+    n = args.topics * args.partitions
+    print(f"partitions per cluster: {n}, groups per cluster: {args.groups}")
+    print(
+        f"ours (mirror-audit readiness):            best {min(ours):.2f}s  all {[round(x, 2) for x in ours]}"
+    )
+    print(
+        f"baseline (get-offsets + consumer-groups):  best {min(base):.2f}s  all {[round(x, 2) for x in base]}"
+    )
+    print(f"RESULT readiness ours={min(ours):.2f} baseline={min(base):.2f} ratio={min(ours) / min(base):.2f}")
+
+
+if __name__ == "__main__":
+    main()
