@@ -17,12 +17,32 @@ from audit.validate.results import CheckOutcome, InvariantResult, fold, skipped
 
 log = logging.getLogger(__name__)
 
-# The columns that identify a row of each comparison table: they label the examples.
+# The columns that label each offending row in the examples: its key, then both sides'
+# values a person needs to judge it without opening the Parquet files.
 INDEX_COLUMNS = {
-    "partitions": ["topic", "partition"],
-    "topics": ["topic"],
-    "group_offsets": ["group_id", "topic", "partition"],
-    "groups": ["group_id"],
+    "partitions": [
+        "topic",
+        "partition",
+        "src_leader_epoch",
+        "dst_leader_epoch",
+        "src_log_start_offset",
+        "src_high_watermark",
+        "dst_high_watermark",
+        "src_last_stable_offset",
+    ],
+    "topics": ["topic", "src_partition_count", "dst_partition_count", "src_topic_id", "dst_topic_id"],
+    "group_offsets": [
+        "group_id",
+        "topic",
+        "partition",
+        "src_committed_offset",
+        "dst_committed_offset",
+        "expected_offset",
+        "dst_log_start_offset",
+        "dst_high_watermark",
+        "dst_active",
+    ],
+    "groups": ["group_id", "classification", "src_state", "dst_state", "dst_member_count"],
 }
 
 SUITE_PREFIX = {"cluster-mirroring": "cm_", "mm2": "mm2_"}
