@@ -58,7 +58,7 @@ def audit_snapshots(
         "total_lag_records": data.totals["total_lag_records"],
         "thresholds": cfg.redacted()["thresholds"],
     }
-    summary = build_summary(results, cfg.mode, run_info, figures)
+    summary = build_summary(results, cfg.mode, run_info, figures, _details(source, src_manifest))
     history = [*load_history(run_dir.parent, exclude=run_dir), {"dir": run_dir.name, **summary}]
     report = render_report(
         summary,
@@ -70,6 +70,21 @@ def audit_snapshots(
     )
     write_summary(run_dir, summary)
     return RunOutcome(run_dir, summary, report)
+
+
+def _details(source: Path, manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """CM-TXN-1 names the open transactions as `kafka-transactions find-hanging` does
+    (transactional id, producer id/epoch, partition, start), coordinator and partition side,
+    where the source allowed the transaction admin calls; otherwise says why not."""
+    from dataclasses import asdict
+
+    from audit.snapshot import OpenTransactionRecord, check_table, read_records
+
+    note = (manifest.get("notes") or {}).get("open_transactions", "not collected")
+    if not check_table(source, "open_transactions"):
+        return {"CM-TXN-1": {"open_transactions": [], "open_transactions_source": note}}
+    rows = [asdict(r) for r in read_records(source, "open_transactions", OpenTransactionRecord)]
+    return {"CM-TXN-1": {"open_transactions": rows[:50], "open_transactions_source": note}}
 
 
 def new_run_dir(cfg: AuditConfig) -> Path:

@@ -19,12 +19,18 @@ def build_summary(
     mode: str,
     run: dict[str, Any],
     readiness: ReadinessFigures | None = None,
+    details: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """``details`` adds per-invariant context, e.g. CM-TXN-1's named open transactions."""
+    invariants = {r.id: r.to_json() for r in results}
+    for inv_id, extra in (details or {}).items():
+        if inv_id in invariants:
+            invariants[inv_id].update(extra)
     summary: dict[str, Any] = {
         "verdict": verdict(results),
         "mode": mode,
         "run": run,
-        "invariants": {r.id: r.to_json() for r in results},
+        "invariants": invariants,
     }
     if readiness is not None:
         summary["readiness"] = "NO-GO" if summary["verdict"] == "FAIL" else "GO"

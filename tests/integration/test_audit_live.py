@@ -154,3 +154,59 @@ def test_source_epoch_bump_is_caught_as_cm_epoch_1(sandbox: SandboxState, tmp_pa
     assert "verdict: FAIL" in proc.stdout and "CM-EPOCH-1" in proc.stdout
     assert (tmp_path / "run" / "report" / "index.html").exists()
     assert (tmp_path / "run" / "validation" / "data_docs" / "index.html").exists()
+
+
+def test_offset_lag_retention_epoch_group_and_scope_faults_caught(
+    sandbox: SandboxState, tmp_path: Path
+) -> None:
+    """Faults produced on the real brokers, each caught by the invariant that owns it."""
+    run = uuid.uuid4().hex[:6]
+    src, dst = sandbox.cluster("source").bootstrap, sandbox.cluster("destination").bootstrap
+    ahead, lagging, expired, app = (
+        f"ahead-{run}",
+        f"lagging-{run}",
+        f"expired-{run}",
+        f"app{run}-store-changelog",
+    )
+    for t in (ahead, lagging, expired, app):
+        _mirror_topic(sandbox, t, 20, [[1, 2]])
+    # CM-OFFSET-1: the destination holds records the source never had.
+    produce(dst, ahead, [Record(None, b"extra")] * 5, partition=0)
+    # CM-LAG-1: the source runs 12,000 records ahead (max_lag_records is 10,000).
+    produce(src, lagging, [Record(None, b"x")] * 12_000, partition=0)
+    # CM-OFFSET-2: the source's retention removed records the destination never got.
+    produce(src, expired, [Record(None, b"y")] * 30, partition=0)
+    admin = AdminClient({"bootstrap.servers": src})
+    admin.delete_records([TopicPartition(expired, 0, 40)])[TopicPartition(expired, 0, 40)].result(timeout=60)
+    # CM-EPOCH-3: a destination commit carrying a leader epoch above the partition's.
+    c = Consumer({"bootstrap.servers": dst, "group.id": f"epoch-{run}", "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition(ahead, 0, 10, leader_epoch=7)], asynchronous=False)
+    c.close()
+    _commit(src, f"epoch-{run}", ahead, 10)
+    # CM-GROUP-3: an excluded group whose offsets were synced anyway.
+    for bootstrap in (src, dst):
+        _commit(bootstrap, f"private-{run}", lagging, 5)
+    # CM-SCOPE-1: a Kafka Streams changelog topic and its application's group are mirrored.
+    for bootstrap in (src, dst):
+        _commit(bootstrap, f"app{run}", app, 5)
+    scope = (
+        f"scope:\n  topics:\n    include: ['.*-{run}', 'app{run}-.*']\n"
+        f"  groups:\n    include: ['.*-{run}', 'app{run}']\n    exclude: ['private-{run}']\n"
+    )
+    proc = _cli("nightly", "--config", str(_config(tmp_path, sandbox, scope)), "--out", str(tmp_path / "run"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    inv = json.loads((tmp_path / "run" / "summary.json").read_text())["invariants"]
+
+    def topics(invariant: str, key: str = "topic") -> set[str]:
+        return {e[key] for e in inv[invariant]["examples"]}
+
+    assert (inv["CM-OFFSET-1"]["status"], topics("CM-OFFSET-1")) == ("fail", {ahead})
+    assert (inv["CM-LAG-1"]["status"], topics("CM-LAG-1")) == ("fail", {lagging})
+    assert (inv["CM-OFFSET-2"]["status"], topics("CM-OFFSET-2")) == ("fail", {expired})
+    assert (inv["CM-EPOCH-3"]["status"], topics("CM-EPOCH-3", "group_id")) == ("fail", {f"epoch-{run}"})
+    assert (inv["CM-GROUP-3"]["status"], topics("CM-GROUP-3", "group_id")) == ("fail", {f"private-{run}"})
+    assert inv["CM-SCOPE-1"]["status"] == "warn"
+    assert {
+        e.get("topic") or e.get("group_id") for c in inv["CM-SCOPE-1"]["checks"] for e in c["examples"]
+    } == {app, f"app{run}"}
+    assert inv["CM-EPOCH-1"]["status"] == "pass"

@@ -75,4 +75,8 @@ def test_demo(tmp_path: Path, healthy: bool) -> None:
     assert {e["group_id"] for e in inv["CM-GROUP-2"]["examples"]} == {"billing"}
     warn = next(c for c in inv["CM-GROUP-1"]["checks"] if c["severity"] == "warn")
     assert {e["group_id"] for e in warn["examples"]} == {"analytics"}
-    assert (tmp_path / "run" / "report" / "index.html").exists()
+    txns = inv["CM-TXN-1"]["open_transactions"]
+    assert {(t["side"], t["transactional_id"]) for t in txns} >= {("coordinator", "demo-left-open")}
+    assert any(t["side"] == "partition" and t["topic"] == "orders" and t["partition"] == 1 for t in txns)
+    report = (tmp_path / "run" / "report" / "index.html").read_text()
+    assert "demo-left-open" in report
