@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import (
-    Consumer,
     ConsumerGroupTopicPartitions,
     IsolationLevel,
     KafkaError,
@@ -37,7 +36,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 
 from audit.errors import SandboxError
-from audit.sandbox.traffic import client_conf
+from audit.sandbox.traffic import client_conf, headers_of, scan_messages
 
 log = logging.getLogger(__name__)
 
@@ -59,57 +58,20 @@ def _offsets(
     return {tp.partition: int(f.result(timeout=30).offset) for tp, f in futures.items()}
 
 
-def _scan(
-    bootstrap: str, topic: str, partition: int, start: int, end: int, isolation: str
-) -> list[tuple[int, object]]:
-    """Messages with offsets in [start, end) by assignment (no group joined, nothing committed)."""
-    if start >= end:
-        return []
-    consumer = Consumer(
-        client_conf(
-            bootstrap,
-            **{
-                "group.id": "mirror-emulator-never-joined",
-                "enable.auto.commit": False,
-                "isolation.level": isolation,
-                "enable.partition.eof": True,
-            },
-        )
-    )
-    out: list[tuple[int, object]] = []
-    try:
-        consumer.assign([TopicPartition(topic, partition, start)])
-        while True:
-            msg = consumer.poll(10)
-            if msg is None:
-                raise SandboxError(f"mirror emulator: timed out reading {topic}-{partition}")
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    break
-                raise SandboxError(f"mirror emulator: reading {topic}-{partition} failed: {err}")
-            off = int(msg.offset() or 0)
-            if off >= end:
-                break
-            out.append((off, msg))
-            if off + 1 >= end:
-                break
-    finally:
-        consumer.close()
-    return out
-
-
 def _source_records(bootstrap: str, topic: str, partition: int, start: int, end: int) -> list[SourceRecord]:
-    uncommitted = _scan(bootstrap, topic, partition, start, end, "read_uncommitted")
-    committed = {off for off, _ in _scan(bootstrap, topic, partition, start, end, "read_committed")}
-    records = []
-    for off, msg in uncommitted:
-        raw_headers = msg.headers() or []  # type: ignore[attr-defined]
-        headers = tuple((k, v if isinstance(v, bytes) else b"") for k, v in raw_headers)
-        records.append(
-            SourceRecord(off, int(msg.timestamp()[1]), msg.key(), msg.value(), headers, off in committed)  # type: ignore[attr-defined]
+    uncommitted = scan_messages(bootstrap, topic, partition, start, end, "read_uncommitted")
+    committed = {m.offset() for m in scan_messages(bootstrap, topic, partition, start, end, "read_committed")}
+    return [
+        SourceRecord(
+            int(m.offset() or 0),
+            int(m.timestamp()[1]),
+            m.key(),
+            m.value(),
+            headers_of(m),
+            m.offset() in committed,
         )
-    return records
+        for m in uncommitted
+    ]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -80,10 +80,12 @@ def produce(bootstrap: str, topic: str, records: Iterable[Record], partition: in
     return count
 
 
-def read_partition(
+def scan_messages(
     bootstrap: str, topic: str, partition: int, start: int, end: int, isolation: str = "read_uncommitted"
-) -> list[tuple[int, Record]]:
-    """Records with offsets in [start, end) by assignment, without a group or any commit."""
+) -> list[Message]:
+    """Messages with offsets in [start, end) by assignment, without a group or any commit."""
+    if start >= end:
+        return []
     consumer = Consumer(
         client_conf(
             bootstrap,
@@ -96,7 +98,7 @@ def read_partition(
             },
         )
     )
-    out: list[tuple[int, Record]] = []
+    out: list[Message] = []
     try:
         consumer.assign([TopicPartition(topic, partition, start)])
         while True:
@@ -112,12 +114,25 @@ def read_partition(
             assert offset is not None  # a message without error always has an offset
             if offset >= end:
                 break
-            raw = msg.headers() or []
-            pairs = raw.items() if isinstance(raw, dict) else raw
-            headers = tuple((k, v if isinstance(v, bytes) else b"") for k, v in pairs)
-            out.append((offset, Record(msg.key(), msg.value(), headers)))
+            out.append(msg)
             if offset + 1 >= end:
                 break
     finally:
         consumer.close()
     return out
+
+
+def headers_of(msg: Message) -> tuple[tuple[str, bytes], ...]:
+    raw = msg.headers() or []
+    pairs = raw.items() if isinstance(raw, dict) else raw
+    return tuple((k, v if isinstance(v, bytes) else b"") for k, v in pairs)
+
+
+def read_partition(
+    bootstrap: str, topic: str, partition: int, start: int, end: int, isolation: str = "read_uncommitted"
+) -> list[tuple[int, Record]]:
+    """Records with offsets in [start, end), keyed by offset."""
+    return [
+        (int(msg.offset() or 0), Record(msg.key(), msg.value(), headers_of(msg)))
+        for msg in scan_messages(bootstrap, topic, partition, start, end, isolation)
+    ]
