@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,11 +43,16 @@ def audit_snapshots(
     dst_manifest = read_manifest(destination, "destination")
     started = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     run_dir.mkdir(parents=True, exist_ok=True)
+    clock = _StageClock()
     spark = build_spark(cfg.spark)
+    clock.done("spark session")
     run_compare(spark, source, destination, run_dir, cfg)
+    clock.done("compare")
     results = run_validation(spark, run_dir, cfg)
+    clock.done("validate (Great Expectations)")
     figures = readiness_figures(spark, run_dir) if readiness else None
     data = collect_report_data(spark, run_dir)
+    clock.done("readiness figures and report data")
     run_info = {
         "started_at": started,
         "source": str(source),
@@ -69,7 +75,20 @@ def audit_snapshots(
         run_dir / "validation" / "data_docs" / "index.html",
     )
     write_summary(run_dir, summary)
+    clock.done("report and summary")
     return RunOutcome(run_dir, summary, report)
+
+
+class _StageClock:
+    """Logs how long each stage took: where an audit's time goes is worth seeing every run."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+
+    def done(self, stage: str) -> None:
+        now = time.monotonic()
+        log.info("%s: %.1fs", stage, now - self._last)
+        self._last = now
 
 
 def _details(source: Path, manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:

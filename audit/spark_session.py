@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 # session time zone fixed so timestamps in reports do not depend on the machine.
 _DEFAULTS = {
     "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
 }
@@ -29,10 +30,13 @@ def build_spark(cfg: SparkConfig) -> Any:
 
     # The embedded default binds Spark to loopback (no hostname lookup warning, no open port
     # on the host's network); a cluster master keeps whatever spark-submit set.
+    defaults = dict(_DEFAULTS)
     if cfg.master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # Spark's 200 shuffle partitions are for clusters; on one machine a few per core do.
+        defaults["spark.sql.shuffle.partitions"] = str(max(2, 2 * (os.cpu_count() or 1)))
     builder = SparkSession.builder.master(cfg.master).appName(cfg.app_name)
-    for key, value in {**_DEFAULTS, **cfg.conf}.items():
+    for key, value in {**defaults, **cfg.conf}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")

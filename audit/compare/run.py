@@ -51,21 +51,21 @@ def run_compare(
     """Write one comparison table per concern; returns their paths by name."""
     src, _ = load_frames(spark, source, "source")
     dst, _ = load_frames(spark, destination, "destination")
-    partitions = compare_partitions(src, dst, cfg)
-    group_offsets = compare_group_offsets(src, dst, cfg)
-    frames = {
-        "partitions": partitions,
-        "topics": compare_topics(partitions, cfg),
-        "group_offsets": group_offsets,
-        "groups": compare_groups(group_offsets, partitions, cfg),
-    }
     out = run_dir / "compare"
     tmp = run_dir / ".compare.partial"
     shutil.rmtree(tmp, ignore_errors=True)
-    paths = {}
-    for name, df in frames.items():
-        df.write.mode("overwrite").parquet(str(tmp / f"{name}.parquet"))
-        paths[name] = out / f"{name}.parquet"
+
+    def write(name: str, df: Any) -> Any:
+        """Write a table and read it back, so tables derived from it do not recompute its joins."""
+        path = str(tmp / f"{name}.parquet")
+        df.write.mode("overwrite").parquet(path)
+        return spark.read.parquet(path)
+
+    partitions = write("partitions", compare_partitions(src, dst, cfg))
+    group_offsets = write("group_offsets", compare_group_offsets(src, dst, cfg))
+    write("topics", compare_topics(partitions, cfg))
+    write("groups", compare_groups(group_offsets, partitions, cfg))
+    paths = {name: out / f"{name}.parquet" for name in TABLES}
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     log.info("comparison tables written to %s", out)
