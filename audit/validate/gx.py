@@ -94,8 +94,6 @@ class GxRunner:
     def run(
         self, suite_file: SuiteFile, df: Any, index_columns: list[str], parameters: dict[str, Any]
     ) -> list[CheckOutcome]:
-        from great_expectations.checkpoint import UpdateDataDocsAction  # type: ignore[attr-defined]
-
         gx = self._gx
         try:
             suite = gx.ExpectationSuite(**suite_file.raw)
@@ -120,7 +118,7 @@ class GxRunner:
             gx.Checkpoint(
                 name=f"{suite_file.name}_checkpoint",
                 validation_definitions=[vd],
-                actions=[UpdateDataDocsAction(name="docs", site_names=[DOCS_SITE])],
+                actions=[],  # Data Docs are built once, in finish()
                 result_format={
                     "result_format": "SUMMARY",
                     "partial_unexpected_count": MAX_EXAMPLES,
@@ -131,6 +129,10 @@ class GxRunner:
         result = checkpoint.run(batch_parameters={"dataframe": df}, expectation_parameters=parameters)
         (suite_result,) = result.run_results.values()
         return [self._outcome(suite_file, r) for r in suite_result.results]
+
+    def finish(self) -> None:
+        """Build the Data Docs site once for every suite run (not once per suite)."""
+        self.ctx.build_data_docs(site_names=[DOCS_SITE])
 
     @staticmethod
     def _outcome(suite_file: SuiteFile, r: Any) -> CheckOutcome:

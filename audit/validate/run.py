@@ -68,6 +68,7 @@ def run_validation(
         df = spark.read.parquet(str(path))
         for outcome in runner.run(suite, df, INDEX_COLUMNS.get(suite.table, []), parameters):
             by_invariant[outcome.invariant].append(outcome)
+    runner.finish()
     results = []
     for inv in catalogue(cfg.mode):
         checks = by_invariant.pop(inv.id, [])
