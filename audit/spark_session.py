@@ -28,6 +28,11 @@ def build_spark(cfg: SparkConfig) -> Any:
 
     from pyspark.sql import SparkSession
 
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        # Whoever made the session (spark-submit, a notebook, the test fixture) owns its
+        # settings: getOrCreate would overwrite their SQL confs with ours.
+        return active
     # The embedded default binds Spark to loopback (no hostname lookup warning, no open port
     # on the host's network); a cluster master keeps whatever spark-submit set.
     defaults = dict(_DEFAULTS)
