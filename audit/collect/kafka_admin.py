@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -243,8 +244,6 @@ class KafkaAdmin:
         found: dict[tuple[str, int], int] = {}
         try:
             consumer.assign([TopicPartition(t, p, off) for (t, p), off in positions.items()])
-            import time
-
             deadline = time.monotonic() + self.timeout
             while len(found) < len(positions) and time.monotonic() < deadline:
                 msg = consumer.poll(0.5)
