@@ -51,13 +51,6 @@ class SourceRecord:
     committed: bool
 
 
-def _offsets(
-    admin: AdminClient, tps: list[TopicPartition], spec: OffsetSpec, level: IsolationLevel
-) -> dict[int, int]:
-    futures = admin.list_offsets({tp: spec for tp in tps}, isolation_level=level, request_timeout=30)
-    return {tp.partition: int(f.result(timeout=30).offset) for tp, f in futures.items()}
-
-
 def _source_records(bootstrap: str, topic: str, partition: int, start: int, end: int) -> list[SourceRecord]:
     uncommitted = scan_messages(bootstrap, topic, partition, start, end, "read_uncommitted")
     committed = {m.offset() for m in scan_messages(bootstrap, topic, partition, start, end, "read_committed")}
@@ -164,10 +157,10 @@ def mirror_once(
         tps = [TopicPartition(topic, p) for p in range(n) if partition_filter(topic, p)]
         if not tps:
             continue
-        src_lso = _offsets(src_admin, tps, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
-        dst_leo = _offsets(dst_admin, tps, OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED)
+        src_lso = _offsets_by_tp(src_admin, tps, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
+        dst_leo = _offsets_by_tp(dst_admin, tps, OffsetSpec.latest())
         for tp in tps:
-            start, end = dst_leo[tp.partition], src_lso[tp.partition]
+            start, end = dst_leo[(topic, tp.partition)], src_lso[(topic, tp.partition)]
             if start >= end:
                 copied[(topic, tp.partition)] = 0
                 continue
@@ -189,7 +182,7 @@ def mirror_once(
 def _wait_offset(admin: AdminClient, tp: TopicPartition, end: int, timeout: float = 30.0) -> int:
     deadline = time.monotonic() + timeout
     while True:
-        got = _offsets(admin, [tp], OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED)[tp.partition]
+        got = _offsets_by_tp(admin, [tp], OffsetSpec.latest())[(tp.topic, tp.partition)]
         if got >= end or time.monotonic() > deadline:
             return got
         time.sleep(0.1)
