@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -75,7 +75,6 @@ class Snapshot:
     groups: tuple[GroupRecord, ...] = ()
     group_offsets: tuple[GroupOffsetRecord, ...] = ()
     open_transactions: tuple[OpenTransactionRecord, ...] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def make_manifest(
