@@ -56,6 +56,17 @@ def _add_workdir(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_engine(p: argparse.ArgumentParser, default: str) -> None:
+    p.add_argument(
+        "--engine",
+        choices=("spark", "local"),
+        default=default,
+        help="what computes the comparison tables: 'spark' (the distributed jobs, any size) or "
+        "'local' (pandas in this process: no JVM start, for answers in seconds; partition and "
+        f"group-offset metadata fits in memory). Same suites, same files. Default: {default}",
+    )
+
+
 def _config(args: argparse.Namespace) -> AuditConfig:
     cfg = load_config(getattr(args, "config", None))
     register_secrets(cfg.secret_values())
@@ -85,7 +96,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     cfg = _config(args)
     src, dst = _snapshot_dirs(args)
-    outcome = audit_snapshots(src, dst, args.out, cfg)
+    outcome = audit_snapshots(src, dst, args.out, cfg, engine=args.engine)
     print_outcome(outcome.summary, outcome.report)
     return outcome.exit_code
 
@@ -93,7 +104,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def cmd_nightly(args: argparse.Namespace) -> int:
     from audit.pipeline import nightly
 
-    outcome = nightly(_config(args), args.out)
+    outcome = nightly(_config(args), args.out, engine=args.engine)
     print_outcome(outcome.summary, outcome.report)
     return outcome.exit_code
 
@@ -104,11 +115,11 @@ def cmd_readiness(args: argparse.Namespace) -> int:
     cfg = _config(args)
     if args.source is not None or args.destination is not None:
         src, dst = _snapshot_dirs(args)
-        outcome = audit_snapshots(src, dst, args.out, cfg, readiness=True)
+        outcome = audit_snapshots(src, dst, args.out, cfg, readiness=True, engine=args.engine)
     elif args.config is None:
         raise UsageError("readiness needs --config FILE (live clusters) or --source DIR --destination DIR")
     else:
-        outcome = nightly(cfg, args.out, readiness=True)
+        outcome = nightly(cfg, args.out, readiness=True, engine=args.engine)
     print_outcome(outcome.summary, outcome.report)
     return outcome.exit_code
 
@@ -228,17 +239,20 @@ def build_parser() -> argparse.ArgumentParser:
     _add_snapshot_dirs(p)
     _add_out(p, True, "run directory to write summary.json and the report into")
     _add_config(p)
+    _add_engine(p, "spark")
     p.set_defaults(handler=cmd_audit)
 
     p = sub.add_parser("nightly", help="snapshot, audit and report, keeping history in the output root")
     _add_config(p, required=True)
     _add_out(p, False, "run directory (default: a new timestamped directory under output.root)")
+    _add_engine(p, "spark")
     p.set_defaults(handler=cmd_nightly)
 
     p = sub.add_parser("readiness", help="pre-failover GO / NO-GO check with expected loss and reprocessing")
     _add_config(p)
     _add_snapshot_dirs(p)
-    _add_out(p, True, "run directory to write summary.json into")
+    _add_out(p, True, "run directory to write summary.json and the report into")
+    _add_engine(p, "local")
     p.set_defaults(handler=cmd_readiness)
 
     p = sub.add_parser("demo", help="run the sandbox end to end on the embedded default")

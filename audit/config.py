@@ -107,6 +107,10 @@ class ScopeConfig:
     def group_in_scope(self, group_id: str) -> bool:
         return self.groups.matches(group_id)
 
+    def group_excluded(self, group_id: str) -> bool:
+        """Named by an exclude pattern (as opposed to merely not included)."""
+        return any(re.fullmatch(p, group_id) for p in self.groups.exclude)
+
 
 @dataclass(frozen=True)
 class Thresholds:

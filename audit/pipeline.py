@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from audit.compare.run import Engine
 from audit.config import AuditConfig
 from audit.errors import ExitCode
 from audit.snapshot import read_manifest
@@ -28,14 +29,23 @@ class RunOutcome:
 
 
 def audit_snapshots(
-    source: Path, destination: Path, run_dir: Path, cfg: AuditConfig, readiness: bool = False
+    source: Path,
+    destination: Path,
+    run_dir: Path,
+    cfg: AuditConfig,
+    readiness: bool = False,
+    engine: Engine = "spark",
 ) -> RunOutcome:
-    """Audit two snapshot directories into ``run_dir`` (summary.json is written last)."""
-    from audit.compare.run import run_compare
+    """Audit two snapshot directories into ``run_dir`` (summary.json is written last).
+
+    ``engine`` computes the comparison tables: Spark by default; "local" (pandas in this
+    process) for readiness, where an answer is needed before a JVM could start. The same GX
+    suites judge both, and both write the same files.
+    """
+    from audit.compare.run import run_compare, run_compare_local
     from audit.report.data import collect_report_data
     from audit.report.html import render_report
     from audit.report.summary import build_summary, load_history, write_summary
-    from audit.spark_session import build_spark
     from audit.validate.readiness import readiness_figures
     from audit.validate.run import run_validation
 
@@ -44,17 +54,23 @@ def audit_snapshots(
     started = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     run_dir.mkdir(parents=True, exist_ok=True)
     clock = _StageClock()
-    spark = build_spark(cfg.spark)
-    clock.done("spark session")
-    run_compare(spark, source, destination, run_dir, cfg)
-    clock.done("compare")
-    results = run_validation(spark, run_dir, cfg)
+    if engine == "local":
+        compared = run_compare_local(source, destination, run_dir, cfg)
+    else:
+        from audit.spark_session import build_spark
+
+        spark = build_spark(cfg.spark)
+        clock.done("spark session")
+        compared = run_compare(spark, source, destination, run_dir, cfg)
+    clock.done(f"compare ({engine})")
+    results = run_validation(compared, run_dir, cfg)
     clock.done("validate (Great Expectations)")
-    figures = readiness_figures(spark, run_dir) if readiness else None
-    data = collect_report_data(spark, run_dir)
+    figures = readiness_figures(compared) if readiness else None
+    data = collect_report_data(compared)
     clock.done("readiness figures and report data")
     run_info = {
         "started_at": started,
+        "engine": engine,
         "source": str(source),
         "destination": str(destination),
         "source_cluster_id": src_manifest.get("cluster_id"),
@@ -111,10 +127,12 @@ def new_run_dir(cfg: AuditConfig) -> Path:
     return Path(cfg.output.root) / stamp
 
 
-def nightly(cfg: AuditConfig, out: Path | None = None, readiness: bool = False) -> RunOutcome:
+def nightly(
+    cfg: AuditConfig, out: Path | None = None, readiness: bool = False, engine: Engine = "spark"
+) -> RunOutcome:
     """Snapshot both clusters (destination first) into the run directory, then audit."""
     from audit.collect.snapshot import take_snapshots
 
     run_dir = out or new_run_dir(cfg)
     src, dst = take_snapshots(cfg, run_dir)
-    return audit_snapshots(src, dst, run_dir, cfg, readiness=readiness)
+    return audit_snapshots(src, dst, run_dir, cfg, readiness=readiness, engine=engine)

@@ -1,4 +1,5 @@
-"""Every table's columns, declared once: Arrow schemas for writers, Spark schemas for jobs.
+"""Every table's columns, declared once: Arrow schemas for writers, Spark schemas for jobs,
+pandas dtypes for the in-process engine.
 
 The snapshot tables follow DESIGN.md's ``mirror-audit-snapshot/1`` contract; other tools
 read these files, so a column is added here or nowhere.
@@ -92,3 +93,34 @@ def spark_schema(table: str) -> Any:
         "boolean": T.BooleanType(),
     }
     return T.StructType([T.StructField(c.name, types[c.type], c.nullable) for c in SNAPSHOT_TABLES[table]])
+
+
+def pandas_dtype(type_: str) -> Any:
+    """The nullable pandas dtype of a column type: missing values stay missing (``<NA>``),
+    never NaN in a float column, so integer offsets keep their type and Spark's null
+    semantics carry over to the in-process engine."""
+    import pandas as pd
+
+    return {
+        # Python storage: merges of empty Arrow-backed string columns fail in pandas 3.
+        "string": pd.StringDtype("python"),
+        "int32": pd.Int32Dtype(),
+        "int64": pd.Int64Dtype(),
+        "double": pd.Float64Dtype(),
+        "boolean": pd.BooleanDtype(),
+    }[type_]
+
+
+def pandas_types_mapper() -> Any:
+    """For ``pyarrow.Table.to_pandas(types_mapper=...)``: Arrow types to nullable pandas dtypes."""
+    import pyarrow as pa
+
+    arrow = {
+        pa.string(): "string",
+        pa.large_string(): "string",
+        pa.int32(): "int32",
+        pa.int64(): "int64",
+        pa.float64(): "double",
+        pa.bool_(): "boolean",
+    }
+    return lambda t: pandas_dtype(arrow[t]) if t in arrow else None

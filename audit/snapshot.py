@@ -16,7 +16,14 @@ from typing import Any, Literal
 
 from audit.errors import InputError
 from audit.fsutil import atomic_directory, atomic_write_json
-from audit.schemas import REQUIRED_TABLES, SNAPSHOT_FORMAT, SNAPSHOT_TABLES, arrow_schema, spark_schema
+from audit.schemas import (
+    REQUIRED_TABLES,
+    SNAPSHOT_FORMAT,
+    SNAPSHOT_TABLES,
+    arrow_schema,
+    pandas_types_mapper,
+    spark_schema,
+)
 
 Role = Literal["source", "destination"]
 
@@ -176,6 +183,22 @@ def read_table(spark: Any, directory: str | Path, table: str) -> Any:
     schema = spark_schema(table)
     df = spark.read.parquet(str(Path(directory) / f"{table}.parquet"))
     return df.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
+
+
+def read_table_local(directory: str | Path, table: str) -> Any:
+    """The in-process twin of :func:`read_table`: a pandas DataFrame with exactly the
+    contract's columns and nullable dtypes, or None if an optional table was not collected."""
+    import pyarrow.parquet as pq
+
+    if not check_table(directory, table):
+        return None
+    path = Path(directory) / f"{table}.parquet"
+    schema = arrow_schema(table)
+    try:
+        data = pq.read_table(path, columns=schema.names).cast(schema)
+    except Exception as exc:  # pyarrow raises several types for corrupt or mistyped files
+        raise InputError(f"{path} cannot be read as the {table} table: {exc}") from exc
+    return data.to_pandas(types_mapper=pandas_types_mapper())
 
 
 def read_records(directory: str | Path, table: str, record_type: type[Any]) -> list[Any]:

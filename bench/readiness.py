@@ -3,8 +3,9 @@
 Sandbox with 2 x 1,000 partitions (source and destination) and 100 consumer groups on each;
 both sides are timed in the same run, on the same brokers:
 
-- ours:     mirror-audit readiness --config ... --out ...  (snapshot both, Spark compare,
-            GX validation, report, summary.json)
+- ours:     mirror-audit readiness --config ... --out ...  (a fresh process: snapshot
+            both, compare on the default readiness engine, GX validation with Data Docs,
+            report, summary.json); --engine spark also times the Spark engine, for the record
 - baseline: kafka-get-offsets for both clusters plus kafka-consumer-groups --describe
             --all-groups for both (what an operator runs by hand; it does strictly less).
 

@@ -73,3 +73,59 @@ def write_pair(
         Snapshot(manifest("destination"), tuple(dst_parts), tuple(dst_groups), tuple(dst_offsets)),
     )
     return src, dst
+
+
+def faulty_pair(root: Path) -> tuple[Path, Path]:
+    """One fault per topic or group, each owned by one invariant (see test_audit_invariants);
+    audit it with ``scope.groups.exclude: ['private']``."""
+    src = [
+        part("orders", leader_epoch=5, high_watermark=100),
+        part("lagging", high_watermark=50_000),
+        part("epoch", leader_epoch=9),
+        part("headroom", leader_epoch=5),
+        part("ahead", high_watermark=100),
+        part("expired", log_start_offset=500, high_watermark=1000),
+        part("missing"),
+        part("txn", last_stable_offset=90, open_txn_first_timestamp_ms=T0_MS - 2_000_000),
+        part("txn-recent", last_stable_offset=95, open_txn_first_timestamp_ms=T0_MS - 10_000),
+        part("app-store-changelog"),
+    ]
+    dst = [
+        part("orders", leader_epoch=8, high_watermark=100),
+        part("lagging", high_watermark=100, leader_epoch=8),
+        part("epoch", leader_epoch=8),
+        part("headroom", leader_epoch=6),
+        part("ahead", high_watermark=120, leader_epoch=8),
+        part("expired", log_start_offset=0, high_watermark=400, leader_epoch=8),
+        part("txn", leader_epoch=8, high_watermark=100),
+        part("txn-recent", leader_epoch=8),
+        part("app-store-changelog", leader_epoch=8),
+    ]
+    groups = [group(g) for g in ("g1", "g-ahead", "g-stale", "g-clamp", "g-epoch", "private", "app")]
+    return write_pair(
+        root,
+        src,
+        dst,
+        src_groups=groups,
+        dst_groups=[*groups, group("g-live", "STABLE", 1)],
+        src_offsets=[
+            offset("g1", 80),
+            offset("g-ahead", 50),
+            offset("g-stale", 90),
+            offset("g-clamp", 150),
+            offset("g-epoch", 70),
+            offset("private", 10),
+            offset("app", 10, topic="app-store-changelog"),
+            offset("g-live", 5),
+        ],
+        dst_offsets=[
+            offset("g1", 80, epoch=8),
+            offset("g-ahead", 70),
+            offset("g-stale", 60),
+            offset("g-clamp", 100),
+            offset("g-epoch", 70, epoch=9),
+            offset("private", 10),
+            offset("app", 10, topic="app-store-changelog"),
+            offset("g-live", 130),
+        ],
+    )

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from audit.compare.tables import (
     SnapshotFrames,
@@ -23,8 +26,13 @@ log = logging.getLogger(__name__)
 
 TABLES = ("partitions", "topics", "group_offsets", "groups")
 
+# "spark": the distributed jobs (nightly and offline audits, any cluster size).
+# "local": pandas in this process (readiness: an answer in seconds, no JVM to start).
+Engine = Literal["spark", "local"]
+ENGINES: tuple[Engine, ...] = ("spark", "local")
 
-def _started_ms(manifest: dict[str, Any], directory: Path) -> int:
+
+def started_ms(manifest: dict[str, Any], directory: Path) -> int:
     raw = manifest.get("started_at")
     try:
         return int(datetime.fromisoformat(str(raw).replace("Z", "+00:00")).timestamp() * 1000)
@@ -34,39 +42,70 @@ def _started_ms(manifest: dict[str, Any], directory: Path) -> int:
         ) from exc
 
 
+@dataclass(frozen=True)
+class Compared:
+    """One run's comparison tables: their files, and the engine's frames over them
+    (Spark DataFrames read back from the files, or the pandas frames that were written)."""
+
+    engine: Engine
+    paths: dict[str, Path]
+    frames: dict[str, Any]
+
+
 def load_frames(spark: Any, directory: Path, role: Role) -> tuple[SnapshotFrames, dict[str, Any]]:
     manifest = read_manifest(directory, role)
     frames = SnapshotFrames(
         partitions=read_table(spark, directory, "partitions"),
         groups=read_table(spark, directory, "groups"),
         group_offsets=read_table(spark, directory, "group_offsets"),
-        started_at_ms=_started_ms(manifest, directory),
+        started_at_ms=started_ms(manifest, directory),
     )
     return frames, manifest
 
 
-def run_compare(
-    spark: Any, source: Path, destination: Path, run_dir: Path, cfg: AuditConfig
-) -> dict[str, Path]:
-    """Write one comparison table per concern; returns their paths by name."""
-    src, _ = load_frames(spark, source, "source")
-    dst, _ = load_frames(spark, destination, "destination")
+@contextmanager
+def _compare_dir(run_dir: Path) -> Iterator[Path]:
+    """A temporary directory that becomes ``<run>/compare`` only once every table is in it."""
     out = run_dir / "compare"
     tmp = run_dir / ".compare.partial"
     shutil.rmtree(tmp, ignore_errors=True)
-
-    def write(name: str, df: Any) -> Any:
-        """Write a table and read it back, so tables derived from it do not recompute its joins."""
-        path = str(tmp / f"{name}.parquet")
-        df.write.mode("overwrite").parquet(path)
-        return spark.read.parquet(path)
-
-    partitions = write("partitions", compare_partitions(src, dst, cfg))
-    group_offsets = write("group_offsets", compare_group_offsets(src, dst, cfg))
-    write("topics", compare_topics(partitions, cfg))
-    write("groups", compare_groups(group_offsets, partitions, cfg))
-    paths = {name: out / f"{name}.parquet" for name in TABLES}
+    tmp.mkdir(parents=True)
+    yield tmp
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     log.info("comparison tables written to %s", out)
-    return paths
+
+
+def run_compare(spark: Any, source: Path, destination: Path, run_dir: Path, cfg: AuditConfig) -> Compared:
+    """The Spark engine: one comparison table per concern, written as Parquet datasets."""
+    src, _ = load_frames(spark, source, "source")
+    dst, _ = load_frames(spark, destination, "destination")
+    with _compare_dir(run_dir) as tmp:
+
+        def write(name: str, df: Any) -> Any:
+            """Write a table and read it back, so tables derived from it do not recompute its joins."""
+            path = str(tmp / f"{name}.parquet")
+            df.write.mode("overwrite").parquet(path)
+            return spark.read.parquet(path)
+
+        partitions = write("partitions", compare_partitions(src, dst, cfg))
+        group_offsets = write("group_offsets", compare_group_offsets(src, dst, cfg))
+        write("topics", compare_topics(partitions, cfg))
+        write("groups", compare_groups(group_offsets, partitions, cfg))
+    paths = {name: run_dir / "compare" / f"{name}.parquet" for name in TABLES}
+    return Compared("spark", paths, {name: spark.read.parquet(str(p)) for name, p in paths.items()})
+
+
+def run_compare_local(source: Path, destination: Path, run_dir: Path, cfg: AuditConfig) -> Compared:
+    """The in-process engine (``local.py``): the same tables, written as Parquet files."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from audit.compare.local import compare_all
+
+    frames = compare_all(source, destination, cfg)
+    with _compare_dir(run_dir) as tmp:
+        for name, df in frames.items():
+            pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp / f"{name}.parquet")
+    paths = {name: run_dir / "compare" / f"{name}.parquet" for name in TABLES}
+    return Compared("local", paths, frames)

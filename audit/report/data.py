@@ -1,14 +1,16 @@
 """The bounded slices of the comparison tables that the report shows.
 
 Only the worst N rows per chart reach the driver (Spark sorts and limits), so the report's
-size and the driver's memory stay flat however many partitions and groups there are.
+size and the driver's memory stay flat however many partitions and groups there are. The
+in-process engine's frames are already in memory; the same slices are taken with pandas.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
+
+from audit.compare.run import Compared
 
 CHART_ROWS = 40
 
@@ -25,11 +27,30 @@ def _rows(df: Any) -> tuple[dict[str, Any], ...]:
     return tuple(r.asDict() for r in df.collect())
 
 
-def collect_report_data(spark: Any, run_dir: Path, limit: int = CHART_ROWS) -> ReportData:
+LAG_COLUMNS = ("topic", "partition", "lag_records", "lag_seconds", "src_high_watermark", "dst_high_watermark")
+EPOCH_COLUMNS = ("topic", "partition", "src_leader_epoch", "dst_leader_epoch", "epoch_headroom")
+POSITION_COLUMNS = (
+    "group_id",
+    "topic",
+    "partition",
+    "dst_log_start_offset",
+    "dst_high_watermark",
+    "dst_committed_offset",
+    "expected_offset",
+    "dst_active",
+)
+
+
+def collect_report_data(compared: Compared, limit: int = CHART_ROWS) -> ReportData:
+    if compared.engine == "local":
+        return _local(compared.frames["partitions"], compared.frames["group_offsets"], limit)
+    return _spark(compared.frames["partitions"], compared.frames["group_offsets"], limit)
+
+
+def _spark(partitions: Any, offsets: Any, limit: int) -> ReportData:
     from pyspark.sql import functions as F
 
-    parts = spark.read.parquet(str(run_dir / "compare" / "partitions.parquet")).where("in_scope")
-    offsets = spark.read.parquet(str(run_dir / "compare" / "group_offsets.parquet"))
+    parts = partitions.where("in_scope")
     t = parts.agg(
         F.count("*").alias("partitions"),
         F.coalesce(F.sum(F.greatest(F.lit(0), F.col("lag_records"))), F.lit(0)).alias("total_lag_records"),
@@ -47,24 +68,41 @@ def collect_report_data(spark: Any, run_dir: Path, limit: int = CHART_ROWS) -> R
     )
     return ReportData(
         totals=totals,
-        lag=_rows(
-            lag.select(
-                "topic", "partition", "lag_records", "lag_seconds", "src_high_watermark", "dst_high_watermark"
-            )
-        ),
-        epochs=_rows(
-            epochs.select("topic", "partition", "src_leader_epoch", "dst_leader_epoch", "epoch_headroom")
-        ),
-        group_positions=_rows(
-            positions.select(
-                "group_id",
-                "topic",
-                "partition",
-                "dst_log_start_offset",
-                "dst_high_watermark",
-                "dst_committed_offset",
-                "expected_offset",
-                "dst_active",
-            )
-        ),
+        lag=_rows(lag.select(*LAG_COLUMNS)),
+        epochs=_rows(epochs.select(*EPOCH_COLUMNS)),
+        group_positions=_rows(positions.select(*POSITION_COLUMNS)),
     )
+
+
+def _local(partitions: Any, offsets: Any, limit: int) -> ReportData:
+    parts = partitions[partitions["in_scope"].fillna(False)]
+    mirrored = parts[parts["dst_present"]]
+    totals = {
+        "partitions": len(parts),
+        "total_lag_records": int(parts["lag_records"].clip(lower=0).sum()),
+        "mirrored_partitions": len(mirrored),
+        "group_partitions": int(offsets["topic_in_scope"].fillna(False).sum()),
+    }
+    # Spark's orderBy puts nulls first ascending and last descending; so does na_position here.
+    lag = mirrored.sort_values(
+        ["lag_records", "topic", "partition"], ascending=[False, True, True], na_position="last"
+    )
+    epochs = mirrored.sort_values(["epoch_headroom", "topic", "partition"], na_position="first")
+    known = offsets[offsets["topic_in_scope"].fillna(False) & offsets["dst_partition_known"].fillna(False)]
+    known = known.assign(dist=known["sync_delta"].fillna(0).abs())
+    positions = known.sort_values(
+        ["dist", "group_id", "topic", "partition"], ascending=[False, True, True, True]
+    )
+    return ReportData(
+        totals=totals,
+        lag=_records(lag.head(limit), LAG_COLUMNS),
+        epochs=_records(epochs.head(limit), EPOCH_COLUMNS),
+        group_positions=_records(positions.head(limit), POSITION_COLUMNS),
+    )
+
+
+def _records(df: Any, columns: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
+    """Plain Python values (None for missing), as Spark's Row.asDict() gives them."""
+    import pyarrow as pa
+
+    return tuple(pa.Table.from_pandas(df[list(columns)], preserve_index=False).to_pylist())

@@ -63,9 +63,10 @@ def load_suites(directory: Path, prefix: str) -> list[SuiteFile]:
 
 
 class GxRunner:
-    """One ephemeral GX context per run, Data Docs written under ``docs_dir``."""
+    """One ephemeral GX context per run, Data Docs written under ``docs_dir``; ``engine``
+    picks GX's Spark or pandas execution engine to match the comparison frames."""
 
-    def __init__(self, docs_dir: Path) -> None:
+    def __init__(self, docs_dir: Path, engine: str = "spark") -> None:
         os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
@@ -89,7 +90,8 @@ class GxRunner:
                 "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
             },
         )
-        self._source = self.ctx.data_sources.add_spark(name="comparison")
+        sources = self.ctx.data_sources
+        self._source = (sources.add_pandas if engine == "local" else sources.add_spark)(name="comparison")
 
     def run(
         self, suite_file: SuiteFile, df: Any, index_columns: list[str], parameters: dict[str, Any]
@@ -168,6 +170,11 @@ def _exception_messages(info: Any) -> list[str]:
 
 
 def _plain(value: Any) -> Any:
+    """JSON-ready values; numpy scalars and pandas' NA (the pandas engine) become Python's."""
+    if type(value).__name__ == "NAType":
+        return None
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        value = value.item()
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

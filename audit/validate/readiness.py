@@ -1,13 +1,15 @@
 """Readiness figures: what a failover now would lose and make consumers reprocess.
 
-Both are Spark aggregates over the comparison tables; only two numbers reach the driver.
+Aggregates over the comparison tables in the engine that computed them: on Spark only two
+numbers reach the driver.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
+
+from audit.compare.run import Compared
 
 
 @dataclass(frozen=True)
@@ -19,18 +21,32 @@ class ReadinessFigures:
     expected_reprocess_records: int
 
 
-def readiness_figures(spark: Any, run_dir: Path) -> ReadinessFigures:
+def readiness_figures(compared: Compared) -> ReadinessFigures:
+    if compared.engine == "local":
+        return _local(compared.frames["partitions"], compared.frames["group_offsets"])
+    return _spark(compared.frames["partitions"], compared.frames["group_offsets"])
+
+
+def _spark(partitions: Any, group_offsets: Any) -> ReadinessFigures:
     from pyspark.sql import functions as F
 
-    parts = spark.read.parquet(str(run_dir / "compare" / "partitions.parquet")).where("in_scope")
+    parts = partitions.where("in_scope")
     loss_per_partition = F.when(F.col("dst_present"), F.greatest(F.lit(0), F.col("lag_records"))).otherwise(
         F.col("src_retained_records")
     )
     loss = parts.agg(F.coalesce(F.sum(loss_per_partition), F.lit(0)).alias("x")).first()["x"]
-    offsets = spark.read.parquet(str(run_dir / "compare" / "group_offsets.parquet")).where(
-        F.col("sync_candidate") & F.col("dst_committed_offset").isNotNull()
-    )
+    offsets = group_offsets.where(F.col("sync_candidate") & F.col("dst_committed_offset").isNotNull())
     reprocess = offsets.agg(
         F.coalesce(F.sum(F.greatest(F.lit(0), -F.col("sync_delta"))), F.lit(0)).alias("x")
     ).first()["x"]
     return ReadinessFigures(int(loss), int(reprocess))
+
+
+def _local(partitions: Any, group_offsets: Any) -> ReadinessFigures:
+    parts = partitions[partitions["in_scope"].fillna(False)]
+    loss = parts["lag_records"].clip(lower=0).where(parts["dst_present"], parts["src_retained_records"])
+    synced = group_offsets[
+        group_offsets["sync_candidate"].fillna(False) & group_offsets["dst_committed_offset"].notna()
+    ]
+    reprocess = (-synced["sync_delta"]).clip(lower=0)
+    return ReadinessFigures(int(loss.sum()), int(reprocess.sum()))

@@ -6,10 +6,10 @@ import dataclasses
 import logging
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
+from audit.compare.run import Compared
 from audit.config import AuditConfig
-from audit.errors import ConfigError, InputError
+from audit.errors import ConfigError
 from audit.fsutil import atomic_write_json
 from audit.validate.catalogue import catalogue
 from audit.validate.gx import GxRunner, default_expectations_dir, load_suites
@@ -49,8 +49,9 @@ SUITE_PREFIX = {"cluster-mirroring": "cm_", "mm2": "mm2_"}
 
 
 def run_validation(
-    spark: Any, run_dir: Path, cfg: AuditConfig, expectations_dir: Path | None = None
+    compared: Compared, run_dir: Path, cfg: AuditConfig, expectations_dir: Path | None = None
 ) -> list[InvariantResult]:
+    """The same suites judge either engine's tables (GX runs on Spark and on pandas)."""
     if cfg.mode != "cluster-mirroring":
         raise ConfigError(f"mode '{cfg.mode}' is not implemented yet in this version; use cluster-mirroring")
     suites = load_suites(expectations_dir or default_expectations_dir(), SUITE_PREFIX[cfg.mode])
@@ -59,13 +60,15 @@ def run_validation(
             f"no expectation suites for mode {cfg.mode} in {expectations_dir or default_expectations_dir()}"
         )
     parameters = dataclasses.asdict(cfg.thresholds)
-    runner = GxRunner(run_dir / "validation" / "data_docs")
+    runner = GxRunner(run_dir / "validation" / "data_docs", compared.engine)
     by_invariant: dict[str, list[CheckOutcome]] = defaultdict(list)
     for suite in suites:
-        path = run_dir / "compare" / f"{suite.table}.parquet"
-        if not path.exists():
-            raise InputError(f"comparison table {path} is missing: rerun the compare stage")
-        df = spark.read.parquet(str(path))
+        df = compared.frames.get(suite.table)
+        if df is None:
+            raise ConfigError(
+                f"expectation suite {suite.path}: meta.comparison_table {suite.table!r} is not one of "
+                f"the comparison tables ({', '.join(sorted(compared.frames))})"
+            )
         for outcome in runner.run(suite, df, INDEX_COLUMNS.get(suite.table, []), parameters):
             by_invariant[outcome.invariant].append(outcome)
     runner.finish()

@@ -8,6 +8,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -154,6 +155,16 @@ def test_source_epoch_bump_is_caught_as_cm_epoch_1(sandbox: SandboxState, tmp_pa
     assert "verdict: FAIL" in proc.stdout and "CM-EPOCH-1" in proc.stdout
     assert (tmp_path / "run" / "report" / "index.html").exists()
     assert (tmp_path / "run" / "validation" / "data_docs" / "index.html").exists()
+    # The pre-failover check on the live clusters (its default, in-process engine): NO-GO.
+    cfg = _config(tmp_path, sandbox, scope)
+    ready = _cli("readiness", "--config", str(cfg), "--out", str(tmp_path / "ready"))
+    assert ready.returncode == 1, ready.stdout + ready.stderr
+    assert "readiness: NO-GO" in ready.stdout
+    ready_summary = json.loads((tmp_path / "ready" / "summary.json").read_text())
+    assert (ready_summary["readiness"], ready_summary["run"]["engine"]) == ("NO-GO", "local")
+    assert ready_summary["invariants"]["CM-EPOCH-1"]["status"] == "fail"
+    assert ready_summary["expected_loss_records"] == 0
+    assert (tmp_path / "ready" / "validation" / "data_docs" / "index.html").exists()
 
 
 def test_offset_lag_retention_epoch_group_and_scope_faults_caught(
@@ -210,3 +221,23 @@ def test_offset_lag_retention_epoch_group_and_scope_faults_caught(
         e.get("topic") or e.get("group_id") for c in inv["CM-SCOPE-1"]["checks"] for e in c["examples"]
     } == {app, f"app{run}"}
     assert inv["CM-EPOCH-1"]["status"] == "pass"
+    # Readiness's in-process engine judges the same live snapshots exactly as Spark did.
+    run_dir = tmp_path / "run"
+    ready = _cli(
+        "readiness",
+        "--source",
+        str(run_dir / "source"),
+        "--destination",
+        str(run_dir / "destination"),
+        "--config",
+        str(tmp_path / "audit.yaml"),
+        "--out",
+        str(tmp_path / "ready"),
+    )
+    assert ready.returncode == 1, ready.stdout + ready.stderr
+    ready_inv = json.loads((tmp_path / "ready" / "summary.json").read_text())["invariants"]
+
+    def counts(invariants: dict[str, Any]) -> dict[str, tuple[str, int, int]]:
+        return {k: (v["status"], v["evaluated"], v["violations"]) for k, v in invariants.items()}
+
+    assert counts(ready_inv) == counts(inv)

@@ -9,72 +9,24 @@ from typing import Any
 
 import pytest
 
+from audit.compare.run import ENGINES, Engine
 from audit.config import parse_config
 from audit.pipeline import audit_snapshots
-from tests.snapshots import T0_MS, group, offset, part, write_pair
+from tests.snapshots import faulty_pair, group, offset, part, write_pair
 
 CFG = parse_config("scope:\n  groups:\n    exclude: ['private']\n", env={})
 
 
-def _faulty(root: Path) -> tuple[Path, Path]:
-    src = [
-        part("orders", leader_epoch=5, high_watermark=100),
-        part("lagging", high_watermark=50_000),
-        part("epoch", leader_epoch=9),
-        part("headroom", leader_epoch=5),
-        part("ahead", high_watermark=100),
-        part("expired", log_start_offset=500, high_watermark=1000),
-        part("missing"),
-        part("txn", last_stable_offset=90, open_txn_first_timestamp_ms=T0_MS - 2_000_000),
-        part("txn-recent", last_stable_offset=95, open_txn_first_timestamp_ms=T0_MS - 10_000),
-        part("app-store-changelog"),
-    ]
-    dst = [
-        part("orders", leader_epoch=8, high_watermark=100),
-        part("lagging", high_watermark=100, leader_epoch=8),
-        part("epoch", leader_epoch=8),
-        part("headroom", leader_epoch=6),
-        part("ahead", high_watermark=120, leader_epoch=8),
-        part("expired", log_start_offset=0, high_watermark=400, leader_epoch=8),
-        part("txn", leader_epoch=8, high_watermark=100),
-        part("txn-recent", leader_epoch=8),
-        part("app-store-changelog", leader_epoch=8),
-    ]
-    groups = [group(g) for g in ("g1", "g-ahead", "g-stale", "g-clamp", "g-epoch", "private", "app")]
-    return write_pair(
-        root,
-        src,
-        dst,
-        src_groups=groups,
-        dst_groups=[*groups, group("g-live", "STABLE", 1)],
-        src_offsets=[
-            offset("g1", 80),
-            offset("g-ahead", 50),
-            offset("g-stale", 90),
-            offset("g-clamp", 150),
-            offset("g-epoch", 70),
-            offset("private", 10),
-            offset("app", 10, topic="app-store-changelog"),
-            offset("g-live", 5),
-        ],
-        dst_offsets=[
-            offset("g1", 80, epoch=8),
-            offset("g-ahead", 70),
-            offset("g-stale", 60),
-            offset("g-clamp", 100),
-            offset("g-epoch", 70, epoch=9),
-            offset("private", 10),
-            offset("app", 10, topic="app-store-changelog"),
-            offset("g-live", 130),
-        ],
-    )
-
-
-@pytest.fixture(scope="module")
-def faulty(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    root = tmp_path_factory.mktemp("faulty")
-    src, dst = _faulty(root)
-    outcome = audit_snapshots(src, dst, root / "run", CFG, readiness=True)
+@pytest.fixture(scope="module", params=ENGINES)
+def faulty(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The faulty pair audited by each engine: every invariant test below runs on both."""
+    engine = request.param
+    if engine == "spark":
+        request.getfixturevalue("spark")
+    root = tmp_path_factory.mktemp(f"faulty-{engine}")
+    src, dst = faulty_pair(root)
+    outcome = audit_snapshots(src, dst, root / "run", CFG, readiness=True, engine=engine)
+    assert outcome.summary["run"]["engine"] == engine
     summary = json.loads((root / "run" / "summary.json").read_text())
     assert summary == json.loads(json.dumps(outcome.summary))
     return summary
@@ -136,7 +88,10 @@ def test_summary_contract(faulty: dict[str, Any]) -> None:
     assert faulty["expected_reprocess_records"] == 30
 
 
-def test_healthy_pair_passes(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_healthy_pair_passes(engine: Engine, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    if engine == "spark":
+        request.getfixturevalue("spark")
     parts = [part("orders", partition=p, leader_epoch=5) for p in range(3)]
     dparts = [part("orders", partition=p, leader_epoch=8) for p in range(3)]
     src, dst = write_pair(
@@ -148,7 +103,7 @@ def test_healthy_pair_passes(spark: Any, tmp_path: Path) -> None:
         src_offsets=[offset("g", 40, partition=p) for p in range(3)],
         dst_offsets=[offset("g", 40, partition=p, epoch=8) for p in range(3)],
     )
-    outcome = audit_snapshots(src, dst, tmp_path / "run", CFG, readiness=True)
+    outcome = audit_snapshots(src, dst, tmp_path / "run", CFG, readiness=True, engine=engine)
     statuses = {k: v["status"] for k, v in outcome.summary["invariants"].items()}
     assert outcome.summary["verdict"] == "PASS", statuses
     assert outcome.exit_code == 0
@@ -158,10 +113,15 @@ def test_healthy_pair_passes(spark: Any, tmp_path: Path) -> None:
     assert statuses["CM-DATA-1"] == "skipped"
 
 
-def test_report_is_self_contained_and_escapes_names(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_report_is_self_contained_and_escapes_names(
+    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    if engine == "spark":
+        request.getfixturevalue("spark")
     evil = "<script>alert(1)</script>"
     src, dst = write_pair(tmp_path, [part(evil), part("ok")], [part("ok", leader_epoch=8)])
-    outcome = audit_snapshots(src, dst, tmp_path / "run", CFG)
+    outcome = audit_snapshots(src, dst, tmp_path / "run", CFG, engine=engine)
     text = outcome.report.read_text()
     assert evil not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text

@@ -1,36 +1,56 @@
+"""The comparison tables' derived columns, on both engines: each test reads the Parquet files
+the engine wrote (with pyarrow), so it checks what the validate stage and other tools read."""
+
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from audit.compare.run import run_compare
+import pyarrow.parquet as pq
+import pytest
+
+from audit.compare.run import ENGINES, Compared, Engine, run_compare, run_compare_local
 from audit.config import AuditConfig, parse_config
 from tests.snapshots import group, offset, part, write_pair
 
 
-def _rows(spark: Any, path: Path, key: tuple[str, ...]) -> dict[Any, Any]:
-    return {tuple(r[k] for k in key): r.asDict() for r in spark.read.parquet(str(path)).collect()}
+def _compare(
+    engine: Engine, request: pytest.FixtureRequest, src: Path, dst: Path, run: Path, cfg: AuditConfig
+) -> Compared:
+    if engine == "spark":
+        return run_compare(request.getfixturevalue("spark"), src, dst, run, cfg)
+    return run_compare_local(src, dst, run, cfg)
 
 
-def test_partition_comparison_derives_lag_and_headroom(spark: Any, tmp_path: Path) -> None:
+def _rows(path: Path, key: tuple[str, ...]) -> dict[Any, Any]:
+    return {tuple(r[k] for k in key): r for r in pq.read_table(path).to_pylist()}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_partition_comparison_derives_lag_and_headroom(
+    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     src, dst = write_pair(
         tmp_path,
         [part(partition=0, high_watermark=120, leader_epoch=7), part(partition=1), part("missing")],
         [part(partition=0, high_watermark=100, leader_epoch=9, max_timestamp_ms=1000), part(partition=1)],
     )
-    paths = run_compare(spark, src, dst, tmp_path / "run", AuditConfig())
-    rows = _rows(spark, paths["partitions"], ("topic", "partition"))
+    paths = _compare(engine, request, src, dst, tmp_path / "run", AuditConfig()).paths
+    rows = _rows(paths["partitions"], ("topic", "partition"))
     p0 = rows[("orders", 0)]
     assert p0["lag_records"] == 20
     assert p0["epoch_headroom"] == 2
     assert p0["lag_seconds"] > 0
     assert rows[("missing", 0)]["dst_present"] is False
-    topics = _rows(spark, paths["topics"], ("topic",))
+    topics = _rows(paths["topics"], ("topic",))
     assert topics[("orders",)]["topic_mirrored"] is True
     assert topics[("missing",)]["topic_mirrored"] is False
 
 
-def test_group_offsets_clamp_both_ends(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_group_offsets_clamp_both_ends(
+    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     # Destination retains [50, 100); source committed 30 (below log start), 80 (inside), 150 (past LEO).
     parts = [part(partition=i) for i in range(3)]
     dparts = [part(partition=i, log_start_offset=50, high_watermark=100) for i in range(3)]
@@ -53,18 +73,19 @@ def test_group_offsets_clamp_both_ends(spark: Any, tmp_path: Path) -> None:
             offset("live", 99),
         ],
     )
-    paths = run_compare(spark, src, dst, tmp_path / "run", AuditConfig())
-    rows = _rows(spark, paths["group_offsets"], ("group_id", "partition"))
+    paths = _compare(engine, request, src, dst, tmp_path / "run", AuditConfig()).paths
+    rows = _rows(paths["group_offsets"], ("group_id", "partition"))
     assert [rows[("g", i)]["expected_offset"] for i in range(3)] == [50, 80, 100]
     assert all(rows[("g", i)]["sync_delta"] == 0 for i in range(3))
     assert rows[("live", 0)]["dst_active"] is True
     assert rows[("live", 0)]["sync_candidate"] is False
-    groups = _rows(spark, paths["groups"], ("group_id",))
+    groups = _rows(paths["groups"], ("group_id",))
     assert groups[("live",)]["classification"] == "active-on-destination"
     assert groups[("g",)]["classification"] == "synced"
 
 
-def test_scope_applies_in_spark(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_scope_applies(engine: Engine, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     cfg = parse_config(
         "scope:\n  topics:\n    exclude: ['tmp.*']\n  groups:\n    exclude: ['private']\n", env={}
     )
@@ -75,11 +96,11 @@ def test_scope_applies_in_spark(spark: Any, tmp_path: Path) -> None:
         src_offsets=[offset("private", 5)],
         dst_offsets=[offset("private", 5)],
     )
-    paths = run_compare(spark, src, dst, tmp_path / "run", cfg)
-    rows = _rows(spark, paths["partitions"], ("topic",))
+    paths = _compare(engine, request, src, dst, tmp_path / "run", cfg).paths
+    rows = _rows(paths["partitions"], ("topic",))
     assert rows[("orders",)]["in_scope"] is True
     assert rows[("tmp-x",)]["in_scope"] is False
     assert rows[("__consumer_offsets",)]["in_scope"] is False
-    groups = _rows(spark, paths["groups"], ("group_id",))
+    groups = _rows(paths["groups"], ("group_id",))
     assert groups[("private",)]["classification"] == "excluded"
     assert groups[("private",)]["excluded_but_synced"] is True
