@@ -131,8 +131,11 @@ def nightly(
     cfg: AuditConfig, out: Path | None = None, readiness: bool = False, engine: Engine = "spark"
 ) -> RunOutcome:
     """Snapshot both clusters (destination first) into the run directory, then audit."""
-    from audit.collect.snapshot import take_snapshots
+    from audit.collect.snapshot import import_dependencies, take_snapshots
+    from audit.validate.gx import import_in_background
 
     run_dir = out or new_run_dir(cfg)
+    import_dependencies()
+    import_in_background()  # GX's import overlaps the snapshot's network waits
     src, dst = take_snapshots(cfg, run_dir)
     return audit_snapshots(src, dst, run_dir, cfg, readiness=readiness, engine=engine)

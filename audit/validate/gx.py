@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,36 @@ from audit.validate.results import MAX_EXAMPLES, CheckOutcome
 log = logging.getLogger(__name__)
 
 DOCS_SITE = "run_docs"
+
+_background_import: list[threading.Thread] = []  # at most one: started once per process
+
+
+def import_in_background() -> None:
+    """Start importing GX on a daemon thread, once per process.
+
+    Importing GX is about two seconds of pure Python (scipy and pydantic models included),
+    the largest fixed cost of a readiness check. Started before the snapshot, it runs while
+    the snapshot waits on the brokers. Callers import what they need meanwhile first (the
+    shared packages numpy, pandas and pyarrow above all), so that the two threads never
+    import the same module at once; ``GxRunner`` joins the thread before it imports GX.
+    """
+    if not _background_import and "great_expectations" not in sys.modules:
+        thread = threading.Thread(target=_import_gx, name="gx-import", daemon=True)
+        _background_import.append(thread)
+        thread.start()
+
+
+def _import_gx() -> None:
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    try:
+        import great_expectations  # noqa: F401
+    except Exception:  # GxRunner's own import raises it again, where it is reported
+        log.debug("background import of great_expectations failed", exc_info=True)
+
+
+def _join_background_import() -> None:
+    for thread in _background_import:
+        thread.join()
 
 
 def default_expectations_dir() -> Path:
@@ -68,6 +100,7 @@ class GxRunner:
 
     def __init__(self, docs_dir: Path, engine: str = "spark") -> None:
         os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+        _join_background_import()
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
