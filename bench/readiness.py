@@ -92,6 +92,11 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=100, help="per topic (default 10 x 100 = 1,000)")
     parser.add_argument("--groups", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2, help="timed rounds per side; the best is reported")
+    parser.add_argument(
+        "--with-spark",
+        action="store_true",
+        help="also time readiness on the Spark engine (--engine spark), once per round, for the record",
+    )
     args = parser.parse_args()
     setup_logging()
     with tempfile.TemporaryDirectory(prefix="bench-readiness-") as tmp:
@@ -104,23 +109,17 @@ def main() -> None:
                 f"destination:\n  bootstrap_servers: {state.cluster('destination').bootstrap}\n"
                 f"output:\n  root: {root / 'runs'}\n"
             )
-            ours, base = [], []
+            ours, base, spark = [], [], []
+
+            def readiness(out: str, *extra: str) -> float:
+                cmd = [sys.executable, "-m", "audit.cli", "readiness", "--config", str(cfg), "--out"]
+                return _time([*cmd, str(root / "runs" / out), *extra])
+
             for i in range(args.rounds):  # interleaved, so load on the machine hits both alike
-                ours.append(
-                    _time(
-                        [
-                            sys.executable,
-                            "-m",
-                            "audit.cli",
-                            "readiness",
-                            "--config",
-                            str(cfg),
-                            "--out",
-                            str(root / "runs" / f"r{i}"),
-                        ]
-                    )
-                )
+                ours.append(readiness(f"r{i}"))
                 base.append(_baseline(state))
+                if args.with_spark:
+                    spark.append(readiness(f"s{i}", "--engine", "spark"))
                 log.info("round %d: ours %.2fs, baseline %.2fs", i + 1, ours[-1], base[-1])
     n = args.topics * args.partitions
     print(f"partitions per cluster: {n}, groups per cluster: {args.groups}")
@@ -130,6 +129,11 @@ def main() -> None:
     print(
         f"baseline (get-offsets + consumer-groups):  best {min(base):.2f}s  all {[round(x, 2) for x in base]}"
     )
+    if spark:
+        print(
+            "readiness --engine spark (for the record): "
+            f"best {min(spark):.2f}s  all {[round(x, 2) for x in spark]}"
+        )
     print(f"RESULT readiness ours={min(ours):.2f} baseline={min(base):.2f} ratio={min(ours) / min(base):.2f}")
 
 
