@@ -23,13 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from audit.logs import setup_logging
 from audit.sandbox.cluster import SandboxOptions, run_tool, running
 from audit.sandbox.state import SandboxState
+from audit.sandbox.traffic import commit_offsets
 
 log = logging.getLogger("bench.readiness")
 
@@ -45,20 +45,8 @@ def _prepare(state: SandboxState, topics: int, partitions: int, groups: int) -> 
             f.result(timeout=120)
         for g in range(groups):
             topic = names[g % topics]
-            c = Consumer(
-                {
-                    "bootstrap.servers": cluster.bootstrap,
-                    "group.id": f"bench-group-{g:03d}",
-                    "enable.auto.commit": False,
-                }
-            )
-            try:
-                c.commit(
-                    offsets=[TopicPartition(topic, p, 0) for p in range(0, partitions, 10)],
-                    asynchronous=False,
-                )
-            finally:
-                c.close()
+            offsets = {(topic, p): 0 for p in range(0, partitions, 10)}
+            commit_offsets(cluster.bootstrap, f"bench-group-{g:03d}", offsets)
 
 
 def _time(cmd: list[str]) -> float:

@@ -18,7 +18,7 @@ import logging
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -28,7 +28,7 @@ from audit.pipeline import RunOutcome, nightly
 from audit.sandbox.cluster import SandboxOptions, default_workdir, down, start_node, stop_node, up
 from audit.sandbox.mirror import mirror_once, sync_group_offsets, wait_transactions_settled
 from audit.sandbox.state import SandboxState
-from audit.sandbox.traffic import Record, client_conf, produce
+from audit.sandbox.traffic import Record, client_conf, commit_offsets, produce
 
 log = logging.getLogger(__name__)
 
@@ -129,17 +129,9 @@ def _traffic(src: str) -> None:
 
 
 def _commit_groups(src: str) -> None:
-    positions = {
-        "billing": [TopicPartition("orders", p, 150) for p in range(3)],
-        "analytics": [TopicPartition("orders", p, 180) for p in range(3)],
-        "shipping": [TopicPartition("payments", 0, 40)],
-    }
-    for gid, tps in positions.items():
-        c = Consumer(client_conf(src, **{"group.id": gid, "enable.auto.commit": False}))
-        try:
-            c.commit(offsets=tps, asynchronous=False)
-        finally:
-            c.close()
+    commit_offsets(src, "billing", {("orders", p): 150 for p in range(3)})
+    commit_offsets(src, "analytics", {("orders", p): 180 for p in range(3)})
+    commit_offsets(src, "shipping", {("payments", 0): 40})
 
 
 def demo_config(state: SandboxState, out_root: Path) -> AuditConfig:

@@ -20,13 +20,10 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from confluent_kafka import (
     ConsumerGroupTopicPartitions,
     IsolationLevel,
-    KafkaError,
-    KafkaException,
     Producer,
     TopicPartition,
 )
@@ -36,7 +33,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 
 from audit.errors import SandboxError
-from audit.sandbox.traffic import client_conf, headers_of, scan_messages
+from audit.sandbox.traffic import client_conf, headers_of, retry_group_call, scan_messages
 
 log = logging.getLogger(__name__)
 
@@ -203,23 +200,6 @@ def wait_transactions_settled(bootstrap: str, topics: list[str], timeout: float 
     raise SandboxError(f"transactions on {bootstrap} did not settle within {timeout:.0f}s")
 
 
-def _retry(what: str, call: Callable[[], Any], attempts: int = 40) -> Any:
-    """Retry a group admin call while coordinators move after the sandbox's broker restarts."""
-    for attempt in range(attempts):
-        try:
-            return call()
-        except KafkaException as exc:
-            err = exc.args[0] if exc.args else None
-            retriable = isinstance(err, KafkaError) and (
-                err.retriable()
-                or err.code() in (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS)
-            )
-            if not retriable or attempt == attempts - 1:
-                raise SandboxError(f"{what} failed: {exc}") from exc
-            time.sleep(0.5)
-    raise AssertionError("unreachable")
-
-
 def sync_group_offsets(
     src_bootstrap: str,
     dst_bootstrap: str,
@@ -242,14 +222,14 @@ def _sync_group(
     gid: str,
     adjust: Callable[[str, str, int, int], int] | None,
 ) -> int:
-    desc = _retry(
+    desc = retry_group_call(
         f"describing group {gid}",
         lambda: dst_admin.describe_consumer_groups([gid], request_timeout=30)[gid].result(timeout=30),
     )
     if desc.members:
         log.info("group %s is active on the destination: not synced", gid)
         return 0
-    res = _retry(
+    res = retry_group_call(
         f"reading offsets of group {gid}",
         lambda: src_admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(gid)])[gid].result(
             timeout=30
@@ -267,7 +247,7 @@ def _sync_group(
         clamped = max(start[key], min(int(tp.offset), end[key]))
         value = adjust(gid, tp.topic, tp.partition, clamped) if adjust else clamped
         targets.append(TopicPartition(tp.topic, tp.partition, value))
-    _retry(
+    retry_group_call(
         f"syncing group {gid}",
         lambda: dst_admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(gid, targets)])[
             gid

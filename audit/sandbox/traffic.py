@@ -7,7 +7,8 @@ writes to a cluster it audits.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,3 +137,35 @@ def read_partition(
         (int(msg.offset() or 0), Record(msg.key(), msg.value(), headers_of(msg)))
         for msg in scan_messages(bootstrap, topic, partition, start, end, isolation)
     ]
+
+
+def retry_group_call(what: str, call: Callable[[], Any], attempts: int = 40) -> Any:
+    """Retry a group call while group coordinators load or move (after a cluster starts or
+    the sandbox restarts a broker); other errors, or the last attempt's, raise SandboxError."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            retriable = isinstance(err, KafkaError) and (
+                err.retriable()
+                or err.code() in (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS)
+            )
+            if not retriable or attempt == attempts - 1:
+                raise SandboxError(f"{what} failed: {exc}") from exc
+            time.sleep(0.5)
+    raise AssertionError("unreachable")
+
+
+def commit_offsets(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Commit a group's offsets as a consumer of that group would (the sandbox's traffic;
+    never done by the auditor), retrying while the group coordinator loads."""
+
+    def commit() -> None:
+        c = Consumer(client_conf(bootstrap, **{"group.id": group, "enable.auto.commit": False}))
+        try:
+            c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+        finally:
+            c.close()
+
+    retry_group_call(f"committing offsets of group {group} on {bootstrap}", commit)

@@ -16,7 +16,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from audit.sandbox.cluster import start_node, stop_node
 from audit.sandbox.state import SandboxState
-from audit.sandbox.traffic import Record, produce
+from audit.sandbox.traffic import Record, commit_offsets, produce
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -67,11 +67,7 @@ def _mirror_topic(sandbox: SandboxState, topic: str, records: int, assignment: l
 
 
 def _commit(bootstrap: str, group_id: str, topic: str, offset: int) -> None:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group_id, "enable.auto.commit": False})
-    try:
-        c.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
-    finally:
-        c.close()
+    commit_offsets(bootstrap, group_id, {(topic, 0): offset})
 
 
 def test_snapshot_is_read_only(sandbox: SandboxState, tmp_path: Path) -> None:
