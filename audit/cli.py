@@ -67,6 +67,12 @@ def _add_engine(p: argparse.ArgumentParser, default: str) -> None:
     )
 
 
+def _add_timeout(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--timeout", type=float, default=120.0, metavar="S", help=f"seconds to wait for {what} (default 120)"
+    )
+
+
 def _config(args: argparse.Namespace) -> AuditConfig:
     cfg = load_config(getattr(args, "config", None))
     register_secrets(cfg.secret_values())
@@ -200,6 +206,45 @@ def cmd_sandbox_down(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _running_sandbox(args: argparse.Namespace) -> object:
+    from audit.sandbox.cluster import default_workdir, status
+
+    workdir = args.workdir or default_workdir()
+    state = status(workdir)
+    if state is None:
+        raise UsageError(f"the sandbox is not running (no state in {workdir}): run 'mirror-audit sandbox up'")
+    return state
+
+
+def cmd_sandbox_mm2_start(args: argparse.Namespace) -> int:
+    from audit.sandbox import mm2
+    from audit.sandbox.state import SandboxState
+
+    state = _running_sandbox(args)
+    assert isinstance(state, SandboxState)
+    opts = mm2.Mm2Options(
+        topics=args.topics,
+        groups=args.groups,
+        sync_group_offsets=args.sync_group_offsets,
+        identity_policy=args.identity,
+        offset_syncs_location=args.offset_syncs_on,
+    )
+    proc = mm2.start(state, opts, timeout=args.timeout)
+    print(f"MirrorMaker 2 running: pid {proc.pid}, config {proc.properties_path}, log {proc.log_path}")
+    return ExitCode.OK
+
+
+def cmd_sandbox_mm2_stop(args: argparse.Namespace) -> int:
+    from audit.sandbox import mm2
+    from audit.sandbox.state import SandboxState
+
+    state = _running_sandbox(args)
+    assert isinstance(state, SandboxState)
+    proc = mm2.stop(state)
+    print("MirrorMaker 2 was not running" if proc is None else f"MirrorMaker 2 stopped (log {proc.log_path})")
+    return ExitCode.OK
+
+
 def _print_status(state: object) -> None:
     from audit.sandbox.state import SandboxState, is_running
 
@@ -272,9 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--destination-port", type=int, metavar="PORT", help="fixed client port for the destination"
     )
     p.add_argument("--heap-mb", type=int, default=512, metavar="MB", help="max heap per broker (default 512)")
-    p.add_argument(
-        "--timeout", type=float, default=120.0, metavar="S", help="seconds to wait for the clusters"
-    )
+    _add_timeout(p, "the clusters")
     p.set_defaults(handler=cmd_sandbox_up)
     p = sbsub.add_parser("status", help="show each cluster's bootstrap address, cluster id and pids")
     _add_workdir(p)
@@ -283,6 +326,29 @@ def build_parser() -> argparse.ArgumentParser:
     _add_workdir(p)
     p.add_argument("--keep-data", action="store_true", help="keep the brokers' data directories")
     p.set_defaults(handler=cmd_sandbox_down)
+    p = sbsub.add_parser(
+        "mm2-start", help="start a real MirrorMaker 2 (dedicated mode) from source to destination"
+    )
+    _add_workdir(p)
+    p.add_argument("--topics", default=".*", metavar="REGEX", help="topics to mirror (default .*)")
+    p.add_argument("--groups", default=".*", metavar="REGEX", help="groups to checkpoint (default .*)")
+    p.add_argument(
+        "--sync-group-offsets", action="store_true", help="write translated offsets into the target's groups"
+    )
+    p.add_argument(
+        "--identity", action="store_true", help="IdentityReplicationPolicy (topics keep their names)"
+    )
+    p.add_argument(
+        "--offset-syncs-on",
+        choices=("source", "target"),
+        default="source",
+        help="offset-syncs.topic.location (default source)",
+    )
+    _add_timeout(p, "MirrorMaker 2 to start")
+    p.set_defaults(handler=cmd_sandbox_mm2_start)
+    p = sbsub.add_parser("mm2-stop", help="stop the MirrorMaker 2 that mm2-start started (its log stays)")
+    _add_workdir(p)
+    p.set_defaults(handler=cmd_sandbox_mm2_stop)
     return parser
 
 

@@ -124,12 +124,45 @@ class Thresholds:
 
 
 @dataclass(frozen=True)
+class Mm2Config:
+    """How the audited MirrorMaker 2 names things: its own settings of the same meaning.
+
+    The internal topic names follow from the aliases unless given explicitly (a replication
+    policy of your own, or internal topics with a custom separator)."""
+
+    source_alias: str = "source"
+    target_alias: str = "target"
+    # "default" (DefaultReplicationPolicy: <source alias><separator><topic>) or "identity"
+    # (IdentityReplicationPolicy: the topic keeps its name).
+    replication_policy: Literal["default", "identity"] = "default"
+    separator: str = "."  # replication.policy.separator
+    # offset-syncs.topic.location: the cluster that holds the offset-syncs topic.
+    offset_syncs_topic_location: Literal["source", "target"] = "source"
+    offset_syncs_topic: str | None = None  # default mm2-offset-syncs.<target alias>.internal
+    checkpoints_topic: str | None = None  # default <source alias>.checkpoints.internal (on the target)
+
+    def offset_syncs_topic_name(self) -> str:
+        return self.offset_syncs_topic or f"mm2-offset-syncs.{self.target_alias}.internal"
+
+    def checkpoints_topic_name(self) -> str:
+        return self.checkpoints_topic or f"{self.source_alias}.checkpoints.internal"
+
+    def remote_topic(self, source_topic: str) -> str:
+        """The replica's name on the target for a source topic."""
+        if self.replication_policy == "identity":
+            return source_topic
+        return f"{self.source_alias}{self.separator}{source_topic}"
+
+
+@dataclass(frozen=True)
 class MirrorConfig:
     """What the audited mirror promises beyond equal offsets."""
 
     # KIP-1279 Cluster Mirroring keeps source topic IDs; Cluster Linking and the sandbox
     # emulator do not, so CM-TOPIC-1 compares topic IDs only when this is true.
     preserves_topic_ids: bool = False
+    # mode: mm2 only.
+    mm2: Mm2Config = field(default_factory=Mm2Config)
 
 
 @dataclass(frozen=True)
@@ -369,6 +402,12 @@ def _check(obj: Any, path: str) -> None:
                     raise _KeyProblem(
                         f"{_join(path, kind)}[{i}]", f"invalid regex {pattern!r}: {exc}"
                     ) from None
+    elif isinstance(obj, Mm2Config):
+        for name in ("source_alias", "target_alias", "separator"):
+            if not getattr(obj, name):
+                raise _KeyProblem(_join(path, name), "must not be empty")
+        if obj.source_alias == obj.target_alias:
+            raise _KeyProblem(_join(path, "target_alias"), "must differ from source_alias")
     elif isinstance(obj, ClusterConfig):
         if not obj.bootstrap_servers.strip():
             raise _KeyProblem(_join(path, "bootstrap_servers"), "must not be empty")

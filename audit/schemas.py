@@ -64,6 +64,29 @@ SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
         _c("start_offset", "int64"),
         _c("start_timestamp_ms", "int64"),
     ),
+    # Optional, mode mm2: MirrorMaker 2's offset syncs as read from its offset-syncs topic,
+    # every record kept (record_offset, timestamp_ms), so history and monotonicity show.
+    "mm2_offset_syncs": (
+        _c("topic", "string", False),  # the source topic (offset syncs name the upstream side)
+        _c("partition", "int32", False),
+        _c("upstream_offset", "int64", False),
+        _c("downstream_offset", "int64", False),
+        _c("record_partition", "int32", False),
+        _c("record_offset", "int64", False),
+        _c("timestamp_ms", "int64"),
+    ),
+    # Optional, mode mm2: the checkpoints topic on the target, every record kept.
+    "mm2_checkpoints": (
+        _c("group_id", "string", False),
+        _c("topic", "string", False),  # as MM2 writes it: the replica's name on the target
+        _c("partition", "int32", False),
+        _c("upstream_offset", "int64", False),
+        _c("downstream_offset", "int64", False),
+        _c("metadata", "string"),
+        _c("record_partition", "int32", False),
+        _c("record_offset", "int64", False),
+        _c("timestamp_ms", "int64"),
+    ),
 }
 
 REQUIRED_TABLES = ("partitions", "groups", "group_offsets")

@@ -74,6 +74,30 @@ class OpenTransactionRecord:
 
 
 @dataclass(frozen=True)
+class Mm2OffsetSyncRecord:
+    topic: str
+    partition: int
+    upstream_offset: int
+    downstream_offset: int
+    record_partition: int
+    record_offset: int
+    timestamp_ms: int | None
+
+
+@dataclass(frozen=True)
+class Mm2CheckpointRecord:
+    group_id: str
+    topic: str
+    partition: int
+    upstream_offset: int
+    downstream_offset: int
+    metadata: str | None
+    record_partition: int
+    record_offset: int
+    timestamp_ms: int | None
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """One cluster's state. ``open_transactions`` is None when it could not be collected."""
 
@@ -82,6 +106,9 @@ class Snapshot:
     groups: tuple[GroupRecord, ...] = ()
     group_offsets: tuple[GroupOffsetRecord, ...] = ()
     open_transactions: tuple[OpenTransactionRecord, ...] | None = None
+    # mode mm2, on the cluster that holds the topic: None when not collected here.
+    mm2_offset_syncs: tuple[Mm2OffsetSyncRecord, ...] | None = None
+    mm2_checkpoints: tuple[Mm2CheckpointRecord, ...] | None = None
 
 
 def make_manifest(
@@ -124,8 +151,13 @@ def write_snapshot(directory: str | Path, snap: Snapshot) -> Path:
         _write_table(tmp, "partitions", snap.partitions)
         _write_table(tmp, "groups", snap.groups)
         _write_table(tmp, "group_offsets", snap.group_offsets)
-        if snap.open_transactions is not None:
-            _write_table(tmp, "open_transactions", snap.open_transactions)
+        for table, rows in (
+            ("open_transactions", snap.open_transactions),
+            ("mm2_offset_syncs", snap.mm2_offset_syncs),
+            ("mm2_checkpoints", snap.mm2_checkpoints),
+        ):
+            if rows is not None:
+                _write_table(tmp, table, rows)
         atomic_write_json(tmp / "manifest.json", snap.manifest)
     return target
 

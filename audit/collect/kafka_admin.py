@@ -57,6 +57,15 @@ class GroupInfo:
 
 
 @dataclass(frozen=True)
+class RawRecord:
+    partition: int
+    offset: int
+    timestamp_ms: int | None
+    key: bytes | None
+    value: bytes | None
+
+
+@dataclass(frozen=True)
 class CommittedOffset:
     topic: str
     partition: int
@@ -223,13 +232,9 @@ class KafkaAdmin:
                 out[gid] = rows
         return out
 
-    def record_timestamps(self, positions: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
-        """Timestamp of the record at each (topic, partition) offset, read uncommitted.
-
-        Assignment only: no subscribe, no commit, so no group is joined or created.
-        """
-        if not positions:
-            return {}
+    def _reader(self) -> Any:
+        """A consumer used by assignment only: no subscribe, no commit, so no group is
+        joined or created, and nothing is written to the cluster."""
         settings: dict[str, Any] = {
             **self.cfg.client_settings(),
             "group.id": "mirror-audit-never-joined",  # librdkafka wants one; assign() never uses it
@@ -240,7 +245,55 @@ class KafkaAdmin:
             "auto.offset.reset": "error",
             "logger": logging.getLogger(f"audit.collect.rdkafka.{self.role}"),
         }
-        consumer = Consumer(settings)
+        return Consumer(settings)
+
+    def read_topic(self, topic: str) -> list[RawRecord] | None:
+        """Every record of ``topic`` from log start to the high watermark at call time, or
+        None if the topic does not exist. For small internal topics (MirrorMaker 2's offset
+        syncs and checkpoints): the records are returned as a list."""
+        if topic not in self.topic_names():
+            return None
+        (info,) = self.describe_topics([topic])
+        tps = [(topic, p) for p in sorted(info.leaders)]
+        start = self.list_offsets(tps, "earliest")
+        end = self.list_offsets(tps, "latest")
+        todo = {p: end[(t, p)].offset for t, p in tps if end[(t, p)].offset > start[(t, p)].offset}
+        records: list[RawRecord] = []
+        if not todo:
+            return records
+        consumer = self._reader()
+        try:
+            consumer.assign([TopicPartition(topic, p, start[(topic, p)].offset) for p in todo])
+            deadline = time.monotonic() + self.timeout
+            while todo:
+                if time.monotonic() > deadline:
+                    raise ClusterError(
+                        f"{self.role} cluster: reading topic {topic} did not reach its end within "
+                        f"{self.timeout:.0f}s ({len(todo)} partitions short); "
+                        f"raise {self.role}.timeout_seconds"
+                    )
+                for msg in consumer.consume(num_messages=1000, timeout=0.5):
+                    if msg.error() is not None:
+                        continue
+                    p, off = int(msg.partition() or 0), int(msg.offset() or 0)
+                    if p not in todo or off >= todo[p]:  # written after we looked: next run's
+                        continue
+                    ts_type, ts = msg.timestamp()
+                    records.append(RawRecord(p, off, ts if ts_type else None, msg.key(), msg.value()))
+                # The position, not the last record seen: it also moves past transaction
+                # markers, which are never delivered as records.
+                for tp in consumer.position([TopicPartition(topic, p) for p in todo]):
+                    if tp.offset >= todo[tp.partition]:
+                        del todo[tp.partition]
+        finally:
+            consumer.close()
+        return records
+
+    def record_timestamps(self, positions: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """Timestamp of the record at each (topic, partition) offset, read uncommitted."""
+        if not positions:
+            return {}
+        consumer = self._reader()
         found: dict[tuple[str, int], int] = {}
         try:
             consumer.assign([TopicPartition(t, p, off) for (t, p), off in positions.items()])

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from audit.collect.kafka_admin import KafkaAdmin
+from audit.collect.mm2 import collect_mm2
 from audit.collect.transactions import collect_open_transactions
 from audit.config import AuditConfig
 from audit.snapshot import (
@@ -91,7 +92,10 @@ def collect_snapshot(cfg: AuditConfig, role: Role) -> Snapshot:
         for c in rows
     ]
     txns, txn_note = collect_open_transactions(role, cluster_cfg, [tp for tp in open_positions])
-    notes = {"open_transactions": txn_note}
+    notes: dict[str, object] = {"open_transactions": txn_note}
+    mm2 = collect_mm2(admin, role, cfg.mirror.mm2) if cfg.mode == "mm2" else None
+    if mm2 is not None:
+        notes.update(mm2.notes)
     manifest = make_manifest(
         role,
         cluster_id,
@@ -121,6 +125,8 @@ def collect_snapshot(cfg: AuditConfig, role: Role) -> Snapshot:
         groups=tuple(group_rows),
         group_offsets=tuple(offset_rows),
         open_transactions=None if txns is None else tuple(txns),
+        mm2_offset_syncs=mm2.offset_syncs if mm2 else None,
+        mm2_checkpoints=mm2.checkpoints if mm2 else None,
     )
 
 

@@ -188,9 +188,17 @@ def _format_storage(java: str, jars: str, jobs: list[tuple[str, Path, str]]) -> 
 
 
 def _start_node(java: str, jars: str, heap_mb: int, props_path: Path, log_path: Path) -> tuple[int, int]:
+    return start_java(java, jars, heap_mb, "kafka.Kafka", [str(props_path)], log_path)
+
+
+def start_java(
+    java: str, jars: str, heap_mb: int, main: str, args: Sequence[str], log_path: Path
+) -> tuple[int, int]:
+    """Start a long-running JVM (a broker, MirrorMaker 2) in its own session, output to
+    ``log_path``; returns its pid and /proc start time, the pair it is stopped by."""
     with open(log_path, "ab") as out:
         proc = subprocess.Popen(
-            _java_cmd(java, jars, heap_mb, "kafka.Kafka", [str(props_path)]),
+            _java_cmd(java, jars, heap_mb, main, args),
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -221,7 +229,8 @@ def _exit_cause(node: NodeState) -> str:
     return "it exited without logging an error"
 
 
-def _stop_pid(pid: int, ticks: int, timeout: float) -> None:
+def stop_process(pid: int, ticks: int, timeout: float) -> None:
+    """Stop a process ``start_java`` started, if it is still that process (pid and start time)."""
     if process_start_ticks(pid) != ticks:
         _CHILDREN.pop(pid, None)
         return
@@ -392,7 +401,7 @@ def _stop_all(state: SandboxState, timeout: float = 30.0) -> None:
     # Broker-only nodes first: they need the controller for a clean shutdown.
     for cluster in state.clusters:
         for node in sorted(cluster.nodes, key=lambda n: "controller" in n.roles):
-            _stop_pid(node.pid, node.start_ticks, timeout)
+            stop_process(node.pid, node.start_ticks, timeout)
 
 
 def _remove_data(state: SandboxState) -> None:
@@ -410,6 +419,9 @@ def down(workdir: Path, keep_data: bool = False) -> SandboxState | None:
     state = load_state(workdir)
     if state is None:
         return None
+    from audit.sandbox import mm2  # MirrorMaker 2 first: it is a client of both clusters
+
+    mm2.stop(state)
     _stop_all(state)
     if keep_data:
         (Path(state.workdir) / "state.json").unlink(missing_ok=True)
@@ -420,7 +432,7 @@ def down(workdir: Path, keep_data: bool = False) -> SandboxState | None:
 
 def stop_node(state: SandboxState, cluster: str, node_id: int, timeout: float = 30.0) -> None:
     node = state.cluster(cluster).node(node_id)
-    _stop_pid(node.pid, node.start_ticks, timeout)
+    stop_process(node.pid, node.start_ticks, timeout)
 
 
 def start_node(

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from audit.cli import build_parser, main
@@ -19,3 +21,33 @@ def test_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
         main(["audit"])  # --out is required
     assert info.value.code == 2
     assert "--out" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["audit", "readiness"])
+def test_mm2_audit_is_refused_up_front_with_exit_2(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = tmp_path / "mm2.yaml"
+    cfg.write_text("mode: mm2\n")
+    args = [
+        command,
+        "--config",
+        str(cfg),
+        "--source",
+        "s",
+        "--destination",
+        "d",
+        "--out",
+        str(tmp_path / "r"),
+    ]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "mode 'mm2'" in err and "not implemented yet" in err
+    assert not (tmp_path / "r").exists()  # refused before any output was written
+
+
+def test_sandbox_mm2_commands_need_a_running_sandbox(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sandbox", "mm2-start", "--workdir", str(tmp_path)]) == 2
+    assert "sandbox is not running" in capsys.readouterr().err

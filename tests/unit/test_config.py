@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from audit.cli import main
-from audit.config import AuditConfig, Thresholds, load_config, parse_config, redact_properties
+from audit.config import AuditConfig, Mm2Config, Thresholds, load_config, parse_config, redact_properties
 from audit.errors import ConfigError
 from audit.logs import SecretMask
 
@@ -198,3 +198,6 @@ def test_example_config_is_valid_and_documents_every_key() -> None:
         assert f"\n{section}:" in text
     for key in Thresholds.__dataclass_fields__:
         assert f"  {key}:" in text
+    assert cfg.mirror.mm2 == Mm2Config()  # the mm2 section shows the defaults too
+    for key in Mm2Config.__dataclass_fields__:
+        assert f" {key}:" in text

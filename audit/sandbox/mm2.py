@@ -1,0 +1,207 @@
+"""A real MirrorMaker 2 between the sandbox clusters, in dedicated mode.
+
+``org.apache.kafka.connect.mirror.MirrorMaker`` from the connect-mirror jar on Maven Central
+(fetched with the brokers' jars), driven by a properties file of its own: one flow,
+source alias -> target alias, checkpoints emitted every second, group offset sync
+switchable. It is started and stopped like the brokers, by pid and /proc start time, and
+its log is kept in the sandbox work dir (``mm2/mirror-maker.log``).
+
+The aliases are "source" and "target": topics arrive on the destination cluster as
+``source.<topic>`` (or unchanged with the identity policy), offset syncs are written to
+``mm2-offset-syncs.target.internal`` and checkpoints to ``source.checkpoints.internal``,
+which is what ``Mm2Config``'s defaults expect.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+from confluent_kafka.admin import AdminClient
+
+from audit.errors import SandboxError
+from audit.fsutil import atomic_write_json, atomic_write_text
+from audit.sandbox.cluster import start_java, stop_process
+from audit.sandbox.jars import find_java
+from audit.sandbox.state import SandboxState, process_start_ticks
+from audit.sandbox.traffic import client_conf
+
+log = logging.getLogger(__name__)
+
+MAIN_CLASS = "org.apache.kafka.connect.mirror.MirrorMaker"
+SOURCE_ALIAS = "source"
+TARGET_ALIAS = "target"
+STATE_FILE = "mm2.json"
+
+
+@dataclass(frozen=True)
+class Mm2Options:
+    topics: str = ".*"
+    groups: str = ".*"
+    sync_group_offsets: bool = False
+    identity_policy: bool = False
+    offset_syncs_location: Literal["source", "target"] = "source"
+    # offset.lag.max: how far the downstream may run before a new offset sync is written.
+    # 0 syncs every batch (exact translation, easy to reason about in tests); MM2's
+    # default is 100.
+    offset_lag_max: int = 0
+    heap_mb: int = 512
+
+
+@dataclass(frozen=True)
+class Mm2Process:
+    pid: int
+    start_ticks: int
+    properties_path: str
+    log_path: str
+    options: Mm2Options
+
+    @property
+    def alive(self) -> bool:
+        return process_start_ticks(self.pid) == self.start_ticks
+
+
+def _mm2_dir(state: SandboxState) -> Path:
+    return Path(state.workdir) / "mm2"
+
+
+def properties(state: SandboxState, opts: Mm2Options) -> str:
+    src, dst = state.cluster("source").bootstrap, state.cluster("destination").bootstrap
+    lines = {
+        "clusters": f"{SOURCE_ALIAS}, {TARGET_ALIAS}",
+        f"{SOURCE_ALIAS}.bootstrap.servers": src,
+        f"{TARGET_ALIAS}.bootstrap.servers": dst,
+        f"{SOURCE_ALIAS}->{TARGET_ALIAS}.enabled": "true",
+        f"{SOURCE_ALIAS}->{TARGET_ALIAS}.topics": opts.topics,
+        f"{SOURCE_ALIAS}->{TARGET_ALIAS}.groups": opts.groups,
+        f"{TARGET_ALIAS}->{SOURCE_ALIAS}.enabled": "false",
+        "emit.checkpoints.enabled": "true",
+        "emit.checkpoints.interval.seconds": "1",
+        "sync.group.offsets.enabled": str(opts.sync_group_offsets).lower(),
+        "sync.group.offsets.interval.seconds": "1",
+        "refresh.topics.interval.seconds": "1",
+        "refresh.groups.interval.seconds": "1",
+        "emit.heartbeats.interval.seconds": "1",
+        "offset.lag.max": str(opts.offset_lag_max),
+        "offset-syncs.topic.location": opts.offset_syncs_location,
+        "sync.topic.acls.enabled": "false",
+        "dedicated.mode.enable.internal.rest": "false",
+        # One broker per sandbox cluster is enough: every internal topic at replication 1.
+        "replication.factor": "1",
+        "checkpoints.topic.replication.factor": "1",
+        "heartbeats.topic.replication.factor": "1",
+        "offset-syncs.topic.replication.factor": "1",
+        "offset.storage.replication.factor": "1",
+        "status.storage.replication.factor": "1",
+        "config.storage.replication.factor": "1",
+        "tasks.max": "1",
+    }
+    if opts.identity_policy:
+        lines["replication.policy.class"] = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
+    header = (
+        "# Written by kafka-mirror-audit's sandbox (audit/sandbox/mm2.py); MirrorMaker 2 dedicated mode.\n"
+    )
+    return header + "".join(f"{k} = {v}\n" for k, v in lines.items())
+
+
+def _save(state: SandboxState, proc: Mm2Process | None) -> None:
+    path = _mm2_dir(state) / STATE_FILE
+    if proc is None:
+        path.unlink(missing_ok=True)
+    else:
+        atomic_write_json(path, asdict(proc))
+
+
+def load(state: SandboxState) -> Mm2Process | None:
+    path = _mm2_dir(state) / STATE_FILE
+    if not path.exists():
+        return None
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return Mm2Process(**{**raw, "options": Mm2Options(**raw["options"])})
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SandboxError(f"MirrorMaker 2 state file {path} is corrupt ({exc}); remove it") from exc
+
+
+def start(state: SandboxState, opts: Mm2Options | None = None, timeout: float = 120.0) -> Mm2Process:
+    """Start MirrorMaker 2 and wait until both its connectors have created their topics."""
+    opts = opts or Mm2Options()
+    running = load(state)
+    if running is not None and running.alive:
+        raise SandboxError(f"MirrorMaker 2 is already running (pid {running.pid}); stop it first")
+    directory = _mm2_dir(state)
+    directory.mkdir(parents=True, exist_ok=True)
+    props = directory / "mm2.properties"
+    atomic_write_text(props, properties(state, opts))
+    log_path = directory / "mirror-maker.log"
+    pid, ticks = start_java(find_java(), state.jars, opts.heap_mb, MAIN_CLASS, [str(props)], log_path)
+    proc = Mm2Process(pid, ticks, str(props), str(log_path), opts)
+    _save(state, proc)
+    try:
+        _wait_started(state, proc, timeout)
+    except BaseException:
+        stop(state)
+        raise
+    log.info("MirrorMaker 2 running (pid %d), log %s", pid, log_path)
+    return proc
+
+
+def _wait_started(state: SandboxState, proc: Mm2Process, timeout: float) -> None:
+    syncs_cluster = "source" if proc.options.offset_syncs_location == "source" else "destination"
+    wanted = {
+        (syncs_cluster, f"mm2-offset-syncs.{TARGET_ALIAS}.internal"),
+        ("destination", f"{SOURCE_ALIAS}.checkpoints.internal"),
+    }
+    admins = {
+        name: AdminClient(client_conf(state.cluster(name).bootstrap)) for name in ("source", "destination")
+    }
+    deadline = time.monotonic() + timeout
+    while True:
+        if not proc.alive:
+            raise SandboxError(f"MirrorMaker 2 exited during start: see {proc.log_path}")
+        found = {(name, t) for name, a in admins.items() for t in a.list_topics(timeout=10).topics}
+        if wanted <= found:
+            return
+        if time.monotonic() > deadline:
+            missing = ", ".join(f"{t} on {c}" for c, t in sorted(wanted - found))
+            raise SandboxError(
+                f"MirrorMaker 2 did not create {missing} within {timeout:.0f}s: see {proc.log_path}"
+            )
+        time.sleep(0.5)
+
+
+def stop(state: SandboxState, timeout: float = 30.0) -> Mm2Process | None:
+    """Stop the MirrorMaker 2 that ``start`` recorded, if any; its log stays."""
+    proc = load(state)
+    if proc is None:
+        return None
+    stop_process(proc.pid, proc.start_ticks, timeout)
+    _save(state, None)
+    return proc
+
+
+def restart(state: SandboxState, timeout: float = 120.0) -> Mm2Process:
+    """Stop and start again with the same options (tasks restart from their stored offsets)."""
+    proc = load(state)
+    opts = proc.options if proc is not None else Mm2Options()
+    stop(state)
+    return start(state, opts, timeout)
+
+
+@contextlib.contextmanager
+def running(state: SandboxState, opts: Mm2Options | None = None) -> Iterator[Mm2Process]:
+    """MirrorMaker 2 for the duration of a block; always stopped, also on error."""
+    try:
+        yield start(state, opts)
+    finally:
+        stop(state)
+
+
+def remote_topic(topic: str, opts: Mm2Options) -> str:
+    return topic if opts.identity_policy else f"{SOURCE_ALIAS}.{topic}"

@@ -1,0 +1,111 @@
+"""Collecting MirrorMaker 2's internal topics: which cluster holds which table, names from
+the configuration, corrupt records counted with their reasons and never fatal.
+
+The admin here is a stand-in that returns given raw records (pure logic); reading real
+topics written by a real MirrorMaker 2 is tests/integration/test_mm2_sandbox.py."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+from audit.collect.kafka_admin import RawRecord
+from audit.collect.mm2 import collect_mm2
+from audit.config import Mm2Config, parse_config
+from audit.snapshot import Mm2CheckpointRecord, Snapshot, make_manifest, read_records, write_snapshot
+
+
+def _s(text: str) -> bytes:
+    raw = text.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def _sync(topic: str, partition: int, up: int, down: int, offset: int) -> RawRecord:
+    return RawRecord(
+        0, offset, 1000 + offset, _s(topic) + struct.pack(">i", partition), struct.pack(">qq", up, down)
+    )
+
+
+def _ckpt(group: str, topic: str, up: int, down: int, offset: int, version: int = 0) -> RawRecord:
+    value = struct.pack(">hqq", version, up, down) + _s("")
+    return RawRecord(0, offset, 2000 + offset, _s(group) + _s(topic) + struct.pack(">i", 0), value)
+
+
+class _Admin:
+    def __init__(self, role: str, topics: dict[str, list[RawRecord]]) -> None:
+        self.role = role
+        self.topics = topics
+        self.read: list[str] = []
+
+    def read_topic(self, topic: str) -> list[RawRecord] | None:
+        self.read.append(topic)
+        return self.topics.get(topic)
+
+
+def test_default_names_and_locations() -> None:
+    mm2 = Mm2Config()
+    src = _Admin("source", {"mm2-offset-syncs.target.internal": [_sync("orders", 0, 10, 4, 0)]})
+    dst = _Admin("destination", {"source.checkpoints.internal": [_ckpt("g", "orders", 10, 4, 0)]})
+    on_src = collect_mm2(src, "source", mm2)  # type: ignore[arg-type]
+    on_dst = collect_mm2(dst, "destination", mm2)  # type: ignore[arg-type]
+    assert src.read == ["mm2-offset-syncs.target.internal"]
+    assert dst.read == ["source.checkpoints.internal"]
+    assert on_src.checkpoints is None and on_dst.offset_syncs is None
+    assert on_src.offset_syncs is not None and on_src.offset_syncs[0].downstream_offset == 4
+    assert on_dst.checkpoints is not None and on_dst.checkpoints[0].group_id == "g"
+    assert on_dst.checkpoints[0].metadata is None  # MM2 writes "" for no metadata
+
+
+def test_offset_syncs_on_the_target_and_custom_names() -> None:
+    mm2 = Mm2Config(
+        source_alias="dc1",
+        target_alias="dc2",
+        offset_syncs_topic_location="target",
+        checkpoints_topic="custom.checkpoints",
+    )
+    dst = _Admin("destination", {})
+    tables = collect_mm2(dst, "destination", mm2)  # type: ignore[arg-type]
+    assert dst.read == ["mm2-offset-syncs.dc2.internal", "custom.checkpoints"]
+    assert tables.offset_syncs is None and tables.checkpoints is None  # both topics missing
+    assert tables.notes["mm2_checkpoints"] == {"topic": "custom.checkpoints", "missing": True}
+    assert mm2.remote_topic("orders") == "dc1.orders"
+    assert Mm2Config(replication_policy="identity").remote_topic("orders") == "orders"
+
+
+def test_corrupt_and_unknown_version_records_are_counted_not_fatal() -> None:
+    records = [
+        _ckpt("g", "orders", 10, 4, 0),
+        RawRecord(0, 1, None, b"\x00", b"\x00"),
+        _ckpt("g", "orders", 12, 6, 2, version=3),
+        _ckpt("g", "orders", 14, 8, 3),
+    ]
+    tables = collect_mm2(
+        _Admin("destination", {"source.checkpoints.internal": records}), "destination", Mm2Config()
+    )  # type: ignore[arg-type]
+    assert tables.checkpoints is not None
+    assert [c.record_offset for c in tables.checkpoints] == [0, 3]
+    note = tables.notes["mm2_checkpoints"]
+    assert (note["records"], note["decoded"], note["corrupt"], note["unknown_version"]) == (4, 2, 1, {"3": 1})
+    assert note["examples"][0].startswith("partition 0 offset 1:")
+
+
+def test_mm2_tables_round_trip_through_a_snapshot(tmp_path: Path) -> None:
+    rows = (Mm2CheckpointRecord("g", "orders", 0, 10, 4, None, 0, 7, 123),)
+    manifest: dict[str, Any] = make_manifest(
+        "destination", "c", "2026-11-22T00:00:00Z", "2026-11-22T00:00:01Z", {}, {}
+    )
+    write_snapshot(tmp_path / "dst", Snapshot(manifest, (), mm2_checkpoints=rows))
+    assert read_records(tmp_path / "dst", "mm2_checkpoints", Mm2CheckpointRecord) == list(rows)
+    assert read_records(tmp_path / "dst", "mm2_offset_syncs", Mm2CheckpointRecord) == []  # not collected
+
+
+def test_config_rejects_equal_aliases() -> None:
+    import pytest
+
+    from audit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="target_alias"):
+        parse_config("mode: mm2\nmirror:\n  mm2:\n    source_alias: a\n    target_alias: a\n", env={})
+    cfg = parse_config("mode: mm2\nmirror:\n  mm2:\n    replication_policy: identity\n", env={})
+    assert cfg.mirror.mm2.remote_topic("x") == "x"
