@@ -138,6 +138,9 @@ class Mm2Config:
     separator: str = "."  # replication.policy.separator
     # offset-syncs.topic.location: the cluster that holds the offset-syncs topic.
     offset_syncs_topic_location: Literal["source", "target"] = "source"
+    # sync.group.offsets.enabled: MM2 writes translated offsets into the target's groups
+    # (MM2-GROUP-1 checks them only then).
+    sync_group_offsets: bool = False
     offset_syncs_topic: str | None = None  # default mm2-offset-syncs.<target alias>.internal
     checkpoints_topic: str | None = None  # default <source alias>.checkpoints.internal (on the target)
 
@@ -146,6 +149,14 @@ class Mm2Config:
 
     def checkpoints_topic_name(self) -> str:
         return self.checkpoints_topic or f"{self.source_alias}.checkpoints.internal"
+
+    def source_topic(self, remote_topic: str) -> str | None:
+        """The source topic a target topic replicates, or None if it is not a replica of
+        this source (the inverse of ``remote_topic``)."""
+        if self.replication_policy == "identity":
+            return remote_topic
+        prefix = f"{self.source_alias}{self.separator}"
+        return remote_topic[len(prefix) :] if remote_topic.startswith(prefix) else None
 
     def remote_topic(self, source_topic: str) -> str:
         """The replica's name on the target for a source topic."""

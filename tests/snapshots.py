@@ -7,6 +7,8 @@ from pathlib import Path
 from audit.snapshot import (
     GroupOffsetRecord,
     GroupRecord,
+    Mm2CheckpointRecord,
+    Mm2OffsetSyncRecord,
     OpenTransactionRecord,
     PartitionRecord,
     Snapshot,
@@ -54,6 +56,8 @@ def write_pair(
     src_offsets: list[GroupOffsetRecord] = (),  # type: ignore[assignment]
     dst_offsets: list[GroupOffsetRecord] = (),  # type: ignore[assignment]
     src_txns: list[OpenTransactionRecord] | None = None,
+    src_syncs: list[Mm2OffsetSyncRecord] | None = None,
+    dst_checkpoints: list[Mm2CheckpointRecord] | None = None,
 ) -> tuple[Path, Path]:
     def manifest(role: str) -> dict[str, object]:
         return make_manifest(role, f"cluster-{role}", T0, T0, {}, {"bootstrap_servers": "x:9092"})  # type: ignore[arg-type]
@@ -66,11 +70,18 @@ def write_pair(
             tuple(src_groups),
             tuple(src_offsets),
             None if src_txns is None else tuple(src_txns),
+            mm2_offset_syncs=None if src_syncs is None else tuple(src_syncs),
         ),
     )
     dst = write_snapshot(
         root / "destination",
-        Snapshot(manifest("destination"), tuple(dst_parts), tuple(dst_groups), tuple(dst_offsets)),
+        Snapshot(
+            manifest("destination"),
+            tuple(dst_parts),
+            tuple(dst_groups),
+            tuple(dst_offsets),
+            mm2_checkpoints=None if dst_checkpoints is None else tuple(dst_checkpoints),
+        ),
     )
     return src, dst
 

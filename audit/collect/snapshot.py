@@ -45,6 +45,15 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _in_scope(cfg: AuditConfig, role: Role, topic: str) -> bool:
+    """Scope names source topics; under MirrorMaker 2 a target topic is in scope when the
+    source topic it replicates is (``source.orders`` for ``orders``)."""
+    if cfg.mode == "mm2" and role == "destination":
+        source_topic = cfg.mirror.mm2.source_topic(topic)
+        return source_topic is not None and cfg.scope.topic_in_scope(source_topic)
+    return cfg.scope.topic_in_scope(topic)
+
+
 def collect_snapshot(cfg: AuditConfig, role: Role) -> Snapshot:
     """Read one cluster's partitions, groups and committed offsets (read-only)."""
     cluster_cfg = cfg.cluster(role)
@@ -52,7 +61,7 @@ def collect_snapshot(cfg: AuditConfig, role: Role) -> Snapshot:
     t0 = time.monotonic()
     admin = KafkaAdmin(role, cluster_cfg)
     cluster_id = admin.cluster_id()
-    topics = [t for t in admin.topic_names() if cfg.scope.topic_in_scope(t)]
+    topics = [t for t in admin.topic_names() if _in_scope(cfg, role, t)]
     infos = admin.describe_topics(topics)
     tps = [(t.name, p) for t in infos for p in sorted(t.leaders)]
 

@@ -7,6 +7,7 @@ in-process engine's frames are already in memory; the same slices are taken with
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ CHART_ROWS = 40
 
 @dataclass(frozen=True)
 class ReportData:
-    totals: dict[str, int]
+    totals: Mapping[str, int | None]
     lag: tuple[dict[str, Any], ...]
     epochs: tuple[dict[str, Any], ...]
     group_positions: tuple[dict[str, Any], ...]
@@ -42,6 +43,8 @@ POSITION_COLUMNS = (
 
 
 def collect_report_data(compared: Compared, limit: int = CHART_ROWS) -> ReportData:
+    if "partitions" not in compared.frames:  # mode mm2: no equal-offset partition charts
+        return _mm2(compared.frames)
     if compared.engine == "local":
         return _local(compared.frames["partitions"], compared.frames["group_offsets"], limit)
     return _spark(compared.frames["partitions"], compared.frames["group_offsets"], limit)
@@ -106,3 +109,19 @@ def _records(df: Any, columns: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
     import pyarrow as pa
 
     return tuple(pa.Table.from_pandas(df[list(columns)], preserve_index=False).to_pylist())
+
+
+def _mm2(frames: dict[str, Any]) -> ReportData:
+    """Mode mm2 has no per-partition lag or epoch charts yet: the totals say what was checked."""
+    offsets = frames["mm2_group_offsets"]
+    return ReportData(
+        totals={
+            "partitions": frames["mm2_syncs"].select("topic", "partition").distinct().count(),
+            "total_lag_records": None,  # not measured in mm2 mode yet: shown as absent, never 0
+            "mirrored_partitions": None,
+            "group_partitions": offsets.where("in_scope").count(),
+        },
+        lag=(),
+        epochs=(),
+        group_positions=(),
+    )

@@ -43,6 +43,38 @@ INDEX_COLUMNS = {
         "dst_active",
     ],
     "groups": ["group_id", "classification", "src_state", "dst_state", "dst_member_count"],
+    "mm2_syncs": [
+        "topic",
+        "partition",
+        "record_offset",
+        "upstream_offset",
+        "downstream_offset",
+        "prev_upstream_offset",
+        "prev_downstream_offset",
+    ],
+    "mm2_checkpoints": [
+        "group_id",
+        "topic",
+        "partition",
+        "record_offset",
+        "upstream_offset",
+        "downstream_offset",
+        "prev_downstream_offset",
+        "dst_log_start_offset",
+        "dst_high_watermark",
+        "max_downstream_offset",
+    ],
+    "mm2_group_offsets": [
+        "group_id",
+        "topic",
+        "partition",
+        "src_committed_offset",
+        "ckpt_upstream_offset",
+        "ckpt_downstream_offset",
+        "staleness_records",
+        "dst_committed_offset",
+        "dst_active",
+    ],
 }
 
 SUITE_PREFIX = {"cluster-mirroring": "cm_", "mm2": "mm2_"}
@@ -52,8 +84,6 @@ def run_validation(
     compared: Compared, run_dir: Path, cfg: AuditConfig, expectations_dir: Path | None = None
 ) -> list[InvariantResult]:
     """The same suites judge either engine's tables (GX runs on Spark and on pandas)."""
-    if cfg.mode != "cluster-mirroring":
-        raise ConfigError(f"mode '{cfg.mode}' is not implemented yet in this version; use cluster-mirroring")
     suites = load_suites(expectations_dir or default_expectations_dir(), SUITE_PREFIX[cfg.mode])
     if not suites:
         raise ConfigError(

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from audit.sandbox import mm2
 from audit.sandbox.cluster import run_tool
@@ -183,3 +185,61 @@ def test_restart_keeps_history_and_corrupt_records_are_counted(
     note = manifest["notes"]["mm2_checkpoints"]
     assert note["corrupt"] >= 1
     assert note["decoded"] + note["corrupt"] + sum(note["unknown_version"].values()) == note["records"]
+
+
+def test_audit_of_the_real_mirror_maker_catches_its_faults(
+    sandbox: SandboxState, mirror_maker: str, tmp_path: Path
+) -> None:
+    """mode mm2 end to end on the real MirrorMaker 2: a healthy group passes; records deleted
+    on the target below a checkpoint fail MM2-CKPT-2; a group MM2 does not checkpoint (outside
+    its groups filter) fails MM2-CKPT-4."""
+    run = mirror_maker
+    src_bootstrap, dst_bootstrap = (
+        sandbox.cluster("source").bootstrap,
+        sandbox.cluster("destination").bootstrap,
+    )
+    ok_topic, cut_topic = f"mm2-{run}-audit", f"mm2-{run}-cut"
+    ok_group, cut_group, unsynced = f"mm2g-{run}-ok", f"mm2g-{run}-cut", f"other-{run}"
+    for topic in (ok_topic, cut_topic):
+        create_topic(src_bootstrap, topic)
+        produce(src_bootstrap, topic, [Record(None, b"z")] * 50, partition=0)
+    commit_offsets(src_bootstrap, ok_group, {(ok_topic, 0): 30})
+    commit_offsets(src_bootstrap, cut_group, {(cut_topic, 0): 20})
+    commit_offsets(src_bootstrap, unsynced, {(ok_topic, 0): 10})
+    _wait_for_checkpoint(sandbox, tmp_path, ok_group, ok_topic, 30)
+    _, dst = _wait_for_checkpoint(sandbox, tmp_path, cut_group, cut_topic, 20)
+    (cut_ckpt,) = [c for c in _checkpoints(dst, cut_group) if c.upstream_offset == 20][-1:]
+    # Retention on the target removes records the checkpoint still points into.
+    remote = mm2.remote_topic(cut_topic, mm2.Mm2Options())
+    admin = AdminClient({"bootstrap.servers": dst_bootstrap})
+    cut = TopicPartition(remote, 0, cut_ckpt.downstream_offset + 5)
+    admin.delete_records([cut])[cut].result(timeout=60)
+
+    cfg = tmp_path / "audit.yaml"
+    cfg.write_text(
+        "mode: mm2\n"
+        f"source:\n  bootstrap_servers: {src_bootstrap}\n  timeout_seconds: 30\n"
+        f"destination:\n  bootstrap_servers: {dst_bootstrap}\n  timeout_seconds: 30\n"
+        "spark:\n  master: local[2]\n  conf:\n    spark.sql.shuffle.partitions: '2'\n"
+        f"scope:\n  topics:\n    include: ['mm2-{run}-(audit|cut)']\n"
+        f"  groups:\n    include: ['mm2g-{run}-(ok|cut)', 'other-{run}']\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "audit.cli", "nightly", "--config", str(cfg), "--out", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    inv = json.loads((tmp_path / "run" / "summary.json").read_text())["invariants"]
+    statuses = {k: v["status"] for k, v in inv.items()}
+    assert statuses["MM2-CKPT-2"] == "fail", inv["MM2-CKPT-2"]
+    assert {e["group_id"] for e in inv["MM2-CKPT-2"]["examples"]} == {cut_group}
+    assert statuses["MM2-CKPT-4"] == "fail"
+    missing = next(c for c in inv["MM2-CKPT-4"]["checks"] if c["severity"] == "fail")
+    assert {e["group_id"] for e in missing["examples"]} == {unsynced}
+    for healthy in ("MM2-SYNC-1", "MM2-CKPT-1", "MM2-CKPT-3"):
+        assert statuses[healthy] == "pass", inv[healthy]
+    assert statuses["MM2-GROUP-1"] == "skipped"  # group offset sync is off in this MirrorMaker 2
+    assert (tmp_path / "run" / "report" / "index.html").exists()

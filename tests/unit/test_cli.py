@@ -23,14 +23,17 @@ def test_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--out" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", ["audit", "readiness"])
-def test_mm2_audit_is_refused_up_front_with_exit_2(
-    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [(["readiness"], "readiness check"), (["audit", "--engine", "local"], "Spark engine only")],
+)
+def test_what_mm2_mode_cannot_do_yet_is_refused_up_front_with_exit_2(
+    command: list[str], reason: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cfg = tmp_path / "mm2.yaml"
     cfg.write_text("mode: mm2\n")
     args = [
-        command,
+        *command,
         "--config",
         str(cfg),
         "--source",
@@ -42,7 +45,7 @@ def test_mm2_audit_is_refused_up_front_with_exit_2(
     ]
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert "mode 'mm2'" in err and "not implemented yet" in err
+    assert "mode 'mm2'" in err and reason in err
     assert not (tmp_path / "r").exists()  # refused before any output was written
 
 

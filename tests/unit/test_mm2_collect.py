@@ -70,6 +70,11 @@ def test_offset_syncs_on_the_target_and_custom_names() -> None:
     assert tables.offset_syncs is None and tables.checkpoints is None  # both topics missing
     assert tables.notes["mm2_checkpoints"] == {"topic": "custom.checkpoints", "missing": True}
     assert mm2.remote_topic("orders") == "dc1.orders"
+    assert (mm2.source_topic("dc1.orders"), mm2.source_topic("orders"), mm2.source_topic("dc2.x")) == (
+        "orders",
+        None,
+        None,
+    )
     assert Mm2Config(replication_policy="identity").remote_topic("orders") == "orders"
 
 

@@ -1,0 +1,145 @@
+"""The mm2 invariants on hand-made snapshots: one fault per group or partition, each caught by
+the invariant that owns it; a healthy pair passes; what was not collected is skipped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audit.config import parse_config
+from audit.errors import ConfigError
+from audit.pipeline import audit_snapshots
+from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord
+from tests.snapshots import group, offset, part, write_pair
+
+CFG = parse_config("mode: mm2\nmirror:\n  mm2:\n    sync_group_offsets: true\n", env={})
+REMOTE = "source.orders"
+
+
+def sync(partition: int, up: int, down: int, rec: int) -> Mm2OffsetSyncRecord:
+    return Mm2OffsetSyncRecord("orders", partition, up, down, 0, rec, 1000 + rec)
+
+
+def ckpt(gid: str, partition: int, up: int, down: int, rec: int) -> Mm2CheckpointRecord:
+    return Mm2CheckpointRecord(gid, REMOTE, partition, up, down, None, 0, rec, 2000 + rec)
+
+
+def _pair(root: Path, faulty: bool) -> tuple[Path, Path]:
+    syncs = [sync(0, 0, 0, 0), sync(0, 50, 50, 1), sync(1, 0, 0, 3), sync(1, 10, 10, 4)]
+    checkpoints = [
+        ckpt("g1", 0, 30, 30, 0),
+        ckpt("g1", 0, 60, 55, 1),
+        ckpt("g1", 1, 20, 20, 2),
+        ckpt("g2", 0, 40, 40, 3),
+        ckpt("g3", 1, 25, 25, 5),
+        ckpt("g5", 0, 30, 30, 6),
+    ]
+    src_offsets = [
+        offset("g1", 60, partition=0),
+        offset("g1", 20, partition=1),
+        offset("g2", 40, partition=0),
+        offset("g3", 25, partition=1),
+        offset("g5", 30, partition=0),
+        offset("g1", 5, topic="local-only"),  # not mirrored: never judged
+    ]
+    dst_offsets = [
+        offset("g1", 55, topic=REMOTE, partition=0),
+        offset("g1", 20, topic=REMOTE, partition=1),
+        offset("g2", 40, topic=REMOTE, partition=0),
+        offset("g3", 25, topic=REMOTE, partition=1),
+        offset("g5", 10, topic=REMOTE, partition=0),  # g5 is live on the target: its own offset
+    ]
+    if faulty:
+        syncs.append(sync(0, 40, 60, 2))  # MM2-SYNC-1: upstream went back
+        checkpoints[2] = ckpt("g1", 1, 20, 25, 2)  # MM2-CKPT-3: best sync (10, 10) allows 20
+        checkpoints.insert(3, ckpt("g2", 0, 50, 50, 3))  # MM2-CKPT-1: g2 then goes back to 40
+        checkpoints[4] = ckpt("g2", 0, 40, 40, 4)
+        checkpoints[5] = ckpt("g3", 1, 15, 5, 5)  # MM2-CKPT-2: below the target's log start (20)
+        src_offsets[3] = offset("g3", 15, partition=1)  # (so that g3's checkpoint stays fresh)
+        src_offsets[2] = offset("g2", 45, partition=0)  # MM2-CKPT-4 warns: stale by 5
+        src_offsets.append(offset("g4", 10, partition=0))  # MM2-CKPT-4 fails: no checkpoint
+        dst_offsets[1] = offset("g1", 25, topic=REMOTE, partition=1)  # keeps GROUP-1 on g1 p1 clean
+        dst_offsets[3] = offset("g3", 7, topic=REMOTE, partition=1)  # MM2-GROUP-1: not the checkpoint's 5
+    groups = [group(g) for g in ("g1", "g2", "g3", "g4", "g5")]
+    return write_pair(
+        root,
+        [part("orders", 0), part("orders", 1), part("local-only")],
+        [part(REMOTE, 0), part(REMOTE, 1, log_start_offset=20 if faulty else 0)],
+        src_groups=groups,
+        dst_groups=[*groups[:4], group("g5", "STABLE", 1)],
+        src_offsets=src_offsets,
+        dst_offsets=dst_offsets,
+        src_syncs=syncs,
+        dst_checkpoints=checkpoints,
+    )
+
+
+@pytest.fixture(scope="module")
+def faulty(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("mm2-faulty")
+    src, dst = _pair(root, faulty=True)
+    return audit_snapshots(src, dst, root / "run", CFG).summary
+
+
+def _keys(checks: list[dict[str, Any]], severity: str, *cols: str) -> set[tuple[Any, ...]]:
+    return {tuple(e[c] for c in cols) for c in checks if c["severity"] == severity for e in c["examples"]}
+
+
+@pytest.mark.parametrize(
+    ("invariant", "keys", "cols"),
+    [
+        ("MM2-SYNC-1", {("orders", 0, 2)}, ("topic", "partition", "record_offset")),
+        ("MM2-CKPT-1", {("g2", 0, 4)}, ("group_id", "partition", "record_offset")),
+        ("MM2-CKPT-2", {("g3", 1)}, ("group_id", "partition")),
+        ("MM2-CKPT-3", {("g1", 1, 2)}, ("group_id", "partition", "record_offset")),
+        ("MM2-CKPT-4", {("g4", "orders", 0)}, ("group_id", "topic", "partition")),
+        ("MM2-GROUP-1", {("g3", 1)}, ("group_id", "partition")),
+    ],
+)
+def test_each_mm2_fault_caught_by_its_invariant(
+    faulty: dict[str, Any], invariant: str, keys: set[tuple[Any, ...]], cols: tuple[str, ...]
+) -> None:
+    inv = faulty["invariants"][invariant]
+    assert inv["status"] == "fail", inv
+    assert _keys(inv["checks"], "fail", *cols) == keys
+    assert inv["evaluated"] > len(keys)
+
+
+def test_stale_checkpoint_warns(faulty: dict[str, Any]) -> None:
+    checks = faulty["invariants"]["MM2-CKPT-4"]["checks"]
+    assert _keys(checks, "warn", "group_id", "staleness_records") == {("g2", 5)}
+
+
+def test_mm2_summary_contract(faulty: dict[str, Any]) -> None:
+    assert faulty["verdict"] == "FAIL"
+    assert faulty["mode"] == "mm2"
+    assert faulty["invariants"]["MM2-READY-1"]["status"] == "skipped"
+    assert not any(k.startswith("CM-") for k in faulty["invariants"])
+
+
+def test_healthy_mm2_pair_passes(spark: Any, tmp_path: Path) -> None:
+    src, dst = _pair(tmp_path, faulty=False)
+    outcome = audit_snapshots(src, dst, tmp_path / "run", CFG)
+    statuses = {k: v["status"] for k, v in outcome.summary["invariants"].items()}
+    assert outcome.summary["verdict"] == "PASS", statuses
+    assert all(s == "pass" for k, s in statuses.items() if k != "MM2-READY-1"), statuses
+    assert outcome.report.exists()
+
+
+def test_without_mm2_tables_every_mm2_invariant_is_skipped(spark: Any, tmp_path: Path) -> None:
+    src, dst = write_pair(tmp_path, [part("orders")], [part(REMOTE)], src_offsets=[offset("g", 1)])
+    outcome = audit_snapshots(src, dst, tmp_path / "run", CFG)
+    statuses = {k: v["status"] for k, v in outcome.summary["invariants"].items()}
+    # No checkpoints at all: the group's missing checkpoint is a finding, not a skip.
+    assert statuses.pop("MM2-CKPT-4") == "fail"
+    assert set(statuses.values()) == {"skipped"}, statuses
+
+
+def test_mm2_readiness_and_local_engine_are_refused(tmp_path: Path) -> None:
+    src, dst = write_pair(tmp_path, [part("orders")], [part(REMOTE)])
+    with pytest.raises(ConfigError, match="readiness"):
+        audit_snapshots(src, dst, tmp_path / "r1", CFG, readiness=True, engine="spark")
+    with pytest.raises(ConfigError, match="Spark engine only"):
+        audit_snapshots(src, dst, tmp_path / "r2", CFG, engine="local")
