@@ -11,8 +11,10 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from audit import __version__
+from audit.compare.run import Engine
 from audit.config import AuditConfig, load_config
 from audit.errors import AuditError, ExitCode, UsageError
 from audit.logs import mask_secrets, register_secrets, setup_logging
@@ -57,14 +59,22 @@ def _add_workdir(p: argparse.ArgumentParser) -> None:
 
 
 def _add_engine(p: argparse.ArgumentParser, default: str) -> None:
+    p.set_defaults(default_engine=default)
     p.add_argument(
         "--engine",
         choices=("spark", "local"),
-        default=default,
         help="what computes the comparison tables: 'spark' (the distributed jobs, any size) or "
         "'local' (pandas in this process: no JVM start, for answers in seconds; partition and "
-        f"group-offset metadata fits in memory). Same suites, same files. Default: {default}",
+        f"group-offset metadata fits in memory). Same suites, same files. Default: {default} "
+        "(spark in mode mm2, which runs on Spark only)",
     )
+
+
+def _engine(args: argparse.Namespace, cfg: AuditConfig) -> Engine:
+    """The --engine given, else the command's default; mode mm2 has only the Spark engine."""
+    if args.engine is not None:
+        return args.engine  # type: ignore[no-any-return]
+    return "spark" if cfg.mode == "mm2" else args.default_engine
 
 
 def _add_timeout(p: argparse.ArgumentParser, what: str) -> None:
@@ -102,7 +112,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     cfg = _config(args)
     src, dst = _snapshot_dirs(args)
-    outcome = audit_snapshots(src, dst, args.out, cfg, engine=args.engine)
+    outcome = audit_snapshots(src, dst, args.out, cfg, engine=_engine(args, cfg))
     print_outcome(outcome.summary, outcome.report)
     return outcome.exit_code
 
@@ -110,7 +120,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def cmd_nightly(args: argparse.Namespace) -> int:
     from audit.pipeline import nightly
 
-    outcome = nightly(_config(args), args.out, engine=args.engine)
+    cfg = _config(args)
+    outcome = nightly(cfg, args.out, engine=_engine(args, cfg))
     print_outcome(outcome.summary, outcome.report)
     return outcome.exit_code
 
@@ -121,11 +132,11 @@ def cmd_readiness(args: argparse.Namespace) -> int:
     cfg = _config(args)
     if args.source is not None or args.destination is not None:
         src, dst = _snapshot_dirs(args)
-        outcome = audit_snapshots(src, dst, args.out, cfg, readiness=True, engine=args.engine)
+        outcome = audit_snapshots(src, dst, args.out, cfg, readiness=True, engine=_engine(args, cfg))
     elif args.config is None:
         raise UsageError("readiness needs --config FILE (live clusters) or --source DIR --destination DIR")
     else:
-        outcome = nightly(cfg, args.out, readiness=True, engine=args.engine)
+        outcome = nightly(cfg, args.out, readiness=True, engine=_engine(args, cfg))
     print_outcome(outcome.summary, outcome.report)
     return outcome.exit_code
 
@@ -145,6 +156,9 @@ def print_outcome(summary: dict[str, object], report: Path) -> None:
         print(
             f"  expected reprocessing: {summary['expected_reprocess_records']} records (group offsets behind)"
         )
+    plan = summary.get("failover_plan")
+    if isinstance(plan, dict):
+        _print_plan(plan)
     print(f"verdict: {summary['verdict']}")
     if rows:
         width = max(len(r[0]) for r in rows)
@@ -155,6 +169,26 @@ def print_outcome(summary: dict[str, object], report: Path) -> None:
     if skipped:
         print(f"  skipped (data not collected): {', '.join(skipped)}")
     print(f"report: {report}")
+
+
+def _print_plan(plan: dict[str, Any]) -> None:
+    """The mm2 failover plan: per group and partition, the offset a failover would set."""
+    print(
+        f"  failover plan (not applied): {plan['groups']} groups, {plan['partitions']} partitions, "
+        f"{plan['reprocess_records']} records to reprocess, {plan['skip_records']} to skip"
+    )
+    print(f"    in {plan['path']}")
+    header = ("group", "topic", "partition", "set offset", "reprocess", "skip")
+    keys = ("group_id", "topic", "partition", "offset", "reprocess_records", "skip_records")
+    _print_table([header, *[tuple(str(r[k]) for k in keys) for r in plan["preview"]]], indent="    ")
+    if plan["partitions"] > len(plan["preview"]):
+        print(f"    ... {plan['partitions'] - len(plan['preview'])} more in plan.json")
+
+
+def _print_table(rows: Sequence[Sequence[str]], indent: str = "") -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print(indent + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -254,9 +288,7 @@ def _print_status(state: object) -> None:
         alive = [is_running(n) for n in c.nodes]
         word = "running" if all(alive) else ("stopped" if not any(alive) else "degraded")
         rows.append((c.name, c.bootstrap, c.cluster_id, ",".join(str(n.pid) for n in c.nodes), word))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+    _print_table(rows)
     print(f"kafka {state.kafka_version}; work dir {state.workdir}")
 
 

@@ -49,7 +49,7 @@ def audit_snapshots(
     from audit.validate.readiness import readiness_figures
     from audit.validate.run import run_validation
 
-    _check_mode(cfg, engine, readiness)
+    _check_mode(cfg, engine)
     src_manifest = read_manifest(source, "source")
     dst_manifest = read_manifest(destination, "destination")
     started = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -68,6 +68,12 @@ def audit_snapshots(
     results = run_validation(compared, run_dir, cfg)
     clock.done("validate (Great Expectations)")
     figures = readiness_figures(compared) if readiness else None
+    plan = None
+    if readiness and cfg.mode == "mm2":
+        from audit.report.failover_plan import write_failover_plan
+
+        bootstrap = cfg.destination.bootstrap_servers if cfg.destination else None
+        plan = write_failover_plan(compared.frames["mm2_group_offsets"], run_dir, bootstrap)
     data = collect_report_data(compared)
     clock.done("readiness figures and report data")
     run_info = {
@@ -83,6 +89,8 @@ def audit_snapshots(
         "thresholds": cfg.redacted()["thresholds"],
     }
     summary = build_summary(results, cfg.mode, run_info, figures, _details(source, src_manifest))
+    if plan is not None:
+        summary["failover_plan"] = plan.to_json()
     history = [*load_history(run_dir.parent, exclude=run_dir), {"dir": run_dir.name, **summary}]
     report = render_report(
         summary,
@@ -97,15 +105,10 @@ def audit_snapshots(
     return RunOutcome(run_dir, summary, report)
 
 
-def _check_mode(cfg: AuditConfig, engine: Engine, readiness: bool) -> None:
+def _check_mode(cfg: AuditConfig, engine: Engine) -> None:
     """Before any work: what this version cannot judge must not look like it ran."""
     if cfg.mode != "mm2":
         return
-    if readiness:
-        raise ConfigError(
-            "mode 'mm2': the readiness check (failover preconditions and the checkpoint plan) is "
-            "not implemented yet in this version; 'mirror-audit audit' and 'nightly' audit mm2"
-        )
     if engine != "spark":
         raise ConfigError("mode 'mm2' runs on the Spark engine only in this version: use --engine spark")
 
@@ -149,7 +152,7 @@ def nightly(
     from audit.collect.snapshot import import_dependencies, take_snapshots
     from audit.validate.gx import import_in_background
 
-    _check_mode(cfg, engine, readiness)
+    _check_mode(cfg, engine)
     run_dir = out or new_run_dir(cfg)
     import_dependencies()
     import_in_background()  # GX's import overlaps the snapshot's network waits

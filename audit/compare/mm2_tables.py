@@ -151,6 +151,7 @@ def compare_group_offsets(
         F.col("upstream_offset").alias("ckpt_upstream_offset"),
         F.col("downstream_offset").alias("ckpt_downstream_offset"),
         F.col("timestamp_ms").alias("ckpt_timestamp_ms"),
+        F.col("max_downstream_offset").alias("ckpt_max_downstream_offset"),
     )
     mirrored = dst_partitions.select(F.col("topic").alias("remote_topic"), "partition").withColumn(
         "mirrored", F.lit(True)
@@ -186,8 +187,93 @@ def compare_group_offsets(
         .withColumn("has_checkpoint", F.col("ckpt_upstream_offset").isNotNull())
         .withColumn("staleness_records", F.col("src_committed_offset") - F.col("ckpt_upstream_offset"))
         .withColumn("fresh", F.col("staleness_records") == 0)
+        # What consumers would read again after a failover to the checkpoint: the commits
+        # since the checkpoint, plus what MM2's conservative translation gave away.
+        .withColumn(
+            "reprocess_records",
+            F.greatest(F.lit(0), F.col("staleness_records"))
+            + F.greatest(
+                F.lit(0),
+                F.coalesce(F.col("ckpt_max_downstream_offset") - F.col("ckpt_downstream_offset"), F.lit(0)),
+            ),
+        )
+        # An over-translated checkpoint moves consumers past records they never read.
+        .withColumn(
+            "skip_records",
+            F.greatest(
+                F.lit(0),
+                F.coalesce(F.col("ckpt_downstream_offset") - F.col("ckpt_max_downstream_offset"), F.lit(0)),
+            ),
+        )
         .withColumn("sync_expected", F.lit(mm2.sync_group_offsets) & ~F.col("dst_active"))
         .withColumn(
             "synced_matches", F.col("dst_committed_offset").eqNullSafe(F.col("ckpt_downstream_offset"))
         )
+    )
+
+
+def compare_partitions(src_partitions: Any, dst_partitions: Any, syncs: Any | None, cfg: AuditConfig) -> Any:
+    """One row per in-scope source partition with its replica and latest offset sync: how
+    many records are not replicated yet, and whether the replica holds records the mirror
+    did not write (MM2-READY-1).
+
+    The replica's position in source offsets is the latest sync's upstream offset plus what
+    the replica gained since that sync: upstream + (replica LEO - sync downstream).
+    """
+    from pyspark.sql import functions as F
+
+    mm2 = cfg.mirror.mm2
+    dparts = dst_partitions.select(
+        F.col("topic").alias("remote_topic"),
+        "partition",
+        F.col("log_start_offset").alias("dst_log_start_offset"),
+        F.col("high_watermark").alias("dst_high_watermark"),
+    )
+    p = (
+        src_partitions.select(
+            "topic",
+            "partition",
+            F.col("log_start_offset").alias("src_log_start_offset"),
+            F.col("high_watermark").alias("src_high_watermark"),
+            F.col("last_stable_offset").alias("src_last_stable_offset"),
+        )
+        .withColumn("in_scope", topic_in_scope(F.col("topic"), cfg.scope))
+        .withColumn("remote_topic", _remote_topic(F.col("topic"), mm2))
+        .join(dparts, ["remote_topic", "partition"], "left")
+        .withColumn("dst_present", F.col("dst_high_watermark").isNotNull())
+    )
+    if syncs is None:
+        p = p.withColumn("sync_upstream_offset", F.lit(None).cast("long")).withColumn(
+            "sync_downstream_offset", F.lit(None).cast("long")
+        )
+    else:
+        latest = syncs.groupBy("topic", "partition").agg(
+            F.max(F.struct("upstream_offset", "downstream_offset")).alias("sync")
+        )
+        p = p.join(
+            latest.select(
+                "topic",
+                "partition",
+                F.col("sync.upstream_offset").alias("sync_upstream_offset"),
+                F.col("sync.downstream_offset").alias("sync_downstream_offset"),
+            ),
+            ["topic", "partition"],
+            "left",
+        )
+    mirrored_upstream = F.col("sync_upstream_offset") + (
+        F.col("dst_high_watermark") - F.col("sync_downstream_offset")
+    )
+    return (
+        p.withColumn("has_sync", F.col("sync_upstream_offset").isNotNull())
+        .withColumn("unreplicated_records", F.col("src_high_watermark") - mirrored_upstream)
+        # No sync yet: replicated only if the source holds nothing to replicate.
+        .withColumn(
+            "fully_replicated",
+            F.when(F.col("has_sync"), F.col("unreplicated_records") <= 0).otherwise(
+                F.col("src_high_watermark") == F.col("src_log_start_offset")
+            ),
+        )
+        # More on the replica than the mirror wrote: another producer, or re-delivered duplicates.
+        .withColumn("only_mirror_writes", F.col("unreplicated_records") >= 0)
+        .withColumn("src_quiet", F.col("src_last_stable_offset") == F.col("src_high_watermark"))
     )

@@ -25,7 +25,7 @@ from audit.snapshot import Role, read_manifest, read_table
 log = logging.getLogger(__name__)
 
 TABLES = ("partitions", "topics", "group_offsets", "groups")
-MM2_TABLES = ("mm2_syncs", "mm2_checkpoints", "mm2_group_offsets")
+MM2_TABLES = ("mm2_partitions", "mm2_syncs", "mm2_checkpoints", "mm2_group_offsets")
 
 # "spark": the distributed jobs (nightly and offline audits, any cluster size).
 # "local": pandas in this process (readiness: an answer in seconds, no JVM to start).
@@ -100,7 +100,12 @@ def run_compare(spark: Any, source: Path, destination: Path, run_dir: Path, cfg:
 def run_compare_mm2(spark: Any, source: Path, destination: Path, run_dir: Path, cfg: AuditConfig) -> Compared:
     """Mode mm2 (Spark): MirrorMaker 2's syncs and checkpoints against both clusters. A table
     whose input was not collected is written empty, so its invariants come out skipped."""
-    from audit.compare.mm2_tables import compare_checkpoints, compare_group_offsets, compare_syncs
+    from audit.compare.mm2_tables import (
+        compare_checkpoints,
+        compare_group_offsets,
+        compare_partitions,
+        compare_syncs,
+    )
     from audit.schemas import spark_schema
 
     src, _ = load_frames(spark, source, "source")
@@ -123,6 +128,7 @@ def run_compare_mm2(spark: Any, source: Path, destination: Path, run_dir: Path, 
             df.write.mode("overwrite").parquet(path)
             return spark.read.parquet(path)
 
+        write("mm2_partitions", compare_partitions(src.partitions, dst.partitions, syncs, cfg))
         no_syncs = spark.createDataFrame([], spark_schema("mm2_offset_syncs"))
         write("mm2_syncs", compare_syncs(no_syncs if syncs is None else syncs, cfg))
         ckpts = write("mm2_checkpoints", compare_checkpoints(checkpoints, syncs, dst.partitions, cfg))

@@ -22,6 +22,8 @@ class ReadinessFigures:
 
 
 def readiness_figures(compared: Compared) -> ReadinessFigures:
+    if "mm2_partitions" in compared.frames:
+        return _mm2(compared.frames["mm2_partitions"], compared.frames["mm2_group_offsets"])
     if compared.engine == "local":
         return _local(compared.frames["partitions"], compared.frames["group_offsets"])
     return _spark(compared.frames["partitions"], compared.frames["group_offsets"])
@@ -50,3 +52,18 @@ def _local(partitions: Any, group_offsets: Any) -> ReadinessFigures:
     ]
     reprocess = (-synced["sync_delta"]).clip(lower=0)
     return ReadinessFigures(int(loss.sum()), int(reprocess.sum()))
+
+
+def _mm2(partitions: Any, group_offsets: Any) -> ReadinessFigures:
+    """Mode mm2: loss is what the replicas have not received (a partition without any
+    offset sync loses all it retains); reprocessing is what translating each group's latest
+    checkpoint makes its consumers read again."""
+    from pyspark.sql import functions as F
+
+    unreplicated = F.when(F.col("has_sync"), F.greatest(F.lit(0), F.col("unreplicated_records"))).otherwise(
+        F.col("src_high_watermark") - F.col("src_log_start_offset")
+    )
+    loss = partitions.where("in_scope").agg(F.coalesce(F.sum(unreplicated), F.lit(0)).alias("x")).first()["x"]
+    moving = group_offsets.where("in_scope AND mirrored AND has_checkpoint AND NOT dst_active")
+    reprocess = moving.agg(F.coalesce(F.sum("reprocess_records"), F.lit(0)).alias("x")).first()["x"]
+    return ReadinessFigures(int(loss), int(reprocess))

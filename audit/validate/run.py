@@ -43,6 +43,16 @@ INDEX_COLUMNS = {
         "dst_active",
     ],
     "groups": ["group_id", "classification", "src_state", "dst_state", "dst_member_count"],
+    "mm2_partitions": [
+        "topic",
+        "partition",
+        "src_high_watermark",
+        "src_last_stable_offset",
+        "dst_high_watermark",
+        "sync_upstream_offset",
+        "sync_downstream_offset",
+        "unreplicated_records",
+    ],
     "mm2_syncs": [
         "topic",
         "partition",

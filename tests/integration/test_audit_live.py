@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -17,12 +15,7 @@ from confluent_kafka.cimpl import NewTopic
 from audit.sandbox.cluster import start_node, stop_node
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, commit_offsets, produce
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "audit.cli", *args], capture_output=True, text=True, timeout=600, check=False
-    )
+from tests.cli import run_cli
 
 
 def _config(tmp: Path, sandbox: SandboxState, extra: str = "") -> Path:
@@ -83,7 +76,7 @@ def test_snapshot_is_read_only(sandbox: SandboxState, tmp_path: Path) -> None:
     p.produce(topic, b"open", partition=0)
     p.flush(30)
     before = {n: _cluster_state(sandbox.cluster(n).bootstrap) for n in ("source", "destination")}
-    proc = _cli("snapshot", "--config", str(_config(tmp_path, sandbox)), "--out", str(tmp_path / "snap"))
+    proc = run_cli("snapshot", "--config", str(_config(tmp_path, sandbox)), "--out", str(tmp_path / "snap"))
     p.abort_transaction(30)
     assert proc.returncode == 0, proc.stderr
     after = {n: _cluster_state(sandbox.cluster(n).bootstrap) for n in ("source", "destination")}
@@ -106,7 +99,7 @@ def test_unreachable_cluster_is_a_one_line_error(tmp_path: Path) -> None:
         "destination:\n  bootstrap_servers: 127.0.0.1:1\n  timeout_seconds: 3\n"
     )
     started = time.monotonic()
-    proc = _cli("snapshot", "--config", str(cfg), "--out", str(tmp_path / "snap"))
+    proc = run_cli("snapshot", "--config", str(cfg), "--out", str(tmp_path / "snap"))
     assert proc.returncode == 2
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith(
@@ -137,7 +130,9 @@ def test_source_epoch_bump_is_caught_as_cm_epoch_1(sandbox: SandboxState, tmp_pa
     finally:
         start_node(sandbox, "source", 2)
     scope = f"scope:\n  topics:\n    include: ['{topic}']\n  groups:\n    include: ['{group}']\n"
-    proc = _cli("nightly", "--config", str(_config(tmp_path, sandbox, scope)), "--out", str(tmp_path / "run"))
+    proc = run_cli(
+        "nightly", "--config", str(_config(tmp_path, sandbox, scope)), "--out", str(tmp_path / "run")
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     inv = summary["invariants"]
@@ -153,7 +148,7 @@ def test_source_epoch_bump_is_caught_as_cm_epoch_1(sandbox: SandboxState, tmp_pa
     assert (tmp_path / "run" / "validation" / "data_docs" / "index.html").exists()
     # The pre-failover check on the live clusters (its default, in-process engine): NO-GO.
     cfg = _config(tmp_path, sandbox, scope)
-    ready = _cli("readiness", "--config", str(cfg), "--out", str(tmp_path / "ready"))
+    ready = run_cli("readiness", "--config", str(cfg), "--out", str(tmp_path / "ready"))
     assert ready.returncode == 1, ready.stdout + ready.stderr
     assert "readiness: NO-GO" in ready.stdout
     ready_summary = json.loads((tmp_path / "ready" / "summary.json").read_text())
@@ -200,7 +195,9 @@ def test_offset_lag_retention_epoch_group_and_scope_faults_caught(
         f"scope:\n  topics:\n    include: ['.*-{run}', 'app{run}-.*']\n"
         f"  groups:\n    include: ['.*-{run}', 'app{run}']\n    exclude: ['private-{run}']\n"
     )
-    proc = _cli("nightly", "--config", str(_config(tmp_path, sandbox, scope)), "--out", str(tmp_path / "run"))
+    proc = run_cli(
+        "nightly", "--config", str(_config(tmp_path, sandbox, scope)), "--out", str(tmp_path / "run")
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     inv = json.loads((tmp_path / "run" / "summary.json").read_text())["invariants"]
 
@@ -219,7 +216,7 @@ def test_offset_lag_retention_epoch_group_and_scope_faults_caught(
     assert inv["CM-EPOCH-1"]["status"] == "pass"
     # Readiness's in-process engine judges the same live snapshots exactly as Spark did.
     run_dir = tmp_path / "run"
-    ready = _cli(
+    ready = run_cli(
         "readiness",
         "--source",
         str(run_dir / "source"),

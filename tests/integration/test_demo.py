@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli import run_cli
 
 INJECTED_FAILURES = {"CM-TOPIC-1", "CM-EPOCH-1", "CM-GROUP-1", "CM-GROUP-2"}
 # CM-EPOCH-2 warns as a consequence of the epoch fault (DLE below SLE is also short of headroom).
@@ -15,22 +15,14 @@ INJECTED_WARNINGS = {"CM-TXN-1", "CM-EPOCH-2"}
 
 
 def _demo(tmp_path: Path, *flags: str) -> tuple[int, dict[str, object], str]:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "audit.cli",
-            "demo",
-            *flags,
-            "--out",
-            str(tmp_path / "run"),
-            "--workdir",
-            str(tmp_path / "sandbox"),
-        ],
-        capture_output=True,
-        text=True,
+    proc = run_cli(
+        "demo",
+        *flags,
+        "--out",
+        str(tmp_path / "run"),
+        "--workdir",
+        str(tmp_path / "sandbox"),
         timeout=900,
-        check=False,
         cwd=tmp_path,
     )
     summary = (

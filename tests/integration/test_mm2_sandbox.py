@@ -24,6 +24,7 @@ from audit.sandbox.cluster import run_tool
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, commit_offsets, create_topic, produce
 from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord, read_records
+from tests.cli import run_cli
 
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 FORMATTERS = "org.apache.kafka.connect.mirror.formatters."
@@ -38,13 +39,7 @@ def _snapshot(sandbox: SandboxState, tmp: Path, name: str) -> tuple[Path, Path]:
         "  timeout_seconds: 30\n"
     )
     out = tmp / name
-    proc = subprocess.run(
-        [sys.executable, "-m", "audit.cli", "snapshot", "--config", str(cfg), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    proc = run_cli("snapshot", "--config", str(cfg), "--out", str(out), timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out / "source", out / "destination"
 
@@ -224,13 +219,7 @@ def test_audit_of_the_real_mirror_maker_catches_its_faults(
         f"scope:\n  topics:\n    include: ['mm2-{run}-(audit|cut)']\n"
         f"  groups:\n    include: ['mm2g-{run}-(ok|cut)', 'other-{run}']\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-m", "audit.cli", "nightly", "--config", str(cfg), "--out", str(tmp_path / "run")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    proc = run_cli("nightly", "--config", str(cfg), "--out", str(tmp_path / "run"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     inv = json.loads((tmp_path / "run" / "summary.json").read_text())["invariants"]
     statuses = {k: v["status"] for k, v in inv.items()}
@@ -243,3 +232,49 @@ def test_audit_of_the_real_mirror_maker_catches_its_faults(
         assert statuses[healthy] == "pass", inv[healthy]
     assert statuses["MM2-GROUP-1"] == "skipped"  # group offset sync is off in this MirrorMaker 2
     assert (tmp_path / "run" / "report" / "index.html").exists()
+
+    # Readiness on the same live clusters: NO-GO, and a failover plan Kafka's own tool reads.
+    ready = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "audit.cli",
+            "readiness",
+            "--config",
+            str(cfg),
+            "--out",
+            str(tmp_path / "ready"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert ready.returncode == 1, ready.stdout + ready.stderr
+    assert "readiness: NO-GO" in ready.stdout and "failover plan (not applied)" in ready.stdout
+    plan_dir = tmp_path / "ready" / "failover-plan"
+    ok_csv = plan_dir / "groups" / f"{ok_group}.csv"
+    (line,) = ok_csv.read_text().splitlines()
+    remote_ok = mm2.remote_topic(ok_topic, mm2.Mm2Options())
+    ok_ckpt = [c for c in _checkpoints(tmp_path / "ready" / "destination", ok_group) if c.topic == remote_ok]
+    assert line == f"{remote_ok},0,{max(ok_ckpt, key=lambda c: c.record_offset).downstream_offset}"
+    dry_run = run_tool(
+        sandbox,
+        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+        [
+            "--bootstrap-server",
+            dst_bootstrap,
+            "--group",
+            ok_group,
+            "--reset-offsets",
+            "--from-file",
+            str(ok_csv),
+            "--dry-run",
+        ],
+        timeout=120,
+    )
+    assert dry_run.returncode == 0, dry_run.stdout + dry_run.stderr
+    new_offset = line.rsplit(",", 1)[1]
+    assert re.search(
+        rf"{re.escape(ok_group)}\s+{re.escape(remote_ok)}\s+0\s+{new_offset}\b", dry_run.stdout
+    ), dry_run.stdout

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -15,6 +13,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from audit.sandbox.cluster import run_tool
 from audit.sandbox.state import SandboxState, load_state, process_start_ticks
 from audit.sandbox.traffic import Record, create_topic, produce, read_partition
+from tests.cli import run_cli
 
 
 def _topic(prefix: str) -> str:
@@ -104,17 +103,6 @@ def test_kafka_own_tools_run_from_the_sandbox_jars(sandbox: SandboxState) -> Non
     assert f"{topic}:0:7" in proc.stdout.split()
 
 
-def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "audit.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        check=False,
-    )
-
-
 def _port_bindable(port: int) -> bool:
     import socket
 
@@ -128,7 +116,7 @@ def _port_bindable(port: int) -> bool:
 
 def test_cli_up_status_down_leaves_nothing_behind(tmp_path: Path) -> None:
     env = {**os.environ, "MIRROR_AUDIT_SANDBOX_DIR": str(tmp_path / "sb")}
-    up = _cli("sandbox", "up", env=env)
+    up = run_cli("sandbox", "up", env=env)
     assert up.returncode == 0, up.stderr
     state = load_state(tmp_path / "sb")
     assert state is not None
@@ -136,11 +124,11 @@ def test_cli_up_status_down_leaves_nothing_behind(tmp_path: Path) -> None:
         nodes = [n for c in state.clusters for n in c.nodes]
         assert all(process_start_ticks(n.pid) == n.start_ticks for n in nodes)
 
-        again = _cli("sandbox", "up", env=env)  # harmless while running
+        again = run_cli("sandbox", "up", env=env)  # harmless while running
         assert again.returncode == 0, again.stderr
         assert load_state(tmp_path / "sb") == state
 
-        status = _cli("sandbox", "status", env=env)
+        status = run_cli("sandbox", "status", env=env)
         assert status.returncode == 0
         for c in state.clusters:
             line = next(ln for ln in status.stdout.splitlines() if ln.startswith(c.name))
@@ -148,7 +136,7 @@ def test_cli_up_status_down_leaves_nothing_behind(tmp_path: Path) -> None:
             assert all(str(n.pid) in line for n in c.nodes)
             assert c.bootstrap.startswith("127.0.0.1:")
     finally:
-        down = _cli("sandbox", "down", env=env)
+        down = run_cli("sandbox", "down", env=env)
     assert down.returncode == 0, down.stderr
     for n in nodes:
         assert process_start_ticks(n.pid) is None, f"broker pid {n.pid} still running"
@@ -157,7 +145,7 @@ def test_cli_up_status_down_leaves_nothing_behind(tmp_path: Path) -> None:
             assert _port_bindable(n.controller_port)
         assert not (Path(n.node_dir) / "data").exists()
     assert load_state(tmp_path / "sb") is None
-    assert "not running" in _cli("sandbox", "status", env=env).stdout
+    assert "not running" in run_cli("sandbox", "status", env=env).stdout
 
 
 def test_taken_port_is_a_clear_error(tmp_path: Path) -> None:
@@ -168,7 +156,7 @@ def test_taken_port_is_a_clear_error(tmp_path: Path) -> None:
         s.listen()
         port = s.getsockname()[1]
         env = {**os.environ, "MIRROR_AUDIT_SANDBOX_DIR": str(tmp_path / "sb")}
-        proc = _cli("sandbox", "up", "--source-port", str(port), env=env)
+        proc = run_cli("sandbox", "up", "--source-port", str(port), env=env)
     assert proc.returncode == 2
     assert f"port 127.0.0.1:{port} for the source cluster is taken" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -3,6 +3,7 @@ the invariant that owns it; a healthy pair passes; what was not collected is ski
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,11 @@ from audit.pipeline import audit_snapshots
 from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord
 from tests.snapshots import group, offset, part, write_pair
 
-CFG = parse_config("mode: mm2\nmirror:\n  mm2:\n    sync_group_offsets: true\n", env={})
+CFG = parse_config(
+    "mode: mm2\nmirror:\n  mm2:\n    sync_group_offsets: true\n"
+    "scope:\n  topics:\n    exclude: ['local-only']\n",
+    env={},
+)
 REMOTE = "source.orders"
 
 
@@ -49,8 +54,11 @@ def _pair(root: Path, faulty: bool) -> tuple[Path, Path]:
         offset("g1", 20, topic=REMOTE, partition=1),
         offset("g2", 40, topic=REMOTE, partition=0),
         offset("g3", 25, topic=REMOTE, partition=1),
-        offset("g5", 10, topic=REMOTE, partition=0),  # g5 is live on the target: its own offset
+        offset("g5", 30, topic=REMOTE, partition=0),
     ]
+    src_parts = [part("orders", 0), part("orders", 1), part("local-only")]
+    dst_parts = [part(REMOTE, 0), part(REMOTE, 1, log_start_offset=20 if faulty else 0)]
+    dst_groups = [group(g) for g in ("g1", "g2", "g3", "g4", "g5")]
     if faulty:
         syncs.append(sync(0, 40, 60, 2))  # MM2-SYNC-1: upstream went back
         checkpoints[2] = ckpt("g1", 1, 20, 25, 2)  # MM2-CKPT-3: best sync (10, 10) allows 20
@@ -62,13 +70,19 @@ def _pair(root: Path, faulty: bool) -> tuple[Path, Path]:
         src_offsets.append(offset("g4", 10, partition=0))  # MM2-CKPT-4 fails: no checkpoint
         dst_offsets[1] = offset("g1", 25, topic=REMOTE, partition=1)  # keeps GROUP-1 on g1 p1 clean
         dst_offsets[3] = offset("g3", 7, topic=REMOTE, partition=1)  # MM2-GROUP-1: not the checkpoint's 5
-    groups = [group(g) for g in ("g1", "g2", "g3", "g4", "g5")]
+        # MM2-READY-1: g5 is live on the target (its own offset there, never judged by
+        # MM2-GROUP-1), and "late" has 10 records the replica has not received.
+        dst_groups[4] = group("g5", "STABLE", 1)
+        dst_offsets[4] = offset("g5", 10, topic=REMOTE, partition=0)
+        src_parts.append(part("late", 0, high_watermark=30))
+        dst_parts.append(part("source.late", 0, high_watermark=20))
+        syncs.append(Mm2OffsetSyncRecord("late", 0, 0, 0, 0, 9, 1009))
     return write_pair(
         root,
-        [part("orders", 0), part("orders", 1), part("local-only")],
-        [part(REMOTE, 0), part(REMOTE, 1, log_start_offset=20 if faulty else 0)],
-        src_groups=groups,
-        dst_groups=[*groups[:4], group("g5", "STABLE", 1)],
+        src_parts,
+        dst_parts,
+        src_groups=[group(g) for g in ("g1", "g2", "g3", "g4", "g5")],
+        dst_groups=dst_groups,
         src_offsets=src_offsets,
         dst_offsets=dst_offsets,
         src_syncs=syncs,
@@ -80,11 +94,17 @@ def _pair(root: Path, faulty: bool) -> tuple[Path, Path]:
 def faulty(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("mm2-faulty")
     src, dst = _pair(root, faulty=True)
-    return audit_snapshots(src, dst, root / "run", CFG).summary
+    return audit_snapshots(src, dst, root / "run", CFG, readiness=True).summary
 
 
 def _keys(checks: list[dict[str, Any]], severity: str, *cols: str) -> set[tuple[Any, ...]]:
-    return {tuple(e[c] for c in cols) for c in checks if c["severity"] == severity for e in c["examples"]}
+    """The examples' keys; a missing key column reads as the row's topic (mixed-table invariants)."""
+    return {
+        tuple(e.get(c, e.get("topic")) for c in cols)
+        for c in checks
+        if c["severity"] == severity
+        for e in c["examples"]
+    }
 
 
 @pytest.mark.parametrize(
@@ -96,6 +116,7 @@ def _keys(checks: list[dict[str, Any]], severity: str, *cols: str) -> set[tuple[
         ("MM2-CKPT-3", {("g1", 1, 2)}, ("group_id", "partition", "record_offset")),
         ("MM2-CKPT-4", {("g4", "orders", 0)}, ("group_id", "topic", "partition")),
         ("MM2-GROUP-1", {("g3", 1)}, ("group_id", "partition")),
+        ("MM2-READY-1", {("g5", 0), ("late", 0)}, ("group_id", "partition")),
     ],
 )
 def test_each_mm2_fault_caught_by_its_invariant(
@@ -113,10 +134,26 @@ def test_stale_checkpoint_warns(faulty: dict[str, Any]) -> None:
 
 
 def test_mm2_summary_contract(faulty: dict[str, Any]) -> None:
-    assert faulty["verdict"] == "FAIL"
-    assert faulty["mode"] == "mm2"
-    assert faulty["invariants"]["MM2-READY-1"]["status"] == "skipped"
+    assert (faulty["verdict"], faulty["mode"], faulty["readiness"]) == ("FAIL", "mm2", "NO-GO")
     assert not any(k.startswith("CM-") for k in faulty["invariants"])
+    assert faulty["expected_loss_records"] == 10  # "late": 30 on the source, 20 replicated
+    # Reprocessing after translating the latest checkpoints (groups inactive on the target),
+    # staleness plus what the translation gave away against the syncs' bound: g1 p0 55 of 60
+    # (5); g1 p1 over-translated (0, it skips 5 instead); g2 stale by 5 and 40 of 60 (the
+    # backwards sync (40, 60) sets that bound: 20); g3 5 of 15 (10); g4 has no checkpoint.
+    assert faulty["expected_reprocess_records"] == 5 + 0 + (5 + 20) + 10
+    plan = faulty["failover_plan"]
+    assert (plan["groups"], plan["skip_records"]) == (4, 5)  # g1 p1 was over-translated by 5
+
+
+def test_failover_plan_files_can_be_read_by_kafka_tooling(faulty: dict[str, Any]) -> None:
+    plan_dir = Path(faulty["failover_plan"]["path"])
+    assert (plan_dir / "groups" / "g1.csv").read_text() == f"{REMOTE},0,55\n{REMOTE},1,25\n"
+    commands = (plan_dir / "commands.txt").read_text()
+    assert "--group 'g1' --reset-offsets --from-file 'groups/g1.csv' --dry-run" in commands
+    assert "--execute" not in commands.replace("replace --dry-run with --execute", "")
+    rows = json.loads((plan_dir / "plan.json").read_text())["rows"]
+    assert len(rows) == faulty["failover_plan"]["partitions"]
 
 
 def test_healthy_mm2_pair_passes(spark: Any, tmp_path: Path) -> None:
@@ -132,14 +169,14 @@ def test_without_mm2_tables_every_mm2_invariant_is_skipped(spark: Any, tmp_path:
     src, dst = write_pair(tmp_path, [part("orders")], [part(REMOTE)], src_offsets=[offset("g", 1)])
     outcome = audit_snapshots(src, dst, tmp_path / "run", CFG)
     statuses = {k: v["status"] for k, v in outcome.summary["invariants"].items()}
-    # No checkpoints at all: the group's missing checkpoint is a finding, not a skip.
+    # No checkpoints and no offset syncs at all: the group's missing checkpoint and the
+    # partition no sync shows replicated are findings, not skips.
     assert statuses.pop("MM2-CKPT-4") == "fail"
+    assert statuses.pop("MM2-READY-1") == "fail"
     assert set(statuses.values()) == {"skipped"}, statuses
 
 
-def test_mm2_readiness_and_local_engine_are_refused(tmp_path: Path) -> None:
+def test_mm2_local_engine_is_refused(tmp_path: Path) -> None:
     src, dst = write_pair(tmp_path, [part("orders")], [part(REMOTE)])
-    with pytest.raises(ConfigError, match="readiness"):
-        audit_snapshots(src, dst, tmp_path / "r1", CFG, readiness=True, engine="spark")
     with pytest.raises(ConfigError, match="Spark engine only"):
         audit_snapshots(src, dst, tmp_path / "r2", CFG, engine="local")

@@ -23,29 +23,17 @@ def test_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--out" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(
-    ("command", "reason"),
-    [(["readiness"], "readiness check"), (["audit", "--engine", "local"], "Spark engine only")],
-)
-def test_what_mm2_mode_cannot_do_yet_is_refused_up_front_with_exit_2(
-    command: list[str], reason: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("command", ["audit", "readiness", "nightly"])
+def test_mm2_on_the_local_engine_is_refused_up_front_with_exit_2(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cfg = tmp_path / "mm2.yaml"
     cfg.write_text("mode: mm2\n")
-    args = [
-        *command,
-        "--config",
-        str(cfg),
-        "--source",
-        "s",
-        "--destination",
-        "d",
-        "--out",
-        str(tmp_path / "r"),
-    ]
+    dirs = [] if command == "nightly" else ["--source", "s", "--destination", "d"]
+    args = [command, "--engine", "local", "--config", str(cfg), *dirs, "--out", str(tmp_path / "r")]
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert "mode 'mm2'" in err and reason in err
+    assert "mode 'mm2'" in err and "Spark engine only" in err
     assert not (tmp_path / "r").exists()  # refused before any output was written
 
 
