@@ -194,7 +194,12 @@ def _print_table(rows: Sequence[Sequence[str]], indent: str = "") -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     from audit.sandbox.demo import run_demo
 
-    outcome = run_demo(healthy=args.healthy, out=args.out, keep=args.keep, workdir=args.workdir)
+    if args.mode == "mm2":
+        from audit.sandbox.demo_mm2 import run_mm2_demo
+
+        outcome = run_mm2_demo(healthy=args.healthy, out=args.out, keep=args.keep, workdir=args.workdir)
+    else:
+        outcome = run_demo(healthy=args.healthy, out=args.out, keep=args.keep, workdir=args.workdir)
     print_outcome(outcome.summary, outcome.report)
     return outcome.exit_code
 
@@ -334,6 +339,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="run the sandbox end to end on the embedded default")
     p.add_argument("--healthy", action="store_true", help="inject no faults")
+    p.add_argument(
+        "--mode",
+        choices=("cluster-mirroring", "mm2"),
+        default="cluster-mirroring",
+        help="the offset-preserving emulator (default) or a real MirrorMaker 2",
+    )
     _add_out(p, False, "run directory")
     p.add_argument("--keep", action="store_true", help="leave the sandbox running afterwards")
     _add_workdir(p)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from audit.compare.scope import group_in_scope, topic_in_scope
+from audit.compare.scope import group_in_scope, mm2_topic_in_scope
 from audit.compare.tables import ACTIVE_STATES
 from audit.config import AuditConfig, Mm2Config
 
@@ -45,7 +45,7 @@ def compare_syncs(syncs: Any, cfg: AuditConfig) -> Any:
         F.col("downstream_offset") >= F.col("prev_downstream_offset")
     )
     return (
-        syncs.withColumn("in_scope", topic_in_scope(F.col("topic"), cfg.scope))
+        syncs.withColumn("in_scope", mm2_topic_in_scope(F.col("topic"), cfg.scope))
         .withColumn("prev_upstream_offset", F.lag("upstream_offset").over(w))
         .withColumn("prev_downstream_offset", F.lag("downstream_offset").over(w))
         .withColumn("monotonic", F.coalesce(forward, F.lit(True)))
@@ -77,7 +77,8 @@ def compare_checkpoints(checkpoints: Any, syncs: Any | None, dst_partitions: Any
         checkpoints.withColumn("source_topic", _source_topic(F.col("topic"), mm2))
         .withColumn(
             "in_scope",
-            group_in_scope(F.col("group_id"), cfg.scope) & topic_in_scope(F.col("source_topic"), cfg.scope),
+            group_in_scope(F.col("group_id"), cfg.scope)
+            & mm2_topic_in_scope(F.col("source_topic"), cfg.scope),
         )
         .withColumn("prev_upstream_offset", F.lag("upstream_offset").over(w))
         .withColumn("prev_downstream_offset", F.lag("downstream_offset").over(w))
@@ -176,7 +177,7 @@ def compare_group_offsets(
         .withColumn("remote_topic", _remote_topic(F.col("topic"), mm2))
         .withColumn(
             "in_scope",
-            group_in_scope(F.col("group_id"), cfg.scope) & topic_in_scope(F.col("topic"), cfg.scope),
+            group_in_scope(F.col("group_id"), cfg.scope) & mm2_topic_in_scope(F.col("topic"), cfg.scope),
         )
         .join(mirrored, ["remote_topic", "partition"], "left")
         .withColumn("mirrored", F.coalesce(F.col("mirrored"), F.lit(False)))
@@ -237,7 +238,7 @@ def compare_partitions(src_partitions: Any, dst_partitions: Any, syncs: Any | No
             F.col("high_watermark").alias("src_high_watermark"),
             F.col("last_stable_offset").alias("src_last_stable_offset"),
         )
-        .withColumn("in_scope", topic_in_scope(F.col("topic"), cfg.scope))
+        .withColumn("in_scope", mm2_topic_in_scope(F.col("topic"), cfg.scope))
         .withColumn("remote_topic", _remote_topic(F.col("topic"), mm2))
         .join(dparts, ["remote_topic", "partition"], "left")
         .withColumn("dst_present", F.col("dst_high_watermark").isNotNull())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from audit.config import INTERNAL_TOPIC_PATTERNS, PatternSet, ScopeConfig
+from audit.config import INTERNAL_TOPIC_PATTERNS, MM2_INTERNAL_TOPIC_PATTERNS, PatternSet, ScopeConfig
 
 
 def _any_match(col: Any, patterns: tuple[str, ...]) -> Any:
@@ -23,6 +23,14 @@ def topic_in_scope(col: Any, scope: ScopeConfig) -> Any:
     flag = pattern_column(col, scope.topics)
     if not scope.include_internal_topics:
         flag = flag & ~_any_match(col, INTERNAL_TOPIC_PATTERNS)
+    return flag
+
+
+def mm2_topic_in_scope(col: Any, scope: ScopeConfig) -> Any:
+    """Mode mm2: also leaves out MirrorMaker 2's heartbeats topics and their replicas."""
+    flag = topic_in_scope(col, scope)
+    if not scope.include_internal_topics:
+        flag = flag & ~_any_match(col, MM2_INTERNAL_TOPIC_PATTERNS)
     return flag
 
 

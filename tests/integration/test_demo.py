@@ -72,3 +72,24 @@ def test_demo(tmp_path: Path, healthy: bool) -> None:
     assert any(t["side"] == "partition" and t["topic"] == "orders" and t["partition"] == 1 for t in txns)
     report = (tmp_path / "run" / "report" / "index.html").read_text()
     assert "demo-left-open" in report
+
+
+@pytest.mark.parametrize("healthy", [True, False], ids=["healthy", "faulty"])
+def test_mm2_demo(tmp_path: Path, healthy: bool) -> None:
+    """The same flow with a real MirrorMaker 2: healthy passes every mm2 invariant; the faulty
+    run fails exactly MM2-CKPT-2 (records deleted past a checkpoint on the target) and
+    MM2-READY-1 (a group live on the target)."""
+    code, summary, output = _demo(tmp_path, "--mode", "mm2", *(["--healthy"] if healthy else []))
+    assert summary, output[-3000:]
+    assert summary["mode"] == "mm2"
+    assert not (tmp_path / "sandbox" / "state.json").exists()  # torn down, MirrorMaker 2 too
+    statuses = {k: v["status"] for k, v in summary["invariants"].items()}
+    if healthy:
+        assert code == 0, output[-3000:]
+        assert set(statuses.values()) == {"pass"}, statuses  # MM2-GROUP-1 included: sync is on
+        return
+    assert code == 1, output[-3000:]
+    assert _by_status(summary, "fail") == {"MM2-CKPT-2", "MM2-READY-1"}, statuses
+    inv = summary["invariants"]
+    assert {e["group_id"] for e in inv["MM2-CKPT-2"]["examples"]} == {"analytics"}
+    assert "billing" in {e.get("group_id") for e in inv["MM2-READY-1"]["examples"]}
