@@ -41,10 +41,10 @@ INTERNAL_TOPIC_PATTERNS: tuple[str, ...] = (
     r"connect-(configs|offsets|status)",
 )
 
-# MirrorMaker 2's own topics besides the *.internal ones: its heartbeats (written all the
-# time, so never "quiet") and their replicas. Out of scope in mode mm2 unless
-# scope.include_internal_topics.
-MM2_INTERNAL_TOPIC_PATTERNS: tuple[str, ...] = (r"heartbeats", r".*\.heartbeats", r"mm2-.*")
+# MirrorMaker 2's own topics besides the *.internal ones (offset syncs, checkpoints, its
+# connect topics): its heartbeats (written all the time, so never "quiet") and their
+# replicas. Out of scope in mode mm2 unless scope.include_internal_topics.
+MM2_INTERNAL_TOPIC_PATTERNS: tuple[str, ...] = (r"heartbeats", r".*\.heartbeats")
 
 _ENV_REF = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 

@@ -157,6 +157,12 @@ def compare_group_offsets(
     mirrored = dst_partitions.select(F.col("topic").alias("remote_topic"), "partition").withColumn(
         "mirrored", F.lit(True)
     )
+    replica_range = dst_partitions.select(
+        F.col("topic").alias("remote_topic"),
+        "partition",
+        F.col("log_start_offset").alias("dst_log_start_offset"),
+        F.col("high_watermark").alias("dst_high_watermark"),
+    )
     target = dst_offsets.select(
         "group_id",
         F.col("topic").alias("remote_topic"),
@@ -183,6 +189,7 @@ def compare_group_offsets(
         .withColumn("mirrored", F.coalesce(F.col("mirrored"), F.lit(False)))
         .join(latest, keys, "left")
         .join(target, keys, "left")
+        .join(replica_range, ["remote_topic", "partition"], "left")
         .join(states, ["group_id"], "left")
         .withColumn("dst_active", active)
         .withColumn("has_checkpoint", F.col("ckpt_upstream_offset").isNotNull())
@@ -209,6 +216,11 @@ def compare_group_offsets(
         .withColumn("sync_expected", F.lit(mm2.sync_group_offsets) & ~F.col("dst_active"))
         .withColumn(
             "synced_matches", F.col("dst_committed_offset").eqNullSafe(F.col("ckpt_downstream_offset"))
+        )
+        .withColumn(
+            "dst_offset_in_range",
+            (F.col("dst_committed_offset") >= F.col("dst_log_start_offset"))
+            & (F.col("dst_committed_offset") <= F.col("dst_high_watermark")),
         )
     )
 

@@ -83,6 +83,8 @@ INDEX_COLUMNS = {
         "ckpt_downstream_offset",
         "staleness_records",
         "dst_committed_offset",
+        "dst_log_start_offset",
+        "dst_high_watermark",
         "dst_active",
     ],
 }
@@ -118,7 +120,9 @@ def run_validation(
         if checks:
             results.append(fold(inv.id, inv.statement, checks))
         else:
-            results.append(skipped(inv.id, inv.statement, f"not collected: needs {inv.needs}"))
+            results.append(
+                skipped(inv.id, inv.statement, inv.not_applicable or f"not collected: needs {inv.needs}")
+            )
     for unknown, checks in by_invariant.items():  # an operator's own invariant IDs are kept, not dropped
         results.append(fold(unknown, checks[0].description, checks))
     atomic_write_json(run_dir / "validation" / "results.json", {r.id: r.to_json() for r in results})

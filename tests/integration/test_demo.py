@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from audit.validate.catalogue import CM_IN_MM2, MM2
 from tests.cli import run_cli
 
 INJECTED_FAILURES = {"CM-TOPIC-1", "CM-EPOCH-1", "CM-GROUP-1", "CM-GROUP-2"}
@@ -86,7 +87,11 @@ def test_mm2_demo(tmp_path: Path, healthy: bool) -> None:
     statuses = {k: v["status"] for k, v in summary["invariants"].items()}
     if healthy:
         assert code == 0, output[-3000:]
-        assert set(statuses.values()) == {"pass"}, statuses  # MM2-GROUP-1 included: sync is on
+        # Every mm2 invariant and the CM ones that apply under translation; MM2-GROUP-1
+        # included, group offset sync is on.
+        expected = {i.id for i in MM2} | set(CM_IN_MM2)
+        assert {k for k, s in statuses.items() if s == "pass"} == expected, statuses
+        assert set(statuses.values()) == {"pass", "skipped"}, statuses
         return
     assert code == 1, output[-3000:]
     assert _by_status(summary, "fail") == {"MM2-CKPT-2", "MM2-READY-1"}, statuses

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import TopicPartition
@@ -154,7 +155,7 @@ def test_checkpoints_and_offset_syncs_decode_as_mirror_maker_prints_them(
     ] == [(f"{s.topic}-{s.partition}", s.upstream_offset, s.downstream_offset) for s in sync_p0]
 
 
-def test_restart_keeps_history_and_corrupt_records_are_counted(
+def test_restart_keeps_history_monotonic_and_a_stopped_mirror_goes_stale(
     sandbox: SandboxState, mirror_maker: str, tmp_path: Path
 ) -> None:
     run = mirror_maker
@@ -172,7 +173,7 @@ def test_restart_keeps_history_and_corrupt_records_are_counted(
     commit_offsets(src_bootstrap, group, {(topic, 0): 35})
     # Garbage in the checkpoints topic (the sandbox writing, as a broken producer would).
     produce(dst_bootstrap, "source.checkpoints.internal", [Record(b"\x00", b"\x01")], partition=0)
-    _, dst = _wait_for_checkpoint(sandbox, tmp_path, group, topic, 35)
+    src, dst = _wait_for_checkpoint(sandbox, tmp_path, group, topic, 35)
 
     history = sorted(_checkpoints(dst, group), key=lambda c: c.record_offset)
     assert {c.upstream_offset for c in history} >= {10, 35}  # before and after the restart, both kept
@@ -180,6 +181,38 @@ def test_restart_keeps_history_and_corrupt_records_are_counted(
     note = manifest["notes"]["mm2_checkpoints"]
     assert note["corrupt"] >= 1
     assert note["decoded"] + note["corrupt"] + sum(note["unknown_version"].values()) == note["records"]
+
+    cfg = tmp_path / "scope.yaml"
+    cfg.write_text(
+        "mode: mm2\nspark:\n  master: local[2]\n  conf:\n    spark.sql.shuffle.partitions: '2'\n"
+        f"scope:\n  topics:\n    include: ['{topic}']\n  groups:\n    include: ['{group}']\n"
+    )
+
+    def audit(src: Path, dst: Path, out: str) -> dict[str, Any]:
+        proc = run_cli(
+            "audit", "--source", str(src), "--destination", str(dst), "--config", str(cfg), "--out", out
+        )
+        assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+        return json.loads((Path(out) / "summary.json").read_text())["invariants"]  # type: ignore[no-any-return]
+
+    # Across the restart, the offset syncs and checkpoints only moved forward.
+    inv = audit(src, dst, str(tmp_path / "after-restart"))
+    assert (inv["MM2-SYNC-1"]["status"], inv["MM2-CKPT-1"]["status"]) == ("pass", "pass"), inv
+    assert inv["MM2-CKPT-4"]["status"] == "pass"
+
+    # The group moves on while MirrorMaker 2 is down: its checkpoint goes stale (a warning).
+    options = mm2.load(sandbox)
+    assert options is not None
+    mm2.stop(sandbox)
+    try:
+        commit_offsets(src_bootstrap, group, {(topic, 0): 38})
+        src, dst = _snapshot(sandbox, tmp_path, "while-stopped")
+        inv = audit(src, dst, str(tmp_path / "stale"))
+        assert inv["MM2-CKPT-4"]["status"] == "warn", inv["MM2-CKPT-4"]
+        (stale,) = next(c for c in inv["MM2-CKPT-4"]["checks"] if c["severity"] == "warn")["examples"]
+        assert (stale["group_id"], stale["staleness_records"]) == (group, 3)
+    finally:
+        mm2.start(sandbox, options.options)
 
 
 def test_audit_of_the_real_mirror_maker_catches_its_faults(

@@ -13,6 +13,7 @@ from audit.config import parse_config
 from audit.errors import ConfigError
 from audit.pipeline import audit_snapshots
 from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord
+from audit.validate.catalogue import CM_IN_MM2, MM2
 from tests.snapshots import group, offset, part, write_pair
 
 CFG = parse_config(
@@ -21,6 +22,7 @@ CFG = parse_config(
     env={},
 )
 REMOTE = "source.orders"
+NOT_APPLICABLE = "assumes equal offsets on both clusters: not applicable in mode mm2"
 
 
 def sync(partition: int, up: int, down: int, rec: int) -> Mm2OffsetSyncRecord:
@@ -135,7 +137,10 @@ def test_stale_checkpoint_warns(faulty: dict[str, Any]) -> None:
 
 def test_mm2_summary_contract(faulty: dict[str, Any]) -> None:
     assert (faulty["verdict"], faulty["mode"], faulty["readiness"]) == ("FAIL", "mm2", "NO-GO")
-    assert not any(k.startswith("CM-") for k in faulty["invariants"])
+    for inv_id, inv in faulty["invariants"].items():
+        if inv_id.startswith("CM-") and inv_id not in CM_IN_MM2:
+            assert (inv["status"], inv["reason"]) == ("skipped", NOT_APPLICABLE), inv_id
+    assert faulty["invariants"]["CM-TOPIC-1"]["status"] == "pass"
     assert faulty["expected_loss_records"] == 10  # "late": 30 on the source, 20 replicated
     # Reprocessing after translating the latest checkpoints (groups inactive on the target),
     # staleness plus what the translation gave away against the syncs' bound: g1 p0 55 of 60
@@ -161,7 +166,7 @@ def test_healthy_mm2_pair_passes(spark: Any, tmp_path: Path) -> None:
     outcome = audit_snapshots(src, dst, tmp_path / "run", CFG)
     statuses = {k: v["status"] for k, v in outcome.summary["invariants"].items()}
     assert outcome.summary["verdict"] == "PASS", statuses
-    assert all(s == "pass" for k, s in statuses.items() if k != "MM2-READY-1"), statuses
+    assert {k for k, s in statuses.items() if s == "pass"} == {i.id for i in MM2} | set(CM_IN_MM2)
     assert outcome.report.exists()
 
 
@@ -173,6 +178,7 @@ def test_without_mm2_tables_every_mm2_invariant_is_skipped(spark: Any, tmp_path:
     # partition no sync shows replicated are findings, not skips.
     assert statuses.pop("MM2-CKPT-4") == "fail"
     assert statuses.pop("MM2-READY-1") == "fail"
+    assert statuses.pop("CM-TOPIC-1") == "pass"  # the replica exists
     assert set(statuses.values()) == {"skipped"}, statuses
 
 
