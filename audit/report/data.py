@@ -112,16 +112,38 @@ def _records(df: Any, columns: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
 
 
 def _mm2(frames: dict[str, Any]) -> ReportData:
-    """Mode mm2 has no per-partition lag or epoch charts yet: the totals say what was checked."""
-    offsets = frames["mm2_group_offsets"]
+    """Mode mm2: the lag chart shows unreplicated records per partition (from the offset
+    syncs); there are no leader-epoch or group-position charts under translation."""
+    from pyspark.sql import functions as F
+
+    parts = frames["mm2_partitions"].where("in_scope")
+    t = parts.agg(
+        F.count("*").alias("partitions"),
+        F.coalesce(F.sum(F.greatest(F.lit(0), F.col("unreplicated_records"))), F.lit(0)).alias("lag"),
+        F.sum(F.col("dst_present").cast("int")).alias("mirrored"),
+    ).first()
+    lag = (
+        parts.where("has_sync")
+        .orderBy(F.desc("unreplicated_records"), "topic", "partition")
+        .limit(CHART_ROWS)
+        .select(
+            "topic",
+            "partition",
+            F.col("unreplicated_records").alias("lag_records"),
+            F.lit(None).cast("double").alias("lag_seconds"),
+            "src_high_watermark",
+            "dst_high_watermark",
+        )
+    )
     return ReportData(
         totals={
-            "partitions": frames["mm2_syncs"].select("topic", "partition").distinct().count(),
-            "total_lag_records": None,  # not measured in mm2 mode yet: shown as absent, never 0
-            "mirrored_partitions": None,
-            "group_partitions": offsets.where("in_scope").count(),
+            "partitions": int(t["partitions"] or 0),
+            "total_lag_records": int(t["lag"] or 0),
+            "mirrored_partitions": int(t["mirrored"] or 0),
+            "group_partitions": frames["mm2_group_offsets"].where("in_scope").count(),
         },
-        lag=(),
+        lag=_rows(lag),
         epochs=(),
         group_positions=(),
     )
+

@@ -8,7 +8,8 @@ then runs the nightly audit in mode mm2. Without ``--healthy`` two faults come f
 
 - billing: a consumer of the group runs on the target during the audit (MM2-READY-1);
 - payments: records are deleted on the target past the checkpoint of the analytics group,
-  so that checkpoint points below the replica's log start (MM2-CKPT-2).
+  so that checkpoint points below the replica's log start (MM2-CKPT-2), and so does the
+  offset MirrorMaker 2 already synced into the target group (CM-GROUP-2).
 """
 
 from __future__ import annotations

@@ -78,7 +78,8 @@ def test_demo(tmp_path: Path, healthy: bool) -> None:
 @pytest.mark.parametrize("healthy", [True, False], ids=["healthy", "faulty"])
 def test_mm2_demo(tmp_path: Path, healthy: bool) -> None:
     """The same flow with a real MirrorMaker 2: healthy passes every mm2 invariant; the faulty
-    run fails exactly MM2-CKPT-2 (records deleted past a checkpoint on the target) and
+    run fails exactly MM2-CKPT-2 and CM-GROUP-2 (records deleted on the target past the
+    analytics checkpoint, which MirrorMaker 2 had already synced into the target group) and
     MM2-READY-1 (a group live on the target)."""
     code, summary, output = _demo(tmp_path, "--mode", "mm2", *(["--healthy"] if healthy else []))
     assert summary, output[-3000:]
@@ -94,7 +95,10 @@ def test_mm2_demo(tmp_path: Path, healthy: bool) -> None:
         assert set(statuses.values()) == {"pass", "skipped"}, statuses
         return
     assert code == 1, output[-3000:]
-    assert _by_status(summary, "fail") == {"MM2-CKPT-2", "MM2-READY-1"}, statuses
+    assert _by_status(summary, "fail") == {"MM2-CKPT-2", "MM2-READY-1", "CM-GROUP-2"}, statuses
     inv = summary["invariants"]
     assert {e["group_id"] for e in inv["MM2-CKPT-2"]["examples"]} == {"analytics"}
+    # The synced target offset (the checkpoint's downstream, 40) now lies below the replica's
+    # log start (45): consumers failing over would hit OffsetOutOfRange.
+    assert {(e["group_id"], e["topic"]) for e in inv["CM-GROUP-2"]["examples"]} == {("analytics", "payments")}
     assert "billing" in {e.get("group_id") for e in inv["MM2-READY-1"]["examples"]}

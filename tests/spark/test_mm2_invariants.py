@@ -142,6 +142,7 @@ def test_mm2_summary_contract(faulty: dict[str, Any]) -> None:
             assert (inv["status"], inv["reason"]) == ("skipped", NOT_APPLICABLE), inv_id
     assert faulty["invariants"]["CM-TOPIC-1"]["status"] == "pass"
     assert faulty["expected_loss_records"] == 10  # "late": 30 on the source, 20 replicated
+    assert faulty["run"]["total_lag_records"] == 10
     # Reprocessing after translating the latest checkpoints (groups inactive on the target),
     # staleness plus what the translation gave away against the syncs' bound: g1 p0 55 of 60
     # (5); g1 p1 over-translated (0, it skips 5 instead); g2 stale by 5 and 40 of 60 (the
@@ -167,7 +168,9 @@ def test_healthy_mm2_pair_passes(spark: Any, tmp_path: Path) -> None:
     statuses = {k: v["status"] for k, v in outcome.summary["invariants"].items()}
     assert outcome.summary["verdict"] == "PASS", statuses
     assert {k for k, s in statuses.items() if s == "pass"} == {i.id for i in MM2} | set(CM_IN_MM2)
-    assert outcome.report.exists()
+    report = outcome.report.read_text()
+    assert "Records not yet replicated" in report and "Epoch headroom" not in report
+    assert outcome.summary["run"]["total_lag_records"] == 0
 
 
 def test_without_mm2_tables_every_mm2_invariant_is_skipped(spark: Any, tmp_path: Path) -> None:
