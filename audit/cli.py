@@ -58,6 +58,14 @@ def _add_workdir(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_role(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--role",
+        choices=("source", "destination"),
+        help="which side the data is (required for a new directory; checked against an existing snapshot)",
+    )
+
+
 def _add_engine(p: argparse.ArgumentParser, default: str) -> None:
     p.set_defaults(default_engine=default)
     p.add_argument(
@@ -202,6 +210,67 @@ def cmd_demo(args: argparse.Namespace) -> int:
         outcome = run_demo(healthy=args.healthy, out=args.out, keep=args.keep, workdir=args.workdir)
     print_outcome(outcome.summary, outcome.report)
     return outcome.exit_code
+
+
+def cmd_segments_scan(args: argparse.Namespace) -> int:
+    from audit.collect.batches import write_batch_scan
+    from audit.collect.segments import ScanOptions, scan_segments
+    from audit.config import redact_uri
+    from audit.spark_session import build_spark
+
+    cfg = _config(args)
+    paths = [str(p) for p in args.paths]
+    for p in paths:
+        if "://" not in p and not Path(p).exists():
+            raise UsageError(f"segment path {p} does not exist")
+    opts = ScanOptions(deep=args.deep, split_bytes=args.split_bytes or cfg.segments.split_bytes)
+    spark = build_spark(cfg.spark)
+    scanned, duplicates = scan_segments(spark, paths, opts, cfg.scope)
+    note = {
+        "read": "files",
+        "paths": [redact_uri(p) for p in paths],
+        "deep": opts.deep,
+        "duplicate_copies_ignored": [redact_uri(d) for d in duplicates],
+    }
+    note = write_batch_scan(spark, scanned, args.out, args.role, note)
+    _print_scan(note, args.out)
+    return ExitCode.OK
+
+
+def cmd_segments_fetch(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from audit.collect.batches import collect_batches
+    from audit.config import BatchSourceConfig
+    from audit.spark_session import build_spark
+
+    cfg = _config(args)
+    wire = BatchSourceConfig(read="wire")
+    seg = cfg.segments
+    seg = replace(
+        seg,
+        source=wire if args.role == "source" else seg.source,
+        destination=wire if args.role == "destination" else seg.destination,
+        deep=args.deep or seg.deep,
+    )
+    cfg = replace(cfg, segments=seg)
+    cfg.cluster(args.role)
+    note = collect_batches(build_spark(cfg.spark), cfg, args.role, args.out)
+    _print_scan(note, args.out)
+    return ExitCode.OK
+
+
+def _print_scan(note: dict[str, Any], out: Path) -> None:
+    issues = note.get("issues") or {}
+    print(
+        f"{note['batches']} batches, {note['markers']} markers written to {out} "
+        f"({'CRC-32C verified' if note.get('deep') else 'headers only'})"
+    )
+    if issues:
+        print("  scan issues: " + ", ".join(f"{kind} {n}" for kind, n in sorted(issues.items())))
+        print(f"  details: {out / 'batch_scan_issues.parquet'}")
+    for d in note.get("duplicate_copies_ignored") or []:
+        print(f"  ignored a second copy of a partition: {d}")
 
 
 def cmd_sandbox_up(args: argparse.Namespace) -> int:
@@ -349,6 +418,55 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true", help="leave the sandbox running afterwards")
     _add_workdir(p)
     p.set_defaults(handler=cmd_demo)
+
+    seg = sub.add_parser(
+        "segments",
+        help="collect record batches and markers for the batch-level checks (CM-DATA-2, CM-TXN-2/3)",
+    )
+    segsub = seg.add_subparsers(dest="segments_command", metavar="ACTION", required=True)
+    p = segsub.add_parser(
+        "scan",
+        help="read Kafka log segment files (<topic>-<partition>/*.log) in Spark tasks into a snapshot "
+        "directory",
+    )
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="segment files or directories above them (a broker's log dir, a backup; any path Spark "
+        "can list)",
+    )
+    _add_out(
+        p,
+        True,
+        "snapshot directory to add batches.parquet, markers.parquet and batch_scan_issues.parquet to "
+        "(a new directory becomes a snapshot of its own, its partitions derived from the segments)",
+    )
+    _add_role(p)
+    p.add_argument("--deep", action="store_true", help="recompute every batch's CRC-32C (reads every byte)")
+    p.add_argument(
+        "--split-bytes",
+        type=int,
+        metavar="N",
+        help="bytes of segment per Spark task (default: segments.split_bytes, 128 MiB)",
+    )
+    _add_config(p)
+    p.set_defaults(handler=cmd_segments_scan)
+
+    p = segsub.add_parser(
+        "fetch",
+        help="read the same batches from a live cluster over the Fetch protocol (no consumer group) "
+        "into its snapshot",
+    )
+    _add_config(p, required=True)
+    p.add_argument("--role", choices=("source", "destination"), required=True, help="which cluster to read")
+    _add_out(
+        p,
+        True,
+        "that cluster's snapshot directory (from 'mirror-audit snapshot'): its offset ranges are read",
+    )
+    p.add_argument("--deep", action="store_true", help="recompute every batch's CRC-32C")
+    p.set_defaults(handler=cmd_segments_fetch)
 
     sb = sub.add_parser("sandbox", help="the local two-cluster Kafka sandbox (real brokers, loopback)")
     sbsub = sb.add_subparsers(dest="sandbox_command", metavar="ACTION", required=True)

@@ -54,6 +54,14 @@ def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key))
 
 
+_USERINFO = re.compile(r"(//)[^/@\s]+@")
+
+
+def redact_uri(uri: str) -> str:
+    """A path or URI without credentials (``s3a://key:secret@bucket`` -> ``s3a://***@bucket``)."""
+    return _USERINFO.sub(r"\1***@", uri)
+
+
 def redact_properties(props: Mapping[str, str]) -> dict[str, str]:
     """A copy of client properties with every secret value replaced by ``***``."""
     return {k: (REDACTED if is_secret_key(k) else v) for k, v in props.items()}
@@ -177,8 +185,39 @@ class MirrorConfig:
     # KIP-1279 Cluster Mirroring keeps source topic IDs; Cluster Linking and the sandbox
     # emulator do not, so CM-TOPIC-1 compares topic IDs only when this is true.
     preserves_topic_ids: bool = False
+    # Whether destination batches keep the source batches' partition leader epochs (the
+    # field outside the CRC). KIP-1279's current design does; the sandbox emulator cannot.
+    # CM-EPOCH-4 compares the epochs per batch only when this is true.
+    preserves_batch_epochs: bool = False
     # mode: mm2 only.
     mm2: Mm2Config = field(default_factory=Mm2Config)
+
+
+@dataclass(frozen=True)
+class BatchSourceConfig:
+    """Where one side's record batches come from for the batch-level checks: ``wire``
+    (Fetch requests to the live cluster, no consumer group), ``files`` (log segment files
+    under ``paths``, any path Spark can list: a broker's log dirs, a backup, object
+    storage) or ``none``."""
+
+    read: Literal["none", "wire", "files"] = "none"
+    paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SegmentsConfig:
+    """Batch-level collection for the nightly job (CM-DATA-2, CM-TXN-2, CM-TXN-3,
+    CM-EPOCH-4). Off unless a side says where to read."""
+
+    source: BatchSourceConfig = field(default_factory=BatchSourceConfig)
+    destination: BatchSourceConfig = field(default_factory=BatchSourceConfig)
+    deep: bool = False  # recompute every batch's CRC-32C (reads every byte)
+    split_bytes: int = 128 * 1024 * 1024  # files: bytes of segment per Spark task
+    split_offsets: int = 1_000_000  # wire: offsets of a partition per Spark task
+    fetch_max_bytes: int = 8 * 1024 * 1024  # wire: bytes asked for per Fetch request
+
+    def enabled(self) -> bool:
+        return self.source.read != "none" or self.destination.read != "none"
 
 
 @dataclass(frozen=True)
@@ -203,6 +242,7 @@ class AuditConfig:
     scope: ScopeConfig = field(default_factory=ScopeConfig)
     thresholds: Thresholds = field(default_factory=Thresholds)
     mirror: MirrorConfig = field(default_factory=MirrorConfig)
+    segments: SegmentsConfig = field(default_factory=SegmentsConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
 
@@ -424,6 +464,17 @@ def _check(obj: Any, path: str) -> None:
                 raise _KeyProblem(_join(path, name), "must not be empty")
         if obj.source_alias == obj.target_alias:
             raise _KeyProblem(_join(path, "target_alias"), "must differ from source_alias")
+    elif isinstance(obj, BatchSourceConfig):
+        if obj.read == "files" and not obj.paths:
+            raise _KeyProblem(_join(path, "paths"), "read: files needs at least one path")
+        if obj.read != "files" and obj.paths:
+            raise _KeyProblem(
+                _join(path, "paths"), f"paths are only read with read: files (read is {obj.read!r})"
+            )
+    elif isinstance(obj, SegmentsConfig):
+        for name in ("split_bytes", "split_offsets", "fetch_max_bytes"):
+            if getattr(obj, name) < 1:
+                raise _KeyProblem(_join(path, name), "must be positive")
     elif isinstance(obj, ClusterConfig):
         if not obj.bootstrap_servers.strip():
             raise _KeyProblem(_join(path, "bootstrap_servers"), "must not be empty")

@@ -88,7 +88,12 @@ def audit_snapshots(
         "total_lag_records": data.totals["total_lag_records"],
         "thresholds": cfg.redacted()["thresholds"],
     }
-    summary = build_summary(results, cfg.mode, run_info, figures, _details(source, src_manifest))
+    details = _details(source, src_manifest)
+    if compared.engine == "spark" and "batch_diffs" in compared.frames:
+        from audit.report.data import first_batch_divergence
+
+        details["CM-DATA-2"] = {"first_divergence": first_batch_divergence(compared)}
+    summary = build_summary(results, cfg.mode, run_info, figures, details)
     if plan is not None:
         summary["failover_plan"] = plan.to_json()
     history = [*load_history(run_dir.parent, exclude=run_dir), {"dir": run_dir.name, **summary}]
@@ -157,4 +162,22 @@ def nightly(
     import_dependencies()
     import_in_background()  # GX's import overlaps the snapshot's network waits
     src, dst = take_snapshots(cfg, run_dir)
+    if cfg.segments.enabled() and not readiness:
+        _collect_batches(cfg, src, dst)
     return audit_snapshots(src, dst, run_dir, cfg, readiness=readiness, engine=engine)
+
+
+def _collect_batches(cfg: AuditConfig, src: Path, dst: Path) -> None:
+    """The nightly job's batch-level collection (``segments`` in the config), destination
+    first like the snapshot. Readiness never waits for it: batch scans take minutes."""
+    from audit.collect.batches import collect_batches
+    from audit.spark_session import build_spark
+
+    spark = build_spark(cfg.spark)
+    for role, directory in (("destination", dst), ("source", src)):
+        side = cfg.segments.destination if role == "destination" else cfg.segments.source
+        if side.read != "none":
+            note = collect_batches(spark, cfg, role, directory)  # type: ignore[arg-type]
+            log.info(
+                "%s: %d batches, %d markers collected (%s)", role, note["batches"], note["markers"], side.read
+            )

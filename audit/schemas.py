@@ -87,6 +87,63 @@ SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
         _c("record_offset", "int64", False),
         _c("timestamp_ms", "int64"),
     ),
+    # Optional: record batch headers, from log segment files or from Fetch responses
+    # (audit/collect/segments.py, audit/collect/wire.py). One row per batch, control
+    # batches included; ``file``/``position`` are null for batches read over the wire.
+    "batches": (
+        _c("topic", "string", False),
+        _c("partition", "int32", False),
+        _c("base_offset", "int64", False),
+        _c("last_offset", "int64", False),
+        _c("partition_leader_epoch", "int32", False),
+        _c("magic", "int32", False),
+        _c("crc", "int64", False),  # the stored CRC-32C (unsigned 32 bits)
+        _c("attributes", "int32", False),
+        _c("compression", "string", False),  # none | gzip | snappy | lz4 | zstd
+        _c("timestamp_type", "string", False),  # CreateTime | LogAppendTime
+        _c("is_transactional", "boolean", False),
+        _c("is_control", "boolean", False),
+        _c("producer_id", "int64", False),
+        _c("producer_epoch", "int32", False),
+        _c("base_sequence", "int32", False),
+        _c("record_count", "int32", False),
+        _c("size_bytes", "int32", False),
+        _c("first_timestamp_ms", "int64", False),
+        _c("max_timestamp_ms", "int64", False),
+        _c("crc_valid", "boolean"),  # deep scans only: the CRC-32C recomputed over the bytes
+        _c("control_type", "int32"),  # control batches: 0 ABORT, 1 COMMIT, other codes kept
+        _c("control_version", "int32"),
+        _c("coordinator_epoch", "int32"),
+        _c("file", "string"),
+        _c("position", "int64"),
+    ),
+    # Optional: the control records (transaction markers), one per control batch.
+    "markers": (
+        _c("topic", "string", False),
+        _c("partition", "int32", False),
+        _c("offset", "int64", False),
+        _c("marker", "string"),  # ABORT | COMMIT | PID_RESET | UNKNOWN(n); null if undecodable
+        _c("control_type", "int32"),
+        _c("control_version", "int32"),
+        _c("coordinator_epoch", "int32"),
+        _c("producer_id", "int64", False),
+        _c("producer_epoch", "int32", False),
+        _c("partition_leader_epoch", "int32", False),
+        _c("timestamp_ms", "int64", False),
+        _c("file", "string"),
+        _c("position", "int64"),
+    ),
+    # Optional: what a batch scan could not read (truncated, garbage, CRC mismatch, old
+    # format, empty segment, missing index, fetch errors), with file and byte position.
+    "batch_scan_issues": (
+        _c("topic", "string"),
+        _c("partition", "int32"),
+        _c("file", "string"),
+        _c("position", "int64"),
+        _c("kind", "string", False),
+        _c("severity", "string", False),  # error | warn | info
+        _c("detail", "string", False),
+    ),
 }
 
 REQUIRED_TABLES = ("partitions", "groups", "group_offsets")

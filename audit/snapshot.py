@@ -195,7 +195,12 @@ def check_table(directory: str | Path, table: str) -> bool:
             raise InputError(f"{path} is missing from the snapshot")
         return False
     try:
-        schema = pq.read_schema(path)
+        if path.is_dir():  # written by Spark (the batch tables): a directory of part files
+            import pyarrow.dataset as ds
+
+            schema = ds.dataset(path, format="parquet").schema
+        else:
+            schema = pq.read_schema(path)
     except Exception as exc:  # pyarrow raises several types for corrupt files
         raise InputError(f"{path} is not a readable Parquet file: {exc}") from exc
     names = set(schema.names)

@@ -37,7 +37,13 @@ def build_spark(cfg: SparkConfig) -> Any:
     # on the host's network); a cluster master keeps whatever spark-submit set.
     defaults = dict(_DEFAULTS)
     if cfg.master.startswith("local"):
+        import sys
+
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # Python tasks (the batch and record scans) run in this interpreter's environment,
+        # where this package and its dependencies are installed, not in whatever python3
+        # is first on the PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         # Spark's 200 shuffle partitions are for clusters; on one machine a few per core do.
         defaults["spark.sql.shuffle.partitions"] = str(max(2, 2 * (os.cpu_count() or 1)))
     builder = SparkSession.builder.master(cfg.master).appName(cfg.app_name)

@@ -25,6 +25,10 @@ from audit.snapshot import Role, read_manifest, read_table
 log = logging.getLogger(__name__)
 
 TABLES = ("partitions", "topics", "group_offsets", "groups")
+# Written only when the snapshots carry what they compare (record batches and markers
+# from a segments scan or a fetch); absent, their invariants are skipped as not collected.
+BATCH_TABLES = ("batch_diffs", "marker_diffs", "txn_closure", "scan_issues")
+OPTIONAL_TABLES = BATCH_TABLES
 MM2_TABLES = ("mm2_partitions", "mm2_syncs", "mm2_checkpoints", "mm2_group_offsets")
 
 # "spark": the distributed jobs (nightly and offline audits, any cluster size).
@@ -93,8 +97,52 @@ def run_compare(spark: Any, source: Path, destination: Path, run_dir: Path, cfg:
         group_offsets = write("group_offsets", compare_group_offsets(src, dst, cfg))
         write("topics", compare_topics(partitions, cfg))
         write("groups", compare_groups(group_offsets, partitions, cfg))
-    paths = {name: run_dir / "compare" / f"{name}.parquet" for name in TABLES}
+        written = list(TABLES) + _compare_batches(spark, source, destination, src, dst, cfg, write)
+    paths = {name: run_dir / "compare" / f"{name}.parquet" for name in written}
     return Compared("spark", paths, {name: spark.read.parquet(str(p)) for name, p in paths.items()})
+
+
+def _compare_batches(
+    spark: Any,
+    source: Path,
+    destination: Path,
+    src: SnapshotFrames,
+    dst: SnapshotFrames,
+    cfg: AuditConfig,
+    write: Any,
+) -> list[str]:
+    """The batch-level tables the snapshots allow: diffs need both sides' batches, the
+    transaction closure either side's. Returns the names written."""
+    from audit.compare.batch_tables import (
+        compare_batches,
+        compare_markers,
+        compare_scan_issues,
+        compare_transactions,
+    )
+
+    src_b = read_table(spark, source, "batches")
+    dst_b = read_table(spark, destination, "batches")
+    written = []
+    if src_b is not None and dst_b is not None:
+        src_m = read_table(spark, source, "markers")
+        dst_m = read_table(spark, destination, "markers")
+        if src_m is None or dst_m is None:
+            raise InputError(
+                f"{source if src_m is None else destination}: batches.parquet without markers.parquet "
+                "(both come from the same scan: rerun it)"
+            )
+        write("batch_diffs", compare_batches(src_b, dst_b, dst.partitions, cfg))
+        write("marker_diffs", compare_markers(src_m, dst_m, src_b, dst_b, cfg))
+        src_i = read_table(spark, source, "batch_scan_issues")
+        dst_i = read_table(spark, destination, "batch_scan_issues")
+        if src_i is not None or dst_i is not None:
+            write("scan_issues", compare_scan_issues(src_i, dst_i, cfg))
+            written.append("scan_issues")
+        written[:0] = ["batch_diffs", "marker_diffs"]
+    if src_b is not None or dst_b is not None:
+        write("txn_closure", compare_transactions(src_b, dst_b, src.partitions, dst.partitions, cfg))
+        written.append("txn_closure")
+    return written
 
 
 def run_compare_mm2(spark: Any, source: Path, destination: Path, run_dir: Path, cfg: AuditConfig) -> Compared:

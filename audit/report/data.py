@@ -147,3 +147,63 @@ def _mm2(frames: dict[str, Any]) -> ReportData:
         group_positions=(),
     )
 
+
+# --------------------------------------------------------------------------- batch level
+
+DIVERGENCE_PARTITIONS = 20
+BATCH_HEADER_FIELDS = (
+    "last_offset",
+    "crc",
+    "producer_id",
+    "producer_epoch",
+    "attributes",
+    "compression",
+    "is_transactional",
+    "is_control",
+    "partition_leader_epoch",
+    "record_count",
+    "size_bytes",
+    "base_sequence",
+    "file",
+    "position",
+)
+
+
+def first_batch_divergence(compared: Compared, limit: int = DIVERGENCE_PARTITIONS) -> list[dict[str, Any]]:
+    """Per partition, the first batch that is not the same on both sides, with both
+    headers side by side ("fields": name, source, destination), at most ``limit``
+    partitions (the worst first: the most differing batches). Empty when batches were not
+    compared."""
+    df = compared.frames.get("batch_diffs")
+    if df is None:
+        return []
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    bad = df.where("in_scope AND batch_status != 'same'")
+    per_partition = Window.partitionBy("topic", "partition")
+    first = (
+        bad.withColumn("n", F.row_number().over(per_partition.orderBy("base_offset")))
+        .withColumn("differing_batches", F.count("*").over(per_partition))
+        .where("n = 1")
+        .orderBy(F.desc("differing_batches"), "topic", "partition")
+        .limit(limit)
+    )
+    out = []
+    for r in first.collect():
+        row = r.asDict()
+        out.append(
+            {
+                "topic": row["topic"],
+                "partition": row["partition"],
+                "base_offset": row["base_offset"],
+                "status": row["batch_status"],
+                "differing_fields": row["differing_fields"],
+                "differing_batches": row["differing_batches"],
+                "fields": [
+                    {"name": f, "source": row.get(f"src_{f}"), "destination": row.get(f"dst_{f}")}
+                    for f in BATCH_HEADER_FIELDS
+                ],
+            }
+        )
+    return out

@@ -73,9 +73,28 @@ CLUSTER_MIRRORING: tuple[Invariant, ...] = (
         "partitions",
     ),
     Invariant("CM-DATA-1", "record-level range checksums equal on the common offset range", "record_chunks"),
-    Invariant("CM-DATA-2", "record batches in the common range are identical", "batches"),
     Invariant(
-        "CM-TXN-2", "transaction markers sit at the same offsets with the same type on both sides", "markers"
+        "CM-DATA-2",
+        "record batches in the common range are identical (base/last offset, CRC, producer "
+        "id/epoch, attributes) and every scanned batch is readable",
+        "batches of both sides (segments scan or fetch)",
+    ),
+    Invariant(
+        "CM-TXN-2",
+        "transaction markers sit at the same offsets with the same type on both sides",
+        "markers of both sides (segments scan or fetch)",
+    ),
+    Invariant(
+        "CM-TXN-3",
+        "every transactional batch below the last stable offset is closed by a marker, and no "
+        "transaction is closed twice",
+        "batches of either side (segments scan or fetch)",
+    ),
+    Invariant(
+        "CM-EPOCH-4",
+        "destination batch leader epochs never exceed DLE; equal to the source's per batch "
+        "where the mirror preserves them",
+        "batches of both sides (segments scan or fetch)",
     ),
     Invariant(
         "CM-FAILOVER-1",

@@ -6,7 +6,15 @@ from pathlib import Path
 import pytest
 
 from audit.cli import main
-from audit.config import AuditConfig, Mm2Config, Thresholds, load_config, parse_config, redact_properties
+from audit.config import (
+    AuditConfig,
+    Mm2Config,
+    SegmentsConfig,
+    Thresholds,
+    load_config,
+    parse_config,
+    redact_properties,
+)
 from audit.errors import ConfigError
 from audit.logs import SecretMask
 
@@ -194,9 +202,22 @@ def test_example_config_is_valid_and_documents_every_key() -> None:
     cfg = load_config(example, env={"SOURCE_KAFKA_PASSWORD": "pw1", "DEST_KAFKA_PASSWORD": "pw2"})
     assert cfg.thresholds == Thresholds()  # the example shows the defaults
     text = example.read_text()
-    for section in ("mode", "source", "destination", "scope", "thresholds", "mirror", "spark", "output"):
+    for section in (
+        "mode",
+        "source",
+        "destination",
+        "scope",
+        "thresholds",
+        "mirror",
+        "segments",
+        "spark",
+        "output",
+    ):
         assert f"\n{section}:" in text
     for key in Thresholds.__dataclass_fields__:
+        assert f"  {key}:" in text
+    assert cfg.segments == SegmentsConfig()  # batch-level collection is off by default
+    for key in SegmentsConfig.__dataclass_fields__:
         assert f"  {key}:" in text
     assert cfg.mirror.mm2 == Mm2Config()  # the mm2 section shows the defaults too
     for key in Mm2Config.__dataclass_fields__:

@@ -1,0 +1,317 @@
+"""Write a batch scan (segments or wire) into a snapshot directory, atomically.
+
+The scan runs once into a staging directory; ``batches``, ``markers`` and
+``batch_scan_issues`` are then cut from it by Spark and renamed into place only when all
+three are complete. Into an existing snapshot (taken by ``mirror-audit snapshot``) the
+tables are added beside the others and the manifest notes what was scanned. Where there is
+no snapshot yet (segment files of a backup, no cluster to ask), a complete
+``mirror-audit-snapshot/1`` is made: its ``partitions`` table is derived from the batches
+(first offset, end offset, last stable offset from unclosed transactions, topic id from
+``partition.metadata`` and leader epoch from ``leader-epoch-checkpoint`` where the files
+hold them), and it has no groups.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from audit.collect.batch_format import CONTROL_TYPES
+from audit.collect.snapshot import utc_now
+from audit.config import AuditConfig, redact_uri
+from audit.errors import ConfigError, InputError
+from audit.fsutil import atomic_directory, atomic_write_json
+from audit.schemas import SNAPSHOT_TABLES
+from audit.snapshot import Role, Snapshot, make_manifest, read_manifest, write_snapshot
+
+log = logging.getLogger(__name__)
+
+BATCH_TABLES = ("batches", "markers", "batch_scan_issues")
+
+
+def _cut(spark: Any, scan_path: str, staging: Path) -> dict[str, int]:
+    """batches, markers and batch_scan_issues from the raw scan; returns their row counts."""
+    from pyspark.sql import functions as F
+
+    from audit.schemas import spark_schema
+
+    scan = spark.read.parquet(scan_path)
+    batch_rows = scan.where(F.col("kind").isNull())
+    batches = batch_rows.select(
+        [F.col(f.name).cast(f.dataType).alias(f.name) for f in spark_schema("batches").fields]
+    )
+    ctype = F.col("control_type")
+    name = F.lit(None).cast("string")
+    for code, word in sorted(CONTROL_TYPES.items(), reverse=True):
+        name = F.when(ctype == code, F.lit(word)).otherwise(name)
+    name = F.when(ctype.isNull(), F.lit(None)).otherwise(
+        F.coalesce(name, F.concat(F.lit("UNKNOWN("), ctype.cast("string"), F.lit(")")))
+    )
+    markers = batch_rows.where("is_control").select(
+        "topic",
+        "partition",
+        F.col("base_offset").alias("offset"),
+        name.alias("marker"),
+        "control_type",
+        "control_version",
+        "coordinator_epoch",
+        "producer_id",
+        "producer_epoch",
+        "partition_leader_epoch",
+        F.col("first_timestamp_ms").alias("timestamp_ms"),
+        "file",
+        "position",
+    )
+    issues = scan.where(F.col("kind").isNotNull()).select(
+        [F.col(f.name).cast(f.dataType).alias(f.name) for f in spark_schema("batch_scan_issues").fields]
+    )
+    counts: dict[str, int] = {}
+    for table, df in (("batches", batches), ("markers", markers), ("batch_scan_issues", issues)):
+        df.write.mode("overwrite").parquet(str(staging / f"{table}.parquet"))
+        counts[table] = spark.read.parquet(str(staging / f"{table}.parquet")).count()
+    return counts
+
+
+def issue_summary(spark: Any, staging: Path) -> dict[str, int]:
+    rows = spark.read.parquet(str(staging / "batch_scan_issues.parquet")).groupBy("kind").count().collect()
+    return {r["kind"]: int(r["count"]) for r in rows}
+
+
+@contextmanager
+def _staging(parent: Path) -> Iterator[Path]:
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".batches.", suffix=".partial", dir=parent))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _replace_dir(src: Path, target: Path) -> None:
+    """Put ``src`` at ``target``, replacing what was there (a file or a directory)."""
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        os.replace(target, old)
+    os.replace(src, target)
+    if old is not None:
+        if old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink(missing_ok=True)
+
+
+def write_batch_scan(
+    spark: Any,
+    scanned: Any,
+    directory: Path,
+    role: Role | None,
+    note: dict[str, Any],
+) -> dict[str, Any]:
+    """Run the scan and land its tables in ``directory``; returns the manifest note.
+
+    ``role`` is required when ``directory`` is not a snapshot yet (its manifest says
+    otherwise); when it is one, a differing ``role`` is an error."""
+    existing = (directory / "manifest.json").exists()
+    if existing:
+        manifest = read_manifest(directory, role)
+        with _staging(directory.parent) as staging:
+            counts = _run(spark, scanned, staging)
+            note = {**note, **counts, "issues": issue_summary(spark, staging), "finished_at": utc_now()}
+            for table in BATCH_TABLES:
+                _replace_dir(staging / f"{table}.parquet", directory / f"{table}.parquet")
+        manifest.setdefault("notes", {})["batches"] = note
+        atomic_write_json(directory / "manifest.json", manifest)
+        return note
+    if directory.exists() and any(directory.iterdir()):
+        raise InputError(
+            f"{directory} exists but is not a snapshot (no manifest.json): give a new directory "
+            "or a snapshot taken by 'mirror-audit snapshot'"
+        )
+    if role is None:
+        raise InputError(f"{directory} is not a snapshot yet: say which side it is with --role")
+    started = utc_now()
+    with _staging(directory.parent) as staging:
+        counts = _run(spark, scanned, staging)
+        note = {**note, **counts, "issues": issue_summary(spark, staging), "finished_at": utc_now()}
+        partitions = derived_partitions(spark, staging)
+        with atomic_directory(directory) as tmp:
+            manifest = make_manifest(
+                role,
+                None,
+                started,
+                utc_now(),
+                scope={"derived_from": "log segments"},
+                client={},
+                notes={
+                    "batches": note,
+                    "partitions": "derived from log segments: log_start_offset is the first batch's "
+                    "base offset, high_watermark the end of the last complete batch",
+                },
+            )
+            write_snapshot(tmp / "base", Snapshot(manifest, partitions))
+            for entry in (tmp / "base").iterdir():
+                os.replace(entry, tmp / entry.name)
+            (tmp / "base").rmdir()
+            for table in BATCH_TABLES:
+                os.replace(staging / f"{table}.parquet", tmp / f"{table}.parquet")
+    return note
+
+
+def _run(spark: Any, scanned: Any, staging: Path) -> dict[str, int]:
+    scan_path = str(staging / "scan.parquet")
+    scanned.write.mode("overwrite").parquet(scan_path)
+    counts = _cut(spark, scan_path, staging)
+    shutil.rmtree(scan_path, ignore_errors=True)
+    log.info(
+        "batch scan: %d batches, %d markers, %d issues",
+        counts["batches"],
+        counts["markers"],
+        counts["batch_scan_issues"],
+    )
+    return counts
+
+
+def derived_partitions(spark: Any, staging: Path) -> tuple[Any, ...]:
+    """One ``PartitionRecord`` per partition seen in the batches (metadata-sized: a row
+    per partition reaches the driver)."""
+    from pyspark.sql import functions as F
+
+    from audit.compare.batch_tables import transaction_closure
+    from audit.snapshot import PartitionRecord
+
+    batches = spark.read.parquet(str(staging / "batches.parquet"))
+    closure = transaction_closure(batches)
+    open_txn = (
+        closure.where("is_transactional AND NOT is_control AND closing_offset IS NULL")
+        .groupBy("topic", "partition")
+        .agg(F.min(F.struct("base_offset", "first_timestamp_ms")).alias("first_open"))
+    )
+    agg = (
+        batches.groupBy("topic", "partition")
+        .agg(
+            F.min("base_offset").alias("log_start_offset"),
+            (F.max("last_offset") + 1).alias("high_watermark"),
+            F.max("max_timestamp_ms").alias("max_timestamp_ms"),
+            F.first("file", ignorenulls=True).alias("file"),
+        )
+        .join(open_txn, ["topic", "partition"], "left")
+    )
+    out = []
+    for r in agg.collect():
+        topic_id, epoch = _partition_files(r["file"])
+        first_open = r["first_open"]
+        out.append(
+            PartitionRecord(
+                topic=r["topic"],
+                partition=int(r["partition"]),
+                topic_id=topic_id,
+                leader=None,
+                leader_epoch=epoch,
+                log_start_offset=int(r["log_start_offset"]),
+                high_watermark=int(r["high_watermark"]),
+                last_stable_offset=int(first_open["base_offset"]) if first_open else int(r["high_watermark"]),
+                max_timestamp_ms=int(r["max_timestamp_ms"]) if r["max_timestamp_ms"] is not None else None,
+                open_txn_first_timestamp_ms=int(first_open["first_timestamp_ms"]) if first_open else None,
+            )
+        )
+    return tuple(sorted(out, key=lambda p: (p.topic, p.partition)))
+
+
+def _partition_files(segment_uri: str | None) -> tuple[str | None, int | None]:
+    """Topic id (``partition.metadata``) and latest leader epoch (``leader-epoch-checkpoint``)
+    beside a segment, when they can be read; (None, None) otherwise."""
+    from audit.collect.segments import RangeFile
+
+    if not segment_uri or "***@" in segment_uri:
+        return None, None
+    base = segment_uri.rsplit("/", 1)[0]
+    topic_id = epoch = None
+    try:
+        with RangeFile(f"{base}/partition.metadata") as f:
+            for line in f.read(0, f.size).decode("utf-8", "replace").splitlines():
+                if line.startswith("topic_id:"):
+                    # Kafka writes the URL-safe base64 form; confluent-kafka (the live
+                    # snapshot) prints the standard one: one spelling for both.
+                    raw = line.split(":", 1)[1].strip()
+                    topic_id = raw.replace("-", "+").replace("_", "/") or None
+    except (OSError, FileNotFoundError):
+        pass
+    try:
+        with RangeFile(f"{base}/leader-epoch-checkpoint") as f:
+            lines = f.read(0, f.size).decode("utf-8", "replace").split("\n")
+        entries = [ln.split() for ln in lines[2:] if ln.strip()]
+        if entries:
+            epoch = max(int(e[0]) for e in entries)
+    except (OSError, FileNotFoundError, ValueError, IndexError):
+        pass
+    return topic_id, epoch
+
+
+def table_columns(table: str) -> tuple[str, ...]:
+    return tuple(c.name for c in SNAPSHOT_TABLES[table])
+
+
+def wire_ranges(directory: Path) -> list[tuple[str, int, int, int]]:
+    """(topic, partition, log start, high watermark) of every partition with records in a
+    snapshot: the ranges a fetch reads, so its batches match the snapshot's offsets."""
+    from audit.snapshot import PartitionRecord, read_records
+
+    return [
+        (p.topic, p.partition, p.log_start_offset, p.high_watermark)
+        for p in read_records(directory, "partitions", PartitionRecord)
+        if p.high_watermark > p.log_start_offset
+    ]
+
+
+def collect_batches(spark: Any, cfg: AuditConfig, role: Role, directory: Path) -> dict[str, Any]:
+    """Add one side's batch tables to its snapshot, from wire or files per ``cfg.segments``."""
+    from audit.collect.segments import ScanOptions, scan_segments
+    from audit.collect.transactions import kafka_python_settings
+    from audit.collect.wire import fetch_batches
+
+    seg = cfg.segments
+    source = seg.source if role == "source" else seg.destination
+    if cfg.mode != "cluster-mirroring":
+        raise ConfigError(
+            "segments: batch-level checks compare equal offsets: use them with mode cluster-mirroring"
+        )
+    if source.read == "files":
+        scanned, duplicates = scan_segments(
+            spark, list(source.paths), ScanOptions(deep=seg.deep, split_bytes=seg.split_bytes), cfg.scope
+        )
+        note: dict[str, Any] = {
+            "read": "files",
+            "paths": [redact_uri(p) for p in source.paths],
+            "deep": seg.deep,
+            "duplicate_copies_ignored": [redact_uri(d) for d in duplicates],
+        }
+    elif source.read == "wire":
+        if not (directory / "manifest.json").exists():
+            raise InputError(
+                f"{directory} is not a snapshot: a fetch reads the offset ranges of one; take it first "
+                "with 'mirror-audit snapshot --config FILE --out RUN' and give RUN/source or RUN/destination"
+            )
+        cluster = cfg.cluster(role)
+        settings = kafka_python_settings(cluster)
+        if isinstance(settings, str):
+            raise ConfigError(f"{role}: segments read: wire is not possible: {settings}")
+        scanned = fetch_batches(
+            spark,
+            settings,
+            wire_ranges(directory),
+            deep=seg.deep,
+            split_offsets=seg.split_offsets,
+            max_bytes=seg.fetch_max_bytes,
+            timeout_ms=int(cluster.timeout_seconds * 1000),
+        )
+        note = {"read": "wire", "bootstrap_servers": cluster.bootstrap_servers, "deep": seg.deep}
+    else:
+        raise ConfigError(f"segments.{role}.read is 'none': nothing to collect")
+    return write_batch_scan(spark, scanned, directory, role, note)

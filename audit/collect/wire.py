@@ -1,0 +1,272 @@
+"""Record batches from live clusters over the Kafka Fetch protocol, in Spark tasks.
+
+Managed clusters do not let anyone read their disks, but a Fetch response carries the same
+record batches, byte for byte, as the segment files: base offset, leader epoch, CRC,
+attributes, producer fields and control records. So the same walker
+(``batch_format.walk``) reads both, and the wire tables can be compared with segment
+tables of the same partition cell by cell (tests/integration/test_segments_live.py).
+
+confluent-kafka has no way to hand over raw batches; kafka-python's protocol layer does.
+Its request plumbing is semi-internal (``KafkaAdminClient._manager``), so everything that
+touches it is in :class:`FetchSession`, the one adapter. A fetch names no group, commits
+nothing, and reads uncommitted (isolation level 0) so aborted batches and markers come too.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from audit.collect.batch_format import ScanSink, walk
+from audit.errors import ClusterError
+
+log = logging.getLogger(__name__)
+
+FETCH_MAX_VERSION = 12  # the newest version that names topics (13+ use topic ids)
+NOT_LEADER_ERRORS = {6, 74, 75}  # NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    records: bytes
+    error_code: int
+    high_watermark: int
+    log_start_offset: int
+
+
+class FetchSession:
+    """One kafka-python connection set to a cluster: partition leaders and raw fetches."""
+
+    def __init__(self, settings: dict[str, Any], timeout_ms: int) -> None:
+        from kafka import KafkaAdminClient
+
+        self._timeout_ms = timeout_ms
+        self._admin = KafkaAdminClient(**settings)
+        self._manager = self._admin._manager
+        self._leaders: dict[tuple[str, int], int] = {}
+
+    def leader(self, topic: str, partition: int, refresh: bool = False) -> int:
+        from kafka import TopicPartition
+
+        key = (topic, partition)
+        if refresh or key not in self._leaders:
+            found = self._manager.run(self._admin._async_get_leader_for_partitions, {TopicPartition(*key)})
+            for node, tps in found.items():
+                for tp in tps:
+                    self._leaders[(tp.topic, tp.partition)] = int(node)
+        return self._leaders[key]
+
+    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchResult:
+        """The raw records from ``offset`` (the batch holding it first), at most about
+        ``max_bytes`` (a first batch larger than that still comes whole, KIP-74)."""
+        from kafka.protocol.consumer import FetchRequest
+
+        t = FetchRequest.FetchTopic
+        p = t.FetchPartition
+        request = FetchRequest(
+            max_wait_ms=0,
+            min_bytes=0,
+            max_bytes=max_bytes,
+            isolation_level=0,  # read_uncommitted: every batch, aborted ones and markers too
+            session_id=0,
+            session_epoch=-1,  # no incremental fetch session
+            topics=[
+                t(
+                    topic=topic,
+                    partitions=[
+                        p(
+                            partition=partition,
+                            current_leader_epoch=-1,
+                            fetch_offset=offset,
+                            last_fetched_epoch=-1,
+                            log_start_offset=-1,
+                            partition_max_bytes=max_bytes,
+                        )
+                    ],
+                )
+            ],
+            forgotten_topics_data=[],
+            rack_id="",
+            min_version=4,
+            max_version=FETCH_MAX_VERSION,
+        )
+        for attempt in range(3):
+            node = self.leader(topic, partition, refresh=attempt > 0)
+            response = self._manager.run(self._manager.send, request, node, self._timeout_ms)
+            for tr in response.responses:
+                for pr in tr.partitions:
+                    result = FetchResult(
+                        bytes(pr.records or b""),
+                        int(pr.error_code),
+                        int(pr.high_watermark),
+                        int(pr.log_start_offset),
+                    )
+                    if result.error_code not in NOT_LEADER_ERRORS:
+                        return result
+        return result
+
+    def close(self) -> None:
+        try:
+            self._admin.close()
+        except Exception:  # closing must never mask the task's own outcome
+            log.debug("closing the fetch session failed", exc_info=True)
+
+
+def fetch_range(
+    session: FetchSession,
+    topic: str,
+    partition: int,
+    start: int,
+    end: int,
+    sink: ScanSink,
+    deep: bool,
+    max_bytes: int,
+) -> None:
+    """Batches whose base offset lies in [start, end): the batch holding ``start`` begins
+    before it when ``start`` is not a batch boundary, and belongs to the range before."""
+    offset = start
+    while offset < end:
+        result = session.fetch(topic, partition, offset, max_bytes)
+        if result.error_code != 0:
+            from kafka.errors import for_code
+
+            name = for_code(result.error_code).__name__
+            sink.issue(
+                "fetch_error", f"Fetch at offset {offset} failed: {name}", topic, partition, None, offset
+            )
+            return
+        if not result.records:
+            if offset < min(end, result.high_watermark):
+                sink.issue(
+                    "fetch_error",
+                    f"Fetch at offset {offset} returned no records below the high watermark "
+                    f"{result.high_watermark}",
+                    topic,
+                    partition,
+                    None,
+                    offset,
+                )
+            return
+        before = len(sink)
+        data = result.records
+
+        def read(pos: int, n: int, data: bytes = data) -> bytes:
+            return data[pos : pos + n]
+
+        walk(
+            read,
+            0,
+            len(result.records),
+            len(result.records),
+            sink,
+            topic=topic,
+            partition=partition,
+            file=None,
+            deep=deep,
+            partial_tail_ok=True,
+        )
+        # A response ends where max_bytes cut it: the partial batch there is fetched again
+        # next time, so its "truncated" note is dropped; any other issue stays.
+        if sink.issues and sink.issues[-1].kind == "truncated":
+            sink.issues.pop()
+        if len(sink) == before:
+            sink.issue("fetch_error", f"no whole batch at offset {offset}", topic, partition, None, offset)
+            return
+        next_offset = sink.columns["last_offset"][-1] + 1
+        base = sink.columns["base_offset"]
+        keep = [i for i in range(before, len(sink)) if start <= base[i] < end]
+        if len(keep) != len(sink) - before:
+            for values in sink.columns.values():
+                values[before:] = [values[i] for i in keep]
+        if next_offset <= offset:
+            sink.issue("fetch_error", f"no progress past offset {offset}", topic, partition, None, offset)
+            return
+        offset = next_offset
+
+
+def _fetch_task(
+    settings: dict[str, Any], timeout_ms: int, deep: bool, max_bytes: int
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        from audit.collect.segments import scan_schema_arrow, to_arrow
+
+        schema = scan_schema_arrow()
+        sink = ScanSink()
+        session: FetchSession | None = None
+        try:
+            for rb in batches:
+                cols = rb.to_pydict()
+                for topic, partition, start, end in zip(
+                    cols["topic"], cols["partition"], cols["start"], cols["end"], strict=True
+                ):
+                    if session is None:
+                        session = FetchSession(settings, timeout_ms)
+                    try:
+                        fetch_range(session, topic, partition, start, end, sink, deep, max_bytes)
+                    except Exception as exc:  # one partition's failure must not stop the others
+                        sink.issue(
+                            "fetch_error",
+                            f"{type(exc).__name__}: {str(exc)[:200]}",
+                            topic,
+                            partition,
+                            None,
+                            start,
+                        )
+                    if len(sink) >= 50_000:
+                        yield to_arrow(sink, schema)
+                        sink.clear()
+        finally:
+            if session is not None:
+                session.close()
+        if len(sink) or sink.issues:
+            yield to_arrow(sink, schema)
+
+    return run
+
+
+def plan_ranges(
+    partitions: list[tuple[str, int, int, int]], split_offsets: int
+) -> list[tuple[str, int, int, int]]:
+    """(topic, partition, start, end) ranges of at most ``split_offsets`` offsets each, so
+    one huge partition is many tasks."""
+    out = []
+    for topic, partition, start, end in partitions:
+        s = start
+        while s < end:
+            e = min(end, s + split_offsets)
+            out.append((topic, partition, s, e))
+            s = e
+    return out
+
+
+def fetch_batches(
+    spark: Any,
+    settings: dict[str, Any],
+    partitions: list[tuple[str, int, int, int]],
+    *,
+    deep: bool,
+    split_offsets: int,
+    max_bytes: int,
+    timeout_ms: int,
+) -> Any:
+    """The fetch as a DataFrame of scan rows (the segment scan's schema). Lazy."""
+    from pyspark.sql import types as T
+
+    from audit.collect.segments import scan_schema
+
+    ranges = plan_ranges(partitions, split_offsets)
+    if not ranges:
+        raise ClusterError("nothing to fetch: no in-scope partition holds records")
+    schema = T.StructType(
+        [
+            T.StructField("topic", T.StringType(), False),
+            T.StructField("partition", T.IntegerType(), False),
+            T.StructField("start", T.LongType(), False),
+            T.StructField("end", T.LongType(), False),
+        ]
+    )
+    parallel = max(1, min(len(ranges), spark.sparkContext.defaultParallelism * 2))
+    tasks = spark.createDataFrame(ranges, schema).repartition(parallel)
+    return tasks.mapInArrow(_fetch_task(settings, timeout_ms, deep, max_bytes), scan_schema())

@@ -1,0 +1,257 @@
+"""Batch-level comparison jobs: record batches and transaction markers of both sides.
+
+A byte-for-byte mirror (KIP-1279, Cluster Linking) copies every record batch unchanged, so
+inside the offset range both sides hold, each batch must match its source batch in base
+and last offset, CRC (which covers attributes, producer fields and every record), producer
+id and epoch and attributes. The partition leader epoch is outside the CRC (the mirror may
+rewrite it), so it is checked apart: never above the destination's leader epoch, and equal
+to the source's only where the mirror promises to keep it.
+
+Every table here grows with the data (a row per batch) and stays in Spark.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from audit.compare.scope import topic_in_scope
+from audit.config import AuditConfig
+
+# The fields a byte-for-byte copy keeps; a difference in any is a differing batch.
+BATCH_FIELDS = ("last_offset", "crc", "producer_id", "producer_epoch", "attributes")
+# Shown beside them in the report (not compared: implied by the CRC or outside it).
+SHOWN_FIELDS = ("partition_leader_epoch", "record_count", "size_bytes", "base_sequence", "file", "position")
+
+
+def covered_ranges(batches: Any, prefix: str) -> Any:
+    """Per partition: [first base offset, end of the last batch) the scan covered."""
+    from pyspark.sql import functions as F
+
+    return batches.groupBy("topic", "partition").agg(
+        F.min("base_offset").alias(f"{prefix}first_offset"),
+        (F.max("last_offset") + 1).alias(f"{prefix}end_offset"),
+    )
+
+
+def common_range(src_batches: Any, dst_batches: Any) -> Any:
+    """Per partition scanned on both sides: [range_start, range_end), the offsets both hold."""
+    from pyspark.sql import functions as F
+
+    return (
+        covered_ranges(src_batches, "src_")
+        .join(covered_ranges(dst_batches, "dst_"), ["topic", "partition"], "inner")
+        .withColumn("range_start", F.greatest("src_first_offset", "dst_first_offset"))
+        .withColumn("range_end", F.least("src_end_offset", "dst_end_offset"))
+    )
+
+
+def _side(batches: Any, prefix: str) -> Any:
+    from pyspark.sql import functions as F
+
+    keep = (*BATCH_FIELDS, *SHOWN_FIELDS, "is_control", "is_transactional", "compression", "control_type")
+    return batches.select(
+        "topic", "partition", "base_offset", *[F.col(c).alias(prefix + c) for c in keep]
+    ).withColumn(f"{prefix}present", F.lit(True))
+
+
+def compare_batches(src_batches: Any, dst_batches: Any, dst_partitions: Any, cfg: AuditConfig) -> Any:
+    """One row per batch start offset inside the common range of a partition, either side.
+
+    ``batch_status``: same | differs | missing_on_destination | extra_on_destination;
+    ``differing_fields`` names what differs. ``dst_epoch_within_dle``: the destination
+    batch's partition leader epoch is <= the destination partition's leader epoch (DLE);
+    ``epochs_equal``: the epochs of both sides agree (asserted only when
+    ``mirror.preserves_batch_epochs``)."""
+    from pyspark.sql import functions as F
+
+    ranges = common_range(src_batches, dst_batches).select("topic", "partition", "range_start", "range_end")
+    in_range = (F.col("base_offset") >= F.col("range_start")) & (F.col("base_offset") < F.col("range_end"))
+    s = _side(src_batches, "src_").join(ranges, ["topic", "partition"]).where(in_range)
+    d = _side(dst_batches, "dst_").join(ranges, ["topic", "partition"]).where(in_range)
+    d = d.drop("range_start", "range_end")
+    dle = dst_partitions.select("topic", "partition", F.col("leader_epoch").alias("dst_leader_epoch"))
+    j = (
+        s.drop("range_start", "range_end")
+        .join(d, ["topic", "partition", "base_offset"], "full_outer")
+        .join(ranges, ["topic", "partition"], "left")
+        .join(dle, ["topic", "partition"], "left")
+        .withColumn("src_present", F.coalesce("src_present", F.lit(False)))
+        .withColumn("dst_present", F.coalesce("dst_present", F.lit(False)))
+    )
+    diffs = F.concat_ws(
+        ",",
+        *[F.when(~F.col(f"src_{c}").eqNullSafe(F.col(f"dst_{c}")), F.lit(c)) for c in BATCH_FIELDS],
+    )
+    status = (
+        F.when(~F.col("dst_present"), F.lit("missing_on_destination"))
+        .when(~F.col("src_present"), F.lit("extra_on_destination"))
+        .when(F.col("differing_fields") != "", F.lit("differs"))
+        .otherwise(F.lit("same"))
+    )
+    return (
+        j.withColumn("in_scope", topic_in_scope(F.col("topic"), cfg.scope))
+        .withColumn("differing_fields", F.when(F.col("src_present") & F.col("dst_present"), diffs))
+        .withColumn("batch_status", status)
+        .withColumn("batches_identical", F.col("batch_status") == "same")
+        .withColumn(
+            "dst_epoch_within_dle",
+            F.when(
+                F.col("dst_present") & F.col("dst_leader_epoch").isNotNull(),
+                F.col("dst_partition_leader_epoch") <= F.col("dst_leader_epoch"),
+            ),
+        )
+        .withColumn(
+            "epochs_equal",
+            F.when(
+                F.col("src_present") & F.col("dst_present"),
+                F.col("src_partition_leader_epoch") == F.col("dst_partition_leader_epoch"),
+            ),
+        )
+        .withColumn(
+            "epochs_must_match",
+            F.lit(cfg.mirror.preserves_batch_epochs) & F.col("src_present") & F.col("dst_present"),
+        )
+    )
+
+
+def compare_markers(
+    src_markers: Any, dst_markers: Any, src_batches: Any, dst_batches: Any, cfg: AuditConfig
+) -> Any:
+    """One row per marker offset inside the common range, either side: CM-TXN-2 asks that
+    both sides have it, of the same type."""
+    from pyspark.sql import functions as F
+
+    ranges = common_range(src_batches, dst_batches).select("topic", "partition", "range_start", "range_end")
+    in_range = (F.col("offset") >= F.col("range_start")) & (F.col("offset") < F.col("range_end"))
+
+    def side(markers: Any, prefix: str) -> Any:
+        cols = (
+            "marker",
+            "control_type",
+            "coordinator_epoch",
+            "producer_id",
+            "producer_epoch",
+            "file",
+            "position",
+        )
+        return (
+            markers.join(ranges, ["topic", "partition"])
+            .where(in_range)
+            .select("topic", "partition", "offset", *[F.col(c).alias(prefix + c) for c in cols])
+            .withColumn(f"{prefix}present", F.lit(True))
+        )
+
+    j = (
+        side(src_markers, "src_")
+        .join(side(dst_markers, "dst_"), ["topic", "partition", "offset"], "full_outer")
+        .withColumn("src_present", F.coalesce("src_present", F.lit(False)))
+        .withColumn("dst_present", F.coalesce("dst_present", F.lit(False)))
+    )
+    status = (
+        F.when(~F.col("dst_present"), F.lit("missing_on_destination"))
+        .when(~F.col("src_present"), F.lit("extra_on_destination"))
+        .when(~F.col("src_control_type").eqNullSafe(F.col("dst_control_type")), F.lit("type_differs"))
+        .otherwise(F.lit("same"))
+    )
+    return (
+        j.withColumn("in_scope", topic_in_scope(F.col("topic"), cfg.scope))
+        .withColumn("marker_status", status)
+        .withColumn("markers_match", F.col("marker_status") == "same")
+    )
+
+
+def transaction_closure(batches: Any) -> Any:
+    """Transactional batches (data and control) with, for each data batch, the offset and
+    type of the first marker of the same producer after it (``closing_offset``, null if
+    none), and for each marker whether the producer's previous transactional batch was a
+    marker of the same producer epoch (``closes_twice``: a transaction closed twice)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    txn = batches.where("is_transactional")
+    by_producer = Window.partitionBy("topic", "partition", "producer_id").orderBy("base_offset")
+    following = by_producer.rowsBetween(1, Window.unboundedFollowing)
+    marker_offset = F.when(F.col("is_control"), F.col("base_offset"))
+    prev_control = F.lag("is_control").over(by_producer)
+    prev_epoch = F.lag("producer_epoch").over(by_producer)
+    return (
+        txn.withColumn("next_marker_offset", F.min(marker_offset).over(following))
+        .withColumn("closing_offset", F.when(~F.col("is_control"), F.col("next_marker_offset")))
+        .withColumn(
+            "closes_twice",
+            F.when(
+                F.col("is_control"),
+                F.coalesce(prev_control & (prev_epoch == F.col("producer_epoch")), F.lit(False)),
+            ),
+        )
+        .drop("next_marker_offset")
+    )
+
+
+def compare_transactions(
+    src_batches: Any | None,
+    dst_batches: Any | None,
+    src_partitions: Any,
+    dst_partitions: Any,
+    cfg: AuditConfig,
+) -> Any:
+    """CM-TXN-3, per side that was scanned: transactional batches below the partition's last
+    stable offset must have a closing marker (``unclosed_below_lso``), and no marker may
+    close a producer epoch's transaction twice (``closes_twice``)."""
+    from pyspark.sql import functions as F
+
+    frames = []
+    for side, batches, parts in (
+        ("source", src_batches, src_partitions),
+        ("destination", dst_batches, dst_partitions),
+    ):
+        if batches is None:
+            continue
+        lso = parts.select("topic", "partition", F.col("last_stable_offset").alias("last_stable_offset"))
+        frames.append(
+            transaction_closure(batches)
+            .join(lso, ["topic", "partition"], "left")
+            .select(
+                F.lit(side).alias("side"),
+                "topic",
+                "partition",
+                "base_offset",
+                "last_offset",
+                "producer_id",
+                "producer_epoch",
+                "is_control",
+                "control_type",
+                "closing_offset",
+                "closes_twice",
+                "last_stable_offset",
+            )
+        )
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out.withColumn("in_scope", topic_in_scope(F.col("topic"), cfg.scope)).withColumn(
+        "unclosed_below_lso",
+        F.when(
+            ~F.col("is_control"),
+            F.col("closing_offset").isNull()
+            & F.coalesce(F.col("base_offset") < F.col("last_stable_offset"), F.lit(False)),
+        ),
+    )
+
+
+def compare_scan_issues(src_issues: Any | None, dst_issues: Any | None, cfg: AuditConfig) -> Any:
+    """Both sides' scan issues in one table: errors (unreadable, corrupt data) fail CM-DATA-2,
+    warnings warn, informational rows (a segment still being written) pass."""
+    from pyspark.sql import functions as F
+
+    frames = [
+        issues.withColumn("side", F.lit(side))
+        for side, issues in (("source", src_issues), ("destination", dst_issues))
+        if issues is not None
+    ]
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out.withColumn(
+        "in_scope", F.col("topic").isNull() | topic_in_scope(F.coalesce(F.col("topic"), F.lit("")), cfg.scope)
+    )

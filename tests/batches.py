@@ -1,0 +1,83 @@
+"""Hand-made record batches for unit tests, built with kafka-python's batch builder.
+
+The broker is the only writer of control batches and of base offsets and leader epochs;
+these helpers set those fields afterwards the way a broker would (the leader epoch and the
+base offset lie outside the CRC; the control attribute lies inside it, so the CRC is
+recomputed).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from crc32c import crc32c
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+ATTRIBUTES_AT = 21
+CRC_AT = 17
+
+
+def batch(
+    base_offset: int,
+    records: list[tuple[bytes | None, bytes | None]],
+    *,
+    epoch: int = 0,
+    compression: int = 0,
+    transactional: bool = False,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    timestamp: int = 1_700_000_000_000,
+) -> bytes:
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=compression,
+        is_transactional=transactional,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=0 if producer_id >= 0 else -1,
+        batch_size=1 << 20,
+    )
+    for i, (key, value) in enumerate(records):
+        builder.append(i, timestamp=timestamp + i, key=key, value=value, headers=[])
+    buf = bytearray(builder.build())
+    struct.pack_into(">q", buf, 0, base_offset)
+    struct.pack_into(">i", buf, 12, epoch)
+    return bytes(buf)
+
+
+def control_batch(
+    offset: int,
+    control_type: int,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int = 5,
+    epoch: int = 0,
+) -> bytes:
+    """A transaction marker as the broker writes it: one control record, key (version 0,
+    type), value (version 0, coordinator epoch)."""
+    raw = bytearray(
+        batch(
+            offset,
+            [(struct.pack(">hh", 0, control_type), struct.pack(">hi", 0, coordinator_epoch))],
+            epoch=epoch,
+            transactional=True,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+        )
+    )
+    attrs = struct.unpack_from(">h", raw, ATTRIBUTES_AT)[0] | 0x20
+    struct.pack_into(">h", raw, ATTRIBUTES_AT, attrs)
+    struct.pack_into(">I", raw, CRC_AT, crc32c(bytes(raw[ATTRIBUTES_AT:])))
+    return bytes(raw)
+
+
+def legacy_entry(offset: int, magic: int = 1, payload: bytes = b"old") -> bytes:
+    """A pre-0.11 message set entry (magic 0/1): offset, size, crc, magic, attributes, ..."""
+    body = struct.pack(">IbB", 0, magic, 0) + (b"\x00" * 8 if magic == 1 else b"") + struct.pack(">i", -1)
+    body += struct.pack(">i", len(payload)) + payload
+    return struct.pack(">qi", offset, len(body)) + body
+
+
+def index(entries: list[tuple[int, int]], preallocated: int = 0) -> bytes:
+    """An offset index: (relative offset, position) entries, then zero padding."""
+    return b"".join(struct.pack(">ii", o, p) for o, p in entries) + b"\x00" * (8 * preallocated)

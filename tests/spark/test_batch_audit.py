@@ -1,0 +1,266 @@
+"""Segment scans and the batch-level invariants on hand-made segment files (Spark).
+
+Real brokers' segments are covered by tests/integration/test_segments_live.py; here every
+byte is known, so each fault is placed exactly and must be reported at exactly its offset.
+"""
+
+from __future__ import annotations
+
+import shutil
+import struct
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from audit.collect.batches import write_batch_scan
+from audit.collect.segments import ScanOptions, scan_segments
+from audit.config import AuditConfig, parse_config
+from audit.errors import InputError
+from audit.pipeline import audit_snapshots
+from tests.batches import batch, control_batch, index
+from tests.snapshots import part, write_pair
+
+TOPIC_ID = "q1zq4Ck7TyWBfw0r_E9hKA"
+
+
+def _orders_0() -> list[bytes]:
+    """Offsets 0..11: plain, a committed transaction (pid 42), a gzip batch, an aborted
+    transaction (pid 43), and a transaction still open at 11 (pid 44)."""
+    return [
+        batch(0, [(b"k0", b"a"), (b"k1", b"b"), (None, b"c")], epoch=3),
+        batch(3, [(b"t", b"1"), (b"t", b"2")], transactional=True, producer_id=42, producer_epoch=7, epoch=3),
+        control_batch(5, 1, producer_id=42, producer_epoch=7, epoch=3),
+        batch(6, [(b"z", b"x" * 300), (b"z", b"y" * 300)], compression=1, epoch=4),
+        batch(8, [(b"u", b"1"), (b"u", b"2")], transactional=True, producer_id=43, producer_epoch=1, epoch=4),
+        control_batch(10, 0, producer_id=43, producer_epoch=1, epoch=4),
+        batch(11, [(b"o", b"open")], transactional=True, producer_id=44, producer_epoch=0, epoch=4),
+    ]
+
+
+def _write_partition(root: Path, name: str, segments: dict[int, list[bytes]], tail: bytes = b"") -> None:
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "partition.metadata").write_text(f"version: 0\ntopic_id: {TOPIC_ID}\n")
+    (d / "leader-epoch-checkpoint").write_text("0\n2\n3 0\n4 6\n")
+    last = max(segments)
+    for base, batches in segments.items():
+        data = b"".join(batches) + (tail if base == last else b"")
+        (d / f"{base:020d}.log").write_bytes(data)
+        positions, pos = [], 0
+        for b in batches:
+            positions.append((struct.unpack_from(">q", b)[0] - base, pos))
+            pos += len(b)
+        (d / f"{base:020d}.index").write_bytes(index(positions[::2], preallocated=16))
+
+
+def source_tree(root: Path) -> Path:
+    _write_partition(root, "orders-0", {0: _orders_0()})
+    o1 = [batch(i, [(b"k", f"v{i}".encode())], epoch=4) for i in range(10)]
+    cut = batch(10, [(b"k", b"z" * 50)])[:70]  # the active segment's tail, mid-write
+    _write_partition(root, "orders-1", {0: o1[:5], 5: o1[5:]}, tail=cut)
+    return root
+
+
+def _scan(spark: Any, tree: Path, out: Path, role: str | None, deep: bool = False) -> dict[str, Any]:
+    scanned, _ = scan_segments(spark, [str(tree)], ScanOptions(deep=deep, split_bytes=200))
+    return write_batch_scan(spark, scanned, out, role, {"read": "files"})  # type: ignore[arg-type]
+
+
+def _table(path: Path) -> list[dict[str, Any]]:
+    def key(r: dict[str, Any]) -> tuple[Any, ...]:
+        return (r["topic"], r["partition"], r.get("base_offset", r.get("offset")))
+
+    return sorted(pq.read_table(path).to_pylist(), key=key)
+
+
+def test_scan_of_a_new_directory_makes_a_whole_snapshot(spark: Any, tmp_path: Path) -> None:
+    tree = source_tree(tmp_path / "logs")
+    note = _scan(spark, tree, tmp_path / "snap", "source", deep=True)
+    assert (note["batches"], note["markers"]) == (17, 2)
+    assert note["issues"] == {"truncated": 1}
+    snap = tmp_path / "snap"
+    batches = [r for r in _table(snap / "batches.parquet") if r["partition"] == 0]
+    assert [r["base_offset"] for r in batches] == [0, 3, 5, 6, 8, 10, 11]
+    assert all(r["crc_valid"] for r in batches)
+    markers = _table(snap / "markers.parquet")
+    assert [(m["offset"], m["marker"], m["producer_id"], m["coordinator_epoch"]) for m in markers] == [
+        (5, "COMMIT", 42, 5),
+        (10, "ABORT", 43, 5),
+    ]
+    (issue,) = pq.read_table(snap / "batch_scan_issues.parquet").to_pylist()
+    assert (issue["partition"], issue["kind"], issue["severity"]) == (1, "truncated", "info")
+    assert issue["file"].endswith("orders-1/00000000000000000005.log") and issue["position"] > 0
+    parts = {r["partition"]: r for r in pq.read_table(snap / "partitions.parquet").to_pylist()}
+    p0 = parts[0]
+    assert (p0["log_start_offset"], p0["high_watermark"], p0["last_stable_offset"]) == (0, 12, 11)
+    assert (p0["topic_id"], p0["leader_epoch"]) == (TOPIC_ID.replace("_", "/"), 4)
+    assert p0["open_txn_first_timestamp_ms"] == 1_700_000_000_000
+    assert (parts[1]["high_watermark"], parts[1]["last_stable_offset"]) == (10, 10)
+    assert pq.read_table(snap / "groups.parquet").num_rows == 0
+
+
+def test_a_second_scan_of_the_same_directory_replaces_its_tables(spark: Any, tmp_path: Path) -> None:
+    tree = source_tree(tmp_path / "logs")
+    _scan(spark, tree, tmp_path / "snap", "source")
+    shutil.rmtree(tree / "orders-1")
+    with pytest.raises(InputError, match="role is 'source'"):
+        _scan(spark, tree, tmp_path / "snap", "destination")
+    note = _scan(spark, tree, tmp_path / "snap", None)
+    assert note["batches"] == 7
+    assert {r["partition"] for r in _table(tmp_path / "snap" / "batches.parquet")} == {0}
+
+
+def test_split_ranges_and_one_range_per_file_give_the_same_batches(spark: Any, tmp_path: Path) -> None:
+    tree = source_tree(tmp_path / "logs")
+    small, _ = scan_segments(spark, [str(tree)], ScanOptions(split_bytes=100))
+    whole, _ = scan_segments(spark, [str(tree)], ScanOptions(split_bytes=1 << 30))
+    key = ["topic", "partition", "base_offset", "crc", "position", "kind"]
+    rows = [sorted(repr(tuple(r)) for r in df.select(key).collect()) for df in (small, whole)]
+    assert rows[0] == rows[1] and len(rows[0]) == 18  # 17 batches and the truncated tail
+
+
+def _audit(spark: Any, src: Path, dst: Path, run: Path, cfg: AuditConfig | None = None) -> dict[str, Any]:
+    return audit_snapshots(src, dst, run, cfg or AuditConfig(), engine="spark").summary
+
+
+def test_an_identical_copy_audits_as_identical(spark: Any, tmp_path: Path) -> None:
+    src_tree = source_tree(tmp_path / "src")
+    dst_tree = tmp_path / "dst"
+    shutil.copytree(src_tree, dst_tree)
+    _scan(spark, src_tree, tmp_path / "s", "source", deep=True)
+    _scan(spark, dst_tree, tmp_path / "d", "destination", deep=True)
+    inv = _audit(spark, tmp_path / "s", tmp_path / "d", tmp_path / "run")["invariants"]
+    for inv_id in ("CM-DATA-2", "CM-TXN-2", "CM-TXN-3", "CM-EPOCH-4"):
+        assert inv[inv_id]["status"] == "pass", (inv_id, inv[inv_id])
+    assert inv["CM-DATA-2"]["evaluated"] == 17
+    assert inv["CM-TXN-2"]["evaluated"] == 2
+
+
+def _rewrite(path: Path, old: bytes, new: bytes) -> None:
+    data = path.read_bytes()
+    assert data.count(old) == 1
+    path.write_bytes(data.replace(old, new))
+
+
+def test_each_damage_to_a_copy_is_caught_at_its_offset(spark: Any, tmp_path: Path) -> None:
+    """Into the destination's copy: a flipped payload byte (offset 0), a removed batch (6),
+    a changed marker (5: COMMIT became ABORT) and a second ABORT closing the same producer
+    epoch as the one at 10 (a failback hazard) on another partition."""
+    batches = _orders_0()
+    src_tree = source_tree(tmp_path / "src")
+    dst_tree = tmp_path / "dst"
+    shutil.copytree(src_tree, dst_tree)
+    seg = dst_tree / "orders-0" / f"{0:020d}.log"
+    flipped = bytearray(batches[0])
+    flipped[-3] ^= 0xFF
+    _rewrite(seg, batches[0], bytes(flipped))
+    _rewrite(seg, batches[3], b"")
+    seg.with_suffix(".index").unlink()  # stale after the removal: read as one range instead
+    _rewrite(seg, batches[2], control_batch(5, 0, producer_id=42, producer_epoch=7, epoch=3))
+    seg1 = dst_tree / "orders-1" / f"{5:020d}.log"
+    data = seg1.read_bytes()
+    cut = data.index(batch(9, [(b"k", b"v9")], epoch=4)) + len(batch(9, [(b"k", b"v9")], epoch=4))
+    seg1.write_bytes(
+        data[:cut]
+        + control_batch(10, 0, producer_id=50, producer_epoch=2, epoch=4)
+        + control_batch(11, 0, producer_id=50, producer_epoch=2, epoch=4)
+    )
+    src, dst = write_pair(
+        tmp_path / "pair",
+        [part("orders", 0, high_watermark=12, last_stable_offset=11), part("orders", 1, high_watermark=10)],
+        [
+            part("orders", 0, high_watermark=12, last_stable_offset=11, leader_epoch=9),
+            part("orders", 1, high_watermark=12, leader_epoch=9),
+        ],
+    )
+    _scan(spark, src_tree, src, None, deep=True)
+    _scan(spark, dst_tree, dst, None, deep=True)
+    inv = _audit(spark, src, dst, tmp_path / "run")["invariants"]
+
+    data2 = inv["CM-DATA-2"]
+    assert data2["status"] == "fail"
+    diffs = next(c for c in data2["checks"] if "common offset range" in c["description"])
+    got = {(e["partition"], e["base_offset"], e["batch_status"]) for e in diffs["examples"]}
+    assert got == {(0, 6, "missing_on_destination"), (0, 5, "differs")}, diffs
+    corrupt = next(c for c in data2["checks"] if "could be read" in c["description"] and not c["success"])
+    ((side, kind, partition, position, file),) = {
+        (e["side"], e["kind"], e["partition"], e["position"], e["file"]) for e in corrupt["examples"]
+    }
+    assert (side, kind, partition, position) == ("destination", "crc_mismatch", 0, 0)
+    assert file.endswith(f"orders-0/{seg.name}")
+
+    txn2 = inv["CM-TXN-2"]
+    assert txn2["status"] == "fail"
+    assert {(e["offset"], e["src_marker"], e["dst_marker"]) for e in txn2["examples"]} == {
+        (5, "COMMIT", "ABORT")
+    }
+
+    txn3 = inv["CM-TXN-3"]
+    assert txn3["status"] == "fail"
+    assert {(e["side"], e["partition"], e["base_offset"]) for e in txn3["examples"]} == {
+        ("destination", 1, 11)
+    }
+    assert inv["CM-EPOCH-4"]["status"] == "pass"
+
+
+def test_destination_batch_epochs_above_dle_and_unequal_epochs(spark: Any, tmp_path: Path) -> None:
+    src_tree = source_tree(tmp_path / "src")
+    dst_tree = tmp_path / "dst"
+    shutil.copytree(src_tree, dst_tree)
+    parts = [
+        part("orders", 0, high_watermark=12, last_stable_offset=11),
+        part("orders", 1, high_watermark=10),
+    ]
+    # DLE 3 on orders-0: its batches of epoch 4 (offsets 6..11) are above it.
+    src, dst = write_pair(
+        tmp_path / "pair",
+        parts,
+        [
+            part("orders", 0, high_watermark=12, last_stable_offset=11, leader_epoch=3),
+            part("orders", 1, high_watermark=10, leader_epoch=9),
+        ],
+    )
+    _scan(spark, src_tree, src, None)
+    _scan(spark, dst_tree, dst, None)
+    inv = _audit(spark, src, dst, tmp_path / "run")["invariants"]
+    epoch4 = inv["CM-EPOCH-4"]
+    assert epoch4["status"] == "fail"
+    assert {(e["partition"], e["base_offset"]) for e in epoch4["examples"]} <= {
+        (0, o) for o in (6, 8, 10, 11)
+    }
+    assert epoch4["violations"] == 4
+
+    # Epoch equality is asserted only where the mirror promises to keep source epochs.
+    _rewrite_epoch(dst_tree / "orders-1" / f"{0:020d}.log", 2)
+    _scan(spark, dst_tree, dst, None)
+    cfg = parse_config("mirror:\n  preserves_batch_epochs: true\n", env={})
+    inv = _audit(spark, src, dst, tmp_path / "run2", cfg)["invariants"]
+    unequal = [c for c in inv["CM-EPOCH-4"]["checks"] if "equal the source" in c["description"]]
+    assert unequal[0]["unexpected"] == 1 and unequal[0]["examples"][0]["base_offset"] == 2
+    inv = _audit(spark, src, dst, tmp_path / "run3")["invariants"]
+    unequal = [c for c in inv["CM-EPOCH-4"]["checks"] if "equal the source" in c["description"]]
+    assert unequal[0]["evaluated"] == 0  # not promised: not asserted
+
+
+def _rewrite_epoch(seg: Path, base_offset: int) -> None:
+    """Set the partition leader epoch of one batch (outside the CRC, as a mirror may)."""
+    data = bytearray(seg.read_bytes())
+    pos = 0
+    while pos < len(data):
+        base, length = struct.unpack_from(">qi", data, pos)
+        if base == base_offset:
+            struct.pack_into(">i", data, pos + 12, 1)
+        pos += length + 12
+    seg.write_bytes(bytes(data))
+
+
+def test_without_batches_the_batch_invariants_are_skipped_as_not_collected(
+    spark: Any, tmp_path: Path
+) -> None:
+    src, dst = write_pair(tmp_path, [part()], [part()])
+    inv = _audit(spark, src, dst, tmp_path / "run")["invariants"]
+    for inv_id in ("CM-DATA-2", "CM-TXN-2", "CM-TXN-3", "CM-EPOCH-4"):
+        assert inv[inv_id]["status"] == "skipped"
+        assert inv[inv_id]["reason"].startswith("not collected"), inv[inv_id]
