@@ -225,12 +225,12 @@ def cmd_segments_scan(args: argparse.Namespace) -> int:
             raise UsageError(f"segment path {p} does not exist")
     opts = ScanOptions(deep=args.deep, split_bytes=args.split_bytes or cfg.segments.split_bytes)
     spark = build_spark(cfg.spark)
-    scanned, duplicates = scan_segments(spark, paths, opts, cfg.scope)
+    scanned = scan_segments(spark, paths, opts, cfg.scope)
     note = {
         "read": "files",
         "paths": [redact_uri(p) for p in paths],
         "deep": opts.deep,
-        "duplicate_copies_ignored": [redact_uri(d) for d in duplicates],
+        "duplicate_copies_ignored": [redact_uri(d) for d in scanned.duplicates],
     }
     note = write_batch_scan(spark, scanned, args.out, args.role, note)
     _print_scan(note, args.out)

@@ -158,7 +158,7 @@ def marker_name(control_type: int | None) -> str | None:
     return CONTROL_TYPES.get(control_type, f"UNKNOWN({control_type})")
 
 
-Reader = Callable[[int, int], bytes]  # (position, size) -> at most size bytes
+Reader = Callable[[int, int], "bytes | memoryview"]  # (position, size) -> at most size bytes
 
 
 def walk(
@@ -188,7 +188,7 @@ def walk(
     bytes once they are large, so a scan of big batches touches a fraction of the file.
     """
     pos = start
-    buf = b""
+    buf: bytes | memoryview = b""
     buf_pos = start
     header_only_reads = False
     unpack = HEADER.unpack_from

@@ -22,7 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from audit.collect.batch_format import CONTROL_TYPES
+from audit.collect.batch_format import CONTROL_TYPES, ScanIssue
+from audit.collect.batch_scan import BatchScan
 from audit.collect.snapshot import utc_now
 from audit.config import AuditConfig, redact_uri
 from audit.errors import ConfigError, InputError
@@ -35,17 +36,11 @@ log = logging.getLogger(__name__)
 BATCH_TABLES = ("batches", "markers", "batch_scan_issues")
 
 
-def _cut(spark: Any, scan_path: str, staging: Path) -> dict[str, int]:
-    """batches, markers and batch_scan_issues from the raw scan; returns their row counts."""
+def _write_markers(spark: Any, staging: Path) -> None:
+    """markers.parquet from the written batches (control batches only: Parquet statistics
+    on ``is_control`` skip most of the file)."""
     from pyspark.sql import functions as F
 
-    from audit.schemas import spark_schema
-
-    scan = spark.read.parquet(scan_path)
-    batch_rows = scan.where(F.col("kind").isNull())
-    batches = batch_rows.select(
-        [F.col(f.name).cast(f.dataType).alias(f.name) for f in spark_schema("batches").fields]
-    )
     ctype = F.col("control_type")
     name = F.lit(None).cast("string")
     for code, word in sorted(CONTROL_TYPES.items(), reverse=True):
@@ -53,34 +48,50 @@ def _cut(spark: Any, scan_path: str, staging: Path) -> dict[str, int]:
     name = F.when(ctype.isNull(), F.lit(None)).otherwise(
         F.coalesce(name, F.concat(F.lit("UNKNOWN("), ctype.cast("string"), F.lit(")")))
     )
-    markers = batch_rows.where("is_control").select(
-        "topic",
-        "partition",
-        F.col("base_offset").alias("offset"),
-        name.alias("marker"),
-        "control_type",
-        "control_version",
-        "coordinator_epoch",
-        "producer_id",
-        "producer_epoch",
-        "partition_leader_epoch",
-        F.col("first_timestamp_ms").alias("timestamp_ms"),
-        "file",
-        "position",
+    markers = (
+        spark.read.parquet(str(staging / "batches.parquet"))
+        .where("is_control")
+        .select(
+            "topic",
+            "partition",
+            F.col("base_offset").alias("offset"),
+            name.alias("marker"),
+            "control_type",
+            "control_version",
+            "coordinator_epoch",
+            "producer_id",
+            "producer_epoch",
+            "partition_leader_epoch",
+            F.col("first_timestamp_ms").alias("timestamp_ms"),
+            "file",
+            "position",
+        )
     )
-    issues = scan.where(F.col("kind").isNotNull()).select(
-        [F.col(f.name).cast(f.dataType).alias(f.name) for f in spark_schema("batch_scan_issues").fields]
-    )
-    counts: dict[str, int] = {}
-    for table, df in (("batches", batches), ("markers", markers), ("batch_scan_issues", issues)):
-        df.write.mode("overwrite").parquet(str(staging / f"{table}.parquet"))
-        counts[table] = spark.read.parquet(str(staging / f"{table}.parquet")).count()
-    return counts
+    markers.write.mode("overwrite").parquet(str(staging / "markers.parquet"))
 
 
-def issue_summary(spark: Any, staging: Path) -> dict[str, int]:
-    rows = spark.read.parquet(str(staging / "batch_scan_issues.parquet")).groupBy("kind").count().collect()
-    return {r["kind"]: int(r["count"]) for r in rows}
+def _write_issues(issues: list[ScanIssue], staging: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from audit.schemas import arrow_schema
+
+    schema = arrow_schema("batch_scan_issues")
+    columns = {name: [getattr(i, name) for i in issues] for name in schema.names}
+    pq.write_table(pa.Table.from_pydict(columns, schema=schema), staging / "batch_scan_issues.parquet")
+
+
+def _rows(path: Path) -> int:
+    import pyarrow.dataset as ds
+
+    return int(ds.dataset(path, format="parquet").count_rows())
+
+
+def issue_summary(issues: list[ScanIssue]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for issue in issues:
+        out[issue.kind] = out.get(issue.kind, 0) + 1
+    return out
 
 
 @contextmanager
@@ -109,7 +120,7 @@ def _replace_dir(src: Path, target: Path) -> None:
 
 def write_batch_scan(
     spark: Any,
-    scanned: Any,
+    scanned: BatchScan,
     directory: Path,
     role: Role | None,
     note: dict[str, Any],
@@ -123,7 +134,7 @@ def write_batch_scan(
         manifest = read_manifest(directory, role)
         with _staging(directory.parent) as staging:
             counts = _run(spark, scanned, staging)
-            note = {**note, **counts, "issues": issue_summary(spark, staging), "finished_at": utc_now()}
+            note = {**note, **counts, "finished_at": utc_now()}
             for table in BATCH_TABLES:
                 _replace_dir(staging / f"{table}.parquet", directory / f"{table}.parquet")
         manifest.setdefault("notes", {})["batches"] = note
@@ -139,7 +150,7 @@ def write_batch_scan(
     started = utc_now()
     with _staging(directory.parent) as staging:
         counts = _run(spark, scanned, staging)
-        note = {**note, **counts, "issues": issue_summary(spark, staging), "finished_at": utc_now()}
+        note = {**note, **counts, "finished_at": utc_now()}
         partitions = derived_partitions(spark, staging)
         with atomic_directory(directory) as tmp:
             manifest = make_manifest(
@@ -164,11 +175,18 @@ def write_batch_scan(
     return note
 
 
-def _run(spark: Any, scanned: Any, staging: Path) -> dict[str, int]:
-    scan_path = str(staging / "scan.parquet")
-    scanned.write.mode("overwrite").parquet(scan_path)
-    counts = _cut(spark, scan_path, staging)
-    shutil.rmtree(scan_path, ignore_errors=True)
+def _run(spark: Any, scan: BatchScan, staging: Path) -> dict[str, Any]:
+    """Run the scan (one pass over the data) and write its three tables into ``staging``."""
+    scan.rows.write.mode("overwrite").parquet(str(staging / "batches.parquet"))
+    issues = scan.collected_issues()
+    _write_issues(issues, staging)
+    _write_markers(spark, staging)
+    counts: dict[str, Any] = {
+        "batches": _rows(staging / "batches.parquet"),
+        "markers": _rows(staging / "markers.parquet"),
+        "batch_scan_issues": len(issues),
+        "issues": issue_summary(issues),
+    }
     log.info(
         "batch scan: %d batches, %d markers, %d issues",
         counts["batches"],
@@ -235,7 +253,7 @@ def _partition_files(segment_uri: str | None) -> tuple[str | None, int | None]:
     topic_id = epoch = None
     try:
         with RangeFile(f"{base}/partition.metadata") as f:
-            for line in f.read(0, f.size).decode("utf-8", "replace").splitlines():
+            for line in bytes(f.read(0, f.size)).decode("utf-8", "replace").splitlines():
                 if line.startswith("topic_id:"):
                     # Kafka writes the URL-safe base64 form; confluent-kafka (the live
                     # snapshot) prints the standard one: one spelling for both.
@@ -245,7 +263,7 @@ def _partition_files(segment_uri: str | None) -> tuple[str | None, int | None]:
         pass
     try:
         with RangeFile(f"{base}/leader-epoch-checkpoint") as f:
-            lines = f.read(0, f.size).decode("utf-8", "replace").split("\n")
+            lines = bytes(f.read(0, f.size)).decode("utf-8", "replace").split("\n")
         entries = [ln.split() for ln in lines[2:] if ln.strip()]
         if entries:
             epoch = max(int(e[0]) for e in entries)
@@ -283,14 +301,14 @@ def collect_batches(spark: Any, cfg: AuditConfig, role: Role, directory: Path) -
             "segments: batch-level checks compare equal offsets: use them with mode cluster-mirroring"
         )
     if source.read == "files":
-        scanned, duplicates = scan_segments(
+        scanned = scan_segments(
             spark, list(source.paths), ScanOptions(deep=seg.deep, split_bytes=seg.split_bytes), cfg.scope
         )
         note: dict[str, Any] = {
             "read": "files",
             "paths": [redact_uri(p) for p in source.paths],
             "deep": seg.deep,
-            "duplicate_copies_ignored": [redact_uri(d) for d in duplicates],
+            "duplicate_copies_ignored": [redact_uri(d) for d in scanned.duplicates],
         }
     elif source.read == "wire":
         if not (directory / "manifest.json").exists():

@@ -20,6 +20,7 @@ The job, all of it on Spark:
 from __future__ import annotations
 
 import logging
+import mmap
 import os
 import re
 import struct
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.collect.batch_format import ScanSink, walk
-from audit.compare.scope import topic_in_scope
+from audit.collect.batch_scan import BatchScan, emit, issue_accumulator, scan_schema, scan_schema_arrow
 from audit.config import ScopeConfig, redact_uri
 from audit.errors import InputError
 
@@ -38,25 +39,11 @@ PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 SEGMENT_FILE = re.compile(r"^(?P<base>\d{20})\.log$")
 INDEX_ENTRY = struct.Struct(">ii")  # relative offset, position
 
-# Columns a scan task emits: every batch column, then the issue columns (null on batch
-# rows). Batch columns are null on issue rows, except topic, partition, file and position.
-ISSUE_COLUMNS = ("kind", "severity", "detail")
-
 
 @dataclass(frozen=True)
 class ScanOptions:
     deep: bool = False  # verify each batch's CRC-32C (reads every byte)
     split_bytes: int = 128 << 20  # target bytes per Spark task
-
-
-def scan_schema() -> Any:
-    from pyspark.sql import types as T
-
-    from audit.schemas import spark_schema
-
-    fields = [T.StructField(f.name, f.dataType, True) for f in spark_schema("batches").fields]
-    fields += [T.StructField(name, T.StringType(), True) for name in ISSUE_COLUMNS]
-    return T.StructType(fields)
 
 
 def _range_schema() -> Any:
@@ -90,16 +77,24 @@ def local_path(uri: str) -> str | None:
 
 
 class RangeFile:
-    """Positional reads of one file, local or on any filesystem pyarrow knows."""
+    """Positional reads of one file, local or on any filesystem pyarrow knows.
+
+    Local files are memory-mapped and ``read`` returns zero-copy views of the mapping, so a
+    deep scan hands the page cache straight to CRC-32C without a copy."""
 
     def __init__(self, uri: str) -> None:
         self.uri = uri
         self._fd: int | None = None
+        self._map: Any = None
+        self._view: memoryview | None = None
         self._remote: Any = None
         path = local_path(uri)
         if path is not None:
             self._fd = os.open(path, os.O_RDONLY)
             self.size = os.fstat(self._fd).st_size
+            if self.size:
+                self._map = mmap.mmap(self._fd, self.size, access=mmap.ACCESS_READ)
+                self._view = memoryview(self._map)
         else:
             from pyarrow import fs
 
@@ -107,12 +102,23 @@ class RangeFile:
             self._remote = filesystem.open_input_file(inner)
             self.size = int(self._remote.size())
 
-    def read(self, pos: int, size: int) -> bytes:
+    def read(self, pos: int, size: int) -> bytes | memoryview:
+        if self._view is not None:
+            return self._view[pos : pos + size]
         if self._fd is not None:
-            return os.pread(self._fd, size, pos)
+            return b""
         return bytes(self._remote.read_at(size, pos))
 
     def close(self) -> None:
+        if self._view is not None:
+            self._view.release()
+            self._view = None
+        if self._map is not None:
+            try:
+                self._map.close()
+            except BufferError:  # a slice still alive somewhere: the GC unmaps it later
+                log.debug("mmap of %s still referenced at close", self.uri)
+            self._map = None
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
@@ -131,50 +137,87 @@ def _sibling(uri: str, suffix: str) -> str:
     return uri[: -len(".log")] + suffix
 
 
-def index_positions(uri: str) -> list[int] | None:
-    """Batch start positions from a segment's offset index, or None when it has none.
-
-    The index of the active segment is preallocated: entries after the last real one are
-    zeros, and positions only ever grow, so the list stops at the first that does not."""
+def index_split_positions(uri: str, size: int, split_bytes: int) -> list[int] | None:
+    """Batch positions from the offset index near each multiple of ``split_bytes``, found by
+    binary search (about 20 reads of 8 bytes per split, never the whole index), or None
+    when the segment has no index. Positions past ``size`` or out of order (a stale or
+    preallocated tail) end the search."""
     try:
-        with RangeFile(_sibling(uri, ".index")) as f:
-            data = f.read(0, f.size)
+        f = RangeFile(_sibling(uri, ".index"))
     except (OSError, FileNotFoundError):
         return None
-    positions: list[int] = []
-    for i in range(len(data) // INDEX_ENTRY.size):
-        _, position = INDEX_ENTRY.unpack_from(data, i * INDEX_ENTRY.size)
-        if positions and position <= positions[-1]:
-            break
-        if not positions and position < 0:
-            break
-        positions.append(position)
-    return positions
+    with f:
+        entries = f.size // INDEX_ENTRY.size
+
+        def position(i: int) -> int:
+            return int(INDEX_ENTRY.unpack_from(bytes(f.read(i * INDEX_ENTRY.size, INDEX_ENTRY.size)))[1])
+
+        # Real entries have positions above 0 (the first batch is never indexed); the
+        # preallocated tail of an active segment's index is zeros.
+        lo, hi = 0, entries
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if position(mid) > 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        real = lo
+        found: list[int] = []
+        target = split_bytes
+        while target < size:
+            lo, hi = 0, real
+            while lo < hi:  # first entry at or after the target position
+                mid = (lo + hi) // 2
+                if position(mid) < target:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo >= real:
+                break
+            p = position(lo)
+            if p >= size or (found and p <= found[-1]):
+                break
+            found.append(p)
+            target = p + split_bytes
+        return found
 
 
-def split_points(positions: list[int], size: int, split_bytes: int) -> list[int]:
-    """Range starts: 0, then the indexed batch position closest above each multiple of
-    ``split_bytes``."""
-    starts = [0]
-    for p in positions:
-        if p >= size:
-            break
-        if p - starts[-1] >= split_bytes:
-            starts.append(p)
-    return starts
+def _size(uri: str) -> int:
+    path = local_path(uri)
+    if path is not None:
+        return os.stat(path).st_size
+    from pyarrow import fs
+
+    filesystem, inner = fs.FileSystem.from_uri(uri)
+    return int(filesystem.get_file_info(inner).size)
+
+
+def _exists(uri: str) -> bool:
+    path = local_path(uri)
+    if path is not None:
+        return os.path.exists(path)
+    from pyarrow import fs
+
+    filesystem, inner = fs.FileSystem.from_uri(uri)
+    return bool(filesystem.get_file_info(inner).type != fs.FileType.NotFound)
 
 
 def plan_file(
     uri: str, topic: str | None, partition: int | None, size: int, is_last: bool, split_bytes: int
 ) -> list[tuple[Any, ...]]:
-    """The byte ranges of one segment file (rows of ``_range_schema``)."""
+    """The byte ranges of one segment file (rows of ``_range_schema``): a file larger than
+    ``split_bytes`` is cut at indexed batch positions so its parts run as separate tasks."""
     if size == 0:
         return [(uri, topic, partition, 0, 0, 0, is_last, "empty_segment")]
-    positions = index_positions(uri)
     note = None
+    positions: list[int] | None
+    if size <= split_bytes:  # one range: the index is only looked for, not read
+        positions = [] if _exists(_sibling(uri, ".index")) else None
+    else:
+        positions = index_split_positions(uri, size, split_bytes)
     if positions is None:
         positions, note = [], "missing_index"
-    starts = split_points(positions, size, split_bytes)
+    starts = [0, *positions]
     ends = [*starts[1:], size]
     return [
         (uri, topic, partition, s, e, size, is_last, note if i == 0 else None)
@@ -194,35 +237,9 @@ def partition_of(uri: str) -> tuple[str | None, int | None]:
 # --------------------------------------------------------------------------- Spark tasks
 
 
-def _plan_task(split_bytes: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def _scan_task(deep: bool, issues: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
     def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        schema = _arrow(_range_schema())
-        for rb in batches:
-            rows: list[tuple[Any, ...]] = []
-            cols = rb.to_pydict()
-            for uri, topic, partition, size, last in zip(
-                cols["path"],
-                cols["topic"],
-                cols["partition"],
-                cols["length"],
-                cols["is_last_segment"],
-                strict=True,
-            ):
-                rows.extend(plan_file(uri, topic, partition, int(size), bool(last), split_bytes))
-            if rows:
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array([r[i] for r in rows], type=schema.field(i).type) for i in range(len(schema))],
-                    schema=schema,
-                )
-
-    return run
-
-
-def _scan_task(deep: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
-        schema = _arrow(scan_schema())
+        schema = scan_schema_arrow()
         sink = ScanSink()
         for rb in batches:
             cols = rb.to_pydict()
@@ -239,11 +256,13 @@ def _scan_task(deep: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
             ):
                 shown = redact_uri(uri)  # what the tables and messages show: no credentials
                 if note is not None:
+                    kind, _, reason = note.partition(":")
                     detail = {
                         "empty_segment": "the segment file is empty",
-                        "missing_index": "no usable offset index: the segment is read as one range",
-                    }[note]
-                    sink.issue(note, detail, topic, partition, shown, None)
+                        "missing_index": "no offset index beside the segment: it is read as one range",
+                        "unreadable": f"cannot read: {reason}",
+                    }[kind]
+                    sink.issue(kind, detail, topic, partition, shown, None)
                 if end <= start:
                     continue
                 if topic is None:
@@ -274,106 +293,95 @@ def _scan_task(deep: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
                     sink.issue(
                         "unreadable", f"cannot read: {exc.strerror or exc}", topic, partition, shown, start
                     )
-                if len(sink) >= 50_000:
-                    yield to_arrow(sink, schema)
-                    sink.clear()
-        if len(sink) or sink.issues:
-            yield to_arrow(sink, schema)
+                yield from emit(sink, schema, issues)
+        yield from emit(sink, schema, issues, final=True)
 
     return run
-
-
-def to_arrow(sink: ScanSink, schema: Any) -> Any:
-    """The sink's batches and issues as one Arrow batch of the scan schema."""
-    import pyarrow as pa
-
-    n_issues = len(sink.issues)
-    arrays = []
-    for field in schema:
-        name = field.name
-        if name in ISSUE_COLUMNS:
-            values: list[Any] = [None] * len(sink) + [getattr(i, name) for i in sink.issues]
-        elif name in ("topic", "partition", "file", "position"):
-            values = sink.columns[name] + [getattr(i, name) for i in sink.issues]
-        else:
-            values = sink.columns[name] + [None] * n_issues
-        arrays.append(pa.array(values, type=field.type))
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-def scan_schema_arrow() -> Any:
-    return _arrow(scan_schema())
-
-
-def _arrow(spark_schema: Any) -> Any:
-    import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    schema: pa.Schema = to_arrow_schema(spark_schema)
-    return schema
 
 
 # --------------------------------------------------------------------------- the job
 
 
-def list_segments(spark: Any, paths: list[str], scope: ScopeConfig | None = None) -> tuple[Any, Any]:
-    """``*.log`` files under ``paths`` (files or directories, any Hadoop filesystem), one
-    row per file with its partition, and whether it is its partition's newest segment;
-    and the directories left out as second copies of a partition. Topics out of ``scope``
-    (by default Kafka's internal ones, e.g. ``__consumer_offsets``) are not read."""
+@dataclass(frozen=True)
+class SegmentFile:
+    uri: str
+    topic: str | None
+    partition: int | None
+    is_last_segment: bool
+
+
+def list_segments(
+    spark: Any, paths: list[str], scope: ScopeConfig | None = None
+) -> tuple[list[SegmentFile], list[str]]:
+    """``*.log`` files under ``paths`` (files or directories, any Hadoop filesystem) with
+    their partition and whether each is its partition's newest segment; and the
+    directories left out as second copies of a partition.
+
+    The listing is Spark's own file index (``binaryFile``, content never read), which lists
+    on the driver like every Spark file source: a row per segment file, metadata-sized.
+    Topics out of ``scope`` (by default Kafka's internal ones, e.g. ``__consumer_offsets``)
+    are not read. The same partition under two directories (two brokers' log dirs given at
+    once) keeps the copy with the most segment files, so no batch is counted twice."""
     from pyspark.errors import AnalysisException
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
 
     try:
-        files = (
+        uris = (
             spark.read.format("binaryFile")
             .option("pathGlobFilter", "*.log")
             .option("recursiveFileLookup", "true")
             .load(paths)
-            .select("path", "length")
+            .inputFiles()
         )
     except AnalysisException as exc:
         raise InputError(f"segment paths cannot be listed: {str(exc).splitlines()[0]}") from exc
-    dir_re = r"^(.*)/([^/]+)/[^/]+$"
-    files = (
-        files.withColumn("dir", F.regexp_extract("path", dir_re, 1))
-        .withColumn("dirname", F.regexp_extract("path", dir_re, 2))
-        .withColumn("topic", F.regexp_extract("dirname", r"^(.+)-(\d+)$", 1))
-        .withColumn("partition", F.regexp_extract("dirname", r"^(.+)-(\d+)$", 2))
-        .withColumn("topic", F.when(F.col("topic") != "", F.col("topic")))
-        .withColumn("partition", F.when(F.col("partition") != "", F.col("partition").cast("int")))
-        .withColumn("base", F.regexp_extract("path", r"(\d{20})\.log$", 1))
-    )
-    if scope is not None:
-        files = files.where(F.col("topic").isNull() | topic_in_scope(F.col("topic"), scope))
-    # The same partition under two directories (two brokers' log dirs given at once): keep
-    # the replica with the most data, so no batch is counted twice.
-    per_dir = Window.partitionBy("topic", "partition")
-    sized = files.withColumn("dir_bytes", F.sum("length").over(Window.partitionBy("dir")))
-    chosen = sized.withColumn(
-        "keep",
-        F.col("topic").isNull()
-        | (F.struct("dir_bytes", "dir") == F.max(F.struct("dir_bytes", "dir")).over(per_dir)),
-    )
-    dup = chosen.where(~F.col("keep")).select("dir").distinct()
-    kept = chosen.where("keep").withColumn(
-        "is_last_segment",
-        F.col("topic").isNull() | (F.col("base") == F.max("base").over(Window.partitionBy("dir"))),
-    )
-    return kept.select("path", "topic", "partition", "length", "is_last_segment"), dup
+    by_dir: dict[str, list[str]] = {}
+    for uri in uris:
+        by_dir.setdefault(uri.rsplit("/", 1)[0], []).append(uri)
+    by_partition: dict[tuple[str, int], list[str]] = {}
+    files: list[SegmentFile] = []
+    for directory, members in sorted(by_dir.items()):
+        topic, partition = partition_of(members[0])
+        if topic is None or partition is None:
+            files.extend(SegmentFile(u, None, None, False) for u in members)
+            continue
+        if scope is not None and not scope.topic_in_scope(topic):
+            continue
+        by_partition.setdefault((topic, partition), []).append(directory)
+    duplicates: list[str] = []
+    for (topic, partition), dirs in sorted(by_partition.items()):
+        keep = max(dirs, key=lambda d: (len(by_dir[d]), d))
+        duplicates.extend(d for d in dirs if d != keep)
+        members = sorted(by_dir[keep], key=lambda u: u.rsplit("/", 1)[-1])
+        files.extend(SegmentFile(u, topic, partition, u == members[-1]) for u in members)
+    return files, duplicates
 
 
 def scan_segments(
     spark: Any, paths: list[str], opts: ScanOptions, scope: ScopeConfig | None = None
-) -> tuple[Any, list[str]]:
-    """The scan as a DataFrame of ``_scan_schema`` rows (batches and issues), and the
-    directories left out as duplicate replicas. Lazy: nothing runs until it is written."""
-    files, dup = list_segments(spark, paths, scope)
-    if files.limit(1).count() == 0:
-        raise InputError(f"no Kafka segment files (*.log) under {', '.join(paths)}")
-    duplicates = [r["dir"] for r in dup.collect()]  # at most one per partition directory given twice
-    parallel = max(2, spark.sparkContext.defaultParallelism * 2)
-    ranges = files.repartition(parallel).mapInArrow(_plan_task(opts.split_bytes), _range_schema())
-    scanned = ranges.repartition(parallel).mapInArrow(_scan_task(opts.deep), scan_schema())
-    return scanned, duplicates
+) -> BatchScan:
+    """The scan, ready to run: batch rows (lazy until written), its issues accumulator and
+    the directories left out as second copies. The ranges are planned here (a row per
+    range); the reading is one Spark stage."""
+    files, duplicates = list_segments(spark, paths, scope)
+    if not files:
+        raise InputError(f"no Kafka segment files (*.log) in scope under {', '.join(paths)}")
+    ranges: list[tuple[Any, ...]] = []
+    for f in files:  # metadata-sized: a stat and a few index reads per segment file
+        try:
+            size = _size(f.uri)
+        except OSError as exc:
+            reason = f"unreadable:{exc.strerror or exc}"
+            ranges.append((f.uri, f.topic, f.partition, 0, 0, 0, f.is_last_segment, reason))
+            continue
+        ranges.extend(plan_file(f.uri, f.topic, f.partition, size, f.is_last_segment, opts.split_bytes))
+    # Biggest ranges first: Spark slices the list evenly into tasks.
+    ranges.sort(key=lambda r: r[4] - r[3], reverse=True)
+    parallel = max(1, min(len(ranges), spark.sparkContext.defaultParallelism * 2))
+    tasks = (
+        spark.createDataFrame(ranges, _range_schema()).repartition(parallel)
+        if len(ranges) > parallel
+        else (spark.createDataFrame(ranges, _range_schema()))
+    )
+    issues = issue_accumulator(spark)
+    rows = tasks.mapInArrow(_scan_task(opts.deep, issues), scan_schema())
+    return BatchScan(rows, issues, tuple(duplicates))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.collect.batch_format import ScanSink, walk
+from audit.collect.batch_scan import BatchScan, emit, issue_accumulator, scan_schema, scan_schema_arrow
 from audit.errors import ClusterError
 
 log = logging.getLogger(__name__)
@@ -187,11 +188,9 @@ def fetch_range(
 
 
 def _fetch_task(
-    settings: dict[str, Any], timeout_ms: int, deep: bool, max_bytes: int
+    settings: dict[str, Any], timeout_ms: int, deep: bool, max_bytes: int, issues: Any
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     def run(batches: Iterator[Any]) -> Iterator[Any]:
-        from audit.collect.segments import scan_schema_arrow, to_arrow
-
         schema = scan_schema_arrow()
         sink = ScanSink()
         session: FetchSession | None = None
@@ -214,14 +213,11 @@ def _fetch_task(
                             None,
                             start,
                         )
-                    if len(sink) >= 50_000:
-                        yield to_arrow(sink, schema)
-                        sink.clear()
+                    yield from emit(sink, schema, issues)
         finally:
             if session is not None:
                 session.close()
-        if len(sink) or sink.issues:
-            yield to_arrow(sink, schema)
+        yield from emit(sink, schema, issues, final=True)
 
     return run
 
@@ -250,11 +246,9 @@ def fetch_batches(
     split_offsets: int,
     max_bytes: int,
     timeout_ms: int,
-) -> Any:
-    """The fetch as a DataFrame of scan rows (the segment scan's schema). Lazy."""
+) -> BatchScan:
+    """The fetch, ready to run (rows lazy until written)."""
     from pyspark.sql import types as T
-
-    from audit.collect.segments import scan_schema
 
     ranges = plan_ranges(partitions, split_offsets)
     if not ranges:
@@ -268,5 +262,9 @@ def fetch_batches(
         ]
     )
     parallel = max(1, min(len(ranges), spark.sparkContext.defaultParallelism * 2))
-    tasks = spark.createDataFrame(ranges, schema).repartition(parallel)
-    return tasks.mapInArrow(_fetch_task(settings, timeout_ms, deep, max_bytes), scan_schema())
+    tasks = spark.createDataFrame(ranges, schema)
+    if len(ranges) > parallel:
+        tasks = tasks.repartition(parallel)
+    issues = issue_accumulator(spark)
+    rows = tasks.mapInArrow(_fetch_task(settings, timeout_ms, deep, max_bytes, issues), scan_schema())
+    return BatchScan(rows, issues)

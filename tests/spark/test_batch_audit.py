@@ -64,7 +64,7 @@ def source_tree(root: Path) -> Path:
 
 
 def _scan(spark: Any, tree: Path, out: Path, role: str | None, deep: bool = False) -> dict[str, Any]:
-    scanned, _ = scan_segments(spark, [str(tree)], ScanOptions(deep=deep, split_bytes=200))
+    scanned = scan_segments(spark, [str(tree)], ScanOptions(deep=deep, split_bytes=200))
     return write_batch_scan(spark, scanned, out, role, {"read": "files"})  # type: ignore[arg-type]
 
 
@@ -114,11 +114,14 @@ def test_a_second_scan_of_the_same_directory_replaces_its_tables(spark: Any, tmp
 
 def test_split_ranges_and_one_range_per_file_give_the_same_batches(spark: Any, tmp_path: Path) -> None:
     tree = source_tree(tmp_path / "logs")
-    small, _ = scan_segments(spark, [str(tree)], ScanOptions(split_bytes=100))
-    whole, _ = scan_segments(spark, [str(tree)], ScanOptions(split_bytes=1 << 30))
-    key = ["topic", "partition", "base_offset", "crc", "position", "kind"]
-    rows = [sorted(repr(tuple(r)) for r in df.select(key).collect()) for df in (small, whole)]
-    assert rows[0] == rows[1] and len(rows[0]) == 18  # 17 batches and the truncated tail
+    key = ["topic", "partition", "base_offset", "crc", "position"]
+    found = []
+    for split in (100, 1 << 30):
+        scan = scan_segments(spark, [str(tree)], ScanOptions(split_bytes=split))
+        rows = sorted(repr(tuple(r)) for r in scan.rows.select(key).collect())
+        found.append((rows, [(i.kind, i.file, i.position) for i in scan.collected_issues()]))
+    assert found[0] == found[1]
+    assert len(found[0][0]) == 17 and [k for k, _, _ in found[0][1]] == ["truncated"]
 
 
 def _audit(spark: Any, src: Path, dst: Path, run: Path, cfg: AuditConfig | None = None) -> dict[str, Any]:

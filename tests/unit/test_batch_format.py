@@ -8,7 +8,7 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatch
 
 from audit.collect.batch_format import ScanSink, marker_name, walk
-from audit.collect.segments import index_positions, plan_file, split_points
+from audit.collect.segments import index_split_positions, plan_file
 from tests.batches import batch, control_batch, index, legacy_entry
 
 
@@ -150,12 +150,13 @@ def test_index_positions_stop_at_the_preallocated_zeros(tmp_path: Path) -> None:
     seg.parent.mkdir()
     seg.write_bytes(b"")
     (tmp_path / "orders-0" / "00000000000000000000.index").write_bytes(
-        index([(0, 0), (10, 4096), (20, 8200)], preallocated=100)
+        index([(10, 4096), (20, 8200)], preallocated=100)
     )
-    assert index_positions(str(seg)) == [0, 4096, 8200]
-    assert split_points([0, 4096, 8200], 10_000, 4000) == [0, 4096, 8200]
-    assert split_points([0, 4096, 8200], 10_000, 5000) == [0, 8200]
-    assert index_positions(str(tmp_path / "nowhere" / "00000000000000000000.log")) is None
+    # Split points by binary search over the real entries, never the zero padding.
+    assert index_split_positions(str(seg), 10_000, 4000) == [4096, 8200]
+    assert index_split_positions(str(seg), 10_000, 5000) == [8200]
+    assert index_split_positions(str(seg), 8_000, 5000) == []  # 8200 lies past the data
+    assert index_split_positions(str(tmp_path / "nowhere" / "00000000000000000000.log"), 10, 1) is None
 
 
 def test_plan_file_notes_empty_segments_and_missing_indexes(tmp_path: Path) -> None:
@@ -167,6 +168,12 @@ def test_plan_file_notes_empty_segments_and_missing_indexes(tmp_path: Path) -> N
     ]
     ((_, _, _, start, end, size, _, note),) = plan_file(str(seg), "orders", 0, 100, False, 1 << 20)
     assert (start, end, size, note) == (0, 100, 100, "missing_index")
+    seg.with_suffix(".index").write_bytes(index([(3, 40), (6, 70)], preallocated=8))
+    assert [(r[3], r[4], r[7]) for r in plan_file(str(seg), "orders", 0, 100, False, 30)] == [
+        (0, 40, None),
+        (40, 70, None),
+        (70, 100, None),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,176 @@
+"""Benchmark: the segment scan against Kafka's own kafka-dump-log, and the deep CRC scan
+against `cat`, side by side in one run.
+
+A sandbox broker (real Kafka from Maven Central) writes at least --size-gb of segments:
+8 partitions, 1 KiB random values, producer batch.size --batch-bytes (16 KiB, the Java
+producer's default), no compression. Then, interleaved for --rounds rounds on the same
+files (all in the page cache after the first round):
+
+- header scan, ours:  `segments scan` (listing, planning, the Spark scan of every batch
+                      header, batches/markers/issues tables written) in a Spark session
+                      that is already running, as in the nightly job; baseline:
+                      kafka-dump-log --files (all segments, output to /dev/null), a JVM
+                      that reads every batch and checks its CRC;
+- deep CRC scan, ours: the same with --deep (every byte read, CRC-32C recomputed);
+                      baseline: cat of the same files to /dev/null.
+
+Once, for the record: the whole `mirror-audit segments scan` command in a fresh process
+(Spark session start included). Rates are MB of segment per second; the best round of
+each side is reported.
+
+Run: .venv/bin/python bench/segments.py [--size-gb 2] [--batch-bytes 16384]. The last line
+is RESULT segment-scan ours=<MB/s> baseline=<MB/s> ratio=<ours/baseline>; the line before
+it is RESULT segment-deep-crc ours=<MB/s> baseline=<MB/s> ratio=<ours/baseline>.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
+
+from audit.collect.batches import write_batch_scan
+from audit.collect.segments import ScanOptions, scan_segments
+from audit.config import SparkConfig
+from audit.logs import setup_logging
+from audit.sandbox.cluster import SandboxOptions, running
+from audit.sandbox.jars import find_java, resource_path
+from audit.sandbox.state import SandboxState
+from audit.spark_session import build_spark
+
+log = logging.getLogger("bench.segments")
+TOPIC = "bench-segments"
+
+
+def _produce(state: SandboxState, size_gb: float, batch_bytes: int) -> list[Path]:
+    bootstrap = state.cluster("source").bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(TOPIC, num_partitions=8, replication_factor=1)])[TOPIC].result(timeout=60)
+    pool = [os.urandom(1024) for _ in range(256)]
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "batch.size": batch_bytes,
+            "linger.ms": 5,
+            "compression.type": "none",
+            "queue.buffering.max.kbytes": 1 << 20,
+        }
+    )
+    records = int(size_gb * (1 << 20))
+    started = time.perf_counter()
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(TOPIC, pool[i & 255], partition=i & 7)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if i & 4095 == 0:
+            producer.poll(0)
+    producer.flush(300)
+    log.info("produced %d records in %.1fs", records, time.perf_counter() - started)
+    data = Path(state.cluster("source").node(1).node_dir) / "data"
+    return sorted(data.glob(f"{TOPIC}-*/*.log"))
+
+
+def _timed(cmd: list[str]) -> float:
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    elapsed = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd[:3]} failed: {proc.stderr[-500:]!r}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size-gb", type=float, default=2.0, help="GiB of segments to write (default 2)")
+    parser.add_argument("--batch-bytes", type=int, default=16384, help="producer batch.size (default 16384)")
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds per side; the best is reported")
+    args = parser.parse_args()
+    setup_logging()
+    with tempfile.TemporaryDirectory(prefix="bench-segments-") as tmp:
+        root = Path(tmp)
+        with running(SandboxOptions(workdir=root / "sandbox", heap_mb=1024)) as state:
+            files = _produce(state, args.size_gb, args.batch_bytes)
+            data_dir = files[0].parent.parent
+            mb = sum(f.stat().st_size for f in files) / 1e6
+            dump_log = [
+                find_java(),
+                "-Xmx512m",
+                f"-Dlog4j2.configurationFile={resource_path('log4j2.properties')}",
+                "-cp",
+                f"{state.jars}/*",
+                "kafka.tools.DumpLogSegments",
+                "--files",
+                ",".join(map(str, files)),
+            ]
+            spark = build_spark(SparkConfig(master="local[*]"))
+
+            def ours(deep: bool) -> tuple[float, int]:
+                out = root / "scans" / f"{'deep' if deep else 'headers'}-{time.monotonic_ns()}"
+                started = time.perf_counter()
+                scanned = scan_segments(spark, [str(data_dir)], ScanOptions(deep=deep))
+                note = write_batch_scan(spark, scanned, out, "source", {"read": "files"})
+                elapsed = time.perf_counter() - started
+                shutil.rmtree(out.parent, ignore_errors=True)
+                return elapsed, int(note["batches"])
+
+            ours(False)  # Python workers and JIT warm, as in a running nightly session
+            times: dict[str, list[float]] = {"ours": [], "dump-log": [], "deep": [], "cat": []}
+            batches = 0
+            for i in range(args.rounds):
+                t, batches = ours(False)
+                times["ours"].append(t)
+                times["dump-log"].append(_timed(dump_log))
+                times["deep"].append(ours(True)[0])
+                times["cat"].append(_timed(["cat", *map(str, files)]))
+                log.info("round %d: %s", i + 1, {k: round(v[-1], 2) for k, v in times.items()})
+            spark.stop()
+            started = time.perf_counter()
+            cmd = [sys.executable, "-m", "audit.cli", "segments", "scan", str(data_dir)]
+            proc = subprocess.run(
+                [*cmd, "--out", str(root / "cli"), "--role", "source"],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            cli = time.perf_counter() - started
+            if proc.returncode != 0:
+                raise SystemExit(f"mirror-audit segments scan failed: {proc.stderr[-800:]}")
+
+    best = {k: min(v) for k, v in times.items()}
+    rate = {k: mb / v for k, v in best.items()}
+    print(f"segments: {len(files)} files, {mb:,.0f} MB, {batches:,} batches (batch.size {args.batch_bytes})")
+    for key, label in (
+        ("ours", "header scan, ours (warm Spark session)"),
+        ("dump-log", "kafka-dump-log --files"),
+        ("deep", "deep CRC scan, ours (warm session)"),
+        ("cat", "cat > /dev/null"),
+    ):
+        runs = [round(x, 2) for x in times[key]]
+        print(f"{label:40s} best {best[key]:6.2f}s  {rate[key]:8.0f} MB/s  all {runs}")
+    label = "mirror-audit segments scan (fresh CLI)"
+    print(f"{label:40s}      {cli:6.2f}s  {mb / cli:8.0f} MB/s  (Spark session start included)")
+    print(
+        f"RESULT segment-deep-crc ours={rate['deep']:.0f} baseline={rate['cat']:.0f} "
+        f"ratio={rate['deep'] / rate['cat']:.2f}"
+    )
+    print(
+        f"RESULT segment-scan ours={rate['ours']:.0f} baseline={rate['dump-log']:.0f} "
+        f"ratio={rate['ours'] / rate['dump-log']:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
