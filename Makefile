@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help venv test unit lint typecheck demo demo-healthy jars bench clean
+.PHONY: help venv test unit lint typecheck demo demo-healthy jars bench bench-segments bench-records clean
 
 help:
 	@echo "make demo   - run the audit demo on the local Kafka sandbox"
@@ -48,6 +48,12 @@ demo-healthy: $(STAMP) jars
 
 bench: $(STAMP) jars
 	$(BIN)/python bench/readiness.py
+
+bench-segments: $(STAMP) jars
+	$(BIN)/python bench/segments.py
+
+bench-records: $(STAMP) jars
+	$(BIN)/python bench/records.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

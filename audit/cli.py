@@ -129,7 +129,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     from audit.pipeline import nightly
 
     cfg = _config(args)
-    outcome = nightly(cfg, args.out, engine=_engine(args, cfg))
+    outcome = nightly(cfg, args.out, engine=_engine(args, cfg), full_records=args.full)
     print_outcome(outcome.summary, outcome.report)
     return outcome.exit_code
 
@@ -234,6 +234,39 @@ def cmd_segments_scan(args: argparse.Namespace) -> int:
     }
     note = write_batch_scan(spark, scanned, args.out, args.role, note)
     _print_scan(note, args.out)
+    return ExitCode.OK
+
+
+def cmd_records_scan(args: argparse.Namespace) -> int:
+    from audit.collect.record_collect import collect_records
+    from audit.spark_session import build_spark
+
+    cfg = _config(args)
+    run = args.run
+    src, dst = run / "source", run / "destination"
+    for d in (src, dst):
+        if not (d / "manifest.json").exists():
+            raise UsageError(
+                f"{d} is not a snapshot: take both first with "
+                f"'mirror-audit snapshot --config FILE --out {run}'"
+            )
+    note = collect_records(build_spark(cfg.spark), cfg, src, dst, run.resolve().parent, full=args.full)
+    print(
+        f"record chunks written to {src} and {dst}: {note['ranges']} ranges, "
+        f"{note['offsets_planned']} offsets per side ({note['isolation']})"
+    )
+    cov = (note.get("coverage") or {}).get("totals") or {}
+    if cov:
+        print(
+            f"  coverage: {cov['verified']} offsets verified, {cov['mismatched']} mismatched, "
+            f"{cov['not_verified']} not yet verified"
+        )
+    for issue in note["issues"][:5]:
+        where = f"{issue['topic']}-{issue['partition']} at {issue['position']}"
+        print(f"  could not read {where}: {issue['detail']}")
+    for line in note["notes"]:
+        print(f"  {line}")
+    print(f"audit them with: mirror-audit audit --source {src} --destination {dst} --out RUN_DIR")
     return ExitCode.OK
 
 
@@ -395,6 +428,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("nightly", help="snapshot, audit and report, keeping history in the output root")
     _add_config(p, required=True)
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="with records.enabled: verify every record of the common ranges, ignoring the incremental "
+        "history",
+    )
     _add_out(p, False, "run directory (default: a new timestamped directory under output.root)")
     _add_engine(p, "spark")
     p.set_defaults(handler=cmd_nightly)
@@ -467,6 +506,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--deep", action="store_true", help="recompute every batch's CRC-32C")
     p.set_defaults(handler=cmd_segments_fetch)
+
+    rec = sub.add_parser(
+        "records", help="record-level verification (CM-DATA-1): chunk checksums of both clusters"
+    )
+    recsub = rec.add_subparsers(dest="records_command", metavar="ACTION", required=True)
+    p = recsub.add_parser(
+        "scan",
+        help="read both clusters' records of a snapshot pair's common ranges in Spark tasks; add "
+        "record_chunks (and record_divergences) to the snapshots",
+    )
+    _add_config(p, required=True)
+    p.add_argument(
+        "--run",
+        metavar="RUN_DIR",
+        type=Path,
+        required=True,
+        help="the run directory holding source/ and destination/ snapshots (from 'mirror-audit snapshot'); "
+        "its parent keeps the incremental history",
+    )
+    p.add_argument("--full", action="store_true", help="verify everything, ignoring the incremental history")
+    p.set_defaults(handler=cmd_records_scan)
 
     sb = sub.add_parser("sandbox", help="the local two-cluster Kafka sandbox (real brokers, loopback)")
     sbsub = sb.add_subparsers(dest="sandbox_command", metavar="ACTION", required=True)

@@ -221,6 +221,47 @@ class SegmentsConfig:
 
 
 @dataclass(frozen=True)
+class TopicRecordScope:
+    """How much of matching topics' records a run verifies: ``full`` (everything both
+    clusters hold), ``last`` (the newest ``last_offsets`` of each partition) or ``window``
+    (records of the last ``window_seconds``)."""
+
+    pattern: str = ".*"
+    scope: Literal["full", "last", "window"] = "full"
+    last_offsets: int = 1_000_000
+    window_seconds: float = 86_400.0
+
+
+@dataclass(frozen=True)
+class RecordsConfig:
+    """Record-level verification (CM-DATA-1; CM-TXN-2 and CM-EPOCH-4 at record level) for
+    the nightly job and 'mirror-audit records scan'."""
+
+    enabled: bool = False
+    chunk_records: int = 10_000  # offsets per checksum chunk
+    split_records: int = 1_000_000  # offsets of a partition per Spark task
+    isolation: Literal["read_uncommitted", "read_committed"] = "read_uncommitted"
+    # Per-topic scope, first matching pattern wins; topics matching none are verified fully.
+    topics: tuple[TopicRecordScope, ...] = ()
+    # Budget per run (0: none): offsets scanned per side, new data first, then re-checks.
+    max_records_per_run: int = 0
+    # Incremental: scan only what was added since the last verified offset of each
+    # partition (kept in the output root), plus this many older chunks per partition,
+    # round robin, so old data is re-verified over time. --full ignores the history.
+    incremental: bool = True
+    resample_chunks: int = 2
+    # Mismatching chunks narrowed to their first divergent record per run.
+    narrow_max_chunks: int = 50
+    timeout_seconds: float = 120.0  # a range must make progress within this
+
+    def scope_for(self, topic: str) -> TopicRecordScope:
+        for t in self.topics:
+            if re.fullmatch(t.pattern, topic):
+                return t
+        return TopicRecordScope()
+
+
+@dataclass(frozen=True)
 class SparkConfig:
     master: str = "local[*]"
     app_name: str = "kafka-mirror-audit"
@@ -243,6 +284,7 @@ class AuditConfig:
     thresholds: Thresholds = field(default_factory=Thresholds)
     mirror: MirrorConfig = field(default_factory=MirrorConfig)
     segments: SegmentsConfig = field(default_factory=SegmentsConfig)
+    records: RecordsConfig = field(default_factory=RecordsConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
 
@@ -471,6 +513,24 @@ def _check(obj: Any, path: str) -> None:
             raise _KeyProblem(
                 _join(path, "paths"), f"paths are only read with read: files (read is {obj.read!r})"
             )
+    elif isinstance(obj, TopicRecordScope):
+        try:
+            re.compile(obj.pattern)
+        except re.error as exc:
+            raise _KeyProblem(_join(path, "pattern"), f"invalid regex {obj.pattern!r}: {exc}") from None
+        if obj.last_offsets < 1 or obj.window_seconds <= 0:
+            raise _KeyProblem(path, "last_offsets and window_seconds must be positive")
+    elif isinstance(obj, RecordsConfig):
+        for name in ("chunk_records", "split_records", "narrow_max_chunks"):
+            if getattr(obj, name) < 1:
+                raise _KeyProblem(_join(path, name), "must be positive")
+        if obj.split_records % obj.chunk_records:
+            raise _KeyProblem(_join(path, "split_records"), "must be a multiple of chunk_records")
+        for name in ("max_records_per_run", "resample_chunks"):
+            if getattr(obj, name) < 0:
+                raise _KeyProblem(_join(path, name), "must not be negative")
+        if obj.timeout_seconds <= 0:
+            raise _KeyProblem(_join(path, "timeout_seconds"), "must be positive")
     elif isinstance(obj, SegmentsConfig):
         for name in ("split_bytes", "split_offsets", "fetch_max_bytes"):
             if getattr(obj, name) < 1:

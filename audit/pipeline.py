@@ -93,6 +93,15 @@ def audit_snapshots(
         from audit.report.data import first_batch_divergence
 
         details["CM-DATA-2"] = {"first_divergence": first_batch_divergence(compared)}
+    if compared.engine == "spark" and "record_chunk_diffs" in compared.frames:
+        from audit.report.data import first_record_divergence
+
+        records_note = (dst_manifest.get("notes") or {}).get("records") or {}
+        details["CM-DATA-1"] = {
+            "first_divergence": first_record_divergence(compared),
+            "coverage": records_note.get("coverage"),
+            "isolation": records_note.get("isolation"),
+        }
     summary = build_summary(results, cfg.mode, run_info, figures, details)
     if plan is not None:
         summary["failover_plan"] = plan.to_json()
@@ -151,7 +160,11 @@ def new_run_dir(cfg: AuditConfig) -> Path:
 
 
 def nightly(
-    cfg: AuditConfig, out: Path | None = None, readiness: bool = False, engine: Engine = "spark"
+    cfg: AuditConfig,
+    out: Path | None = None,
+    readiness: bool = False,
+    engine: Engine = "spark",
+    full_records: bool = False,
 ) -> RunOutcome:
     """Snapshot both clusters (destination first) into the run directory, then audit."""
     from audit.collect.snapshot import import_dependencies, take_snapshots
@@ -164,6 +177,11 @@ def nightly(
     src, dst = take_snapshots(cfg, run_dir)
     if cfg.segments.enabled() and not readiness:
         _collect_batches(cfg, src, dst)
+    if cfg.records.enabled and not readiness:
+        from audit.collect.record_collect import collect_records
+        from audit.spark_session import build_spark
+
+        collect_records(build_spark(cfg.spark), cfg, src, dst, run_dir.parent, full=full_records)
     return audit_snapshots(src, dst, run_dir, cfg, readiness=readiness, engine=engine)
 
 

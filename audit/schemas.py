@@ -16,7 +16,7 @@ SNAPSHOT_FORMAT = "mirror-audit-snapshot/1"
 @dataclass(frozen=True)
 class Column:
     name: str
-    type: str  # "string" | "int32" | "int64" | "double" | "boolean"
+    type: str  # "string" | "int32" | "int64" | "double" | "boolean" | "ranges" (list of [start, end])
     nullable: bool = True
 
 
@@ -144,6 +144,40 @@ SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
         _c("severity", "string", False),  # error | warn | info
         _c("detail", "string", False),
     ),
+    # Optional: record-level range checksums (audit/collect/records.py), one row per chunk
+    # of offsets [chunk_start, chunk_end), aligned on multiples of the chunk size and
+    # clipped to the range verified; the same chunks on both sides of a run.
+    "record_chunks": (
+        _c("topic", "string", False),
+        _c("partition", "int32", False),
+        _c("chunk_start", "int64", False),
+        _c("chunk_end", "int64", False),
+        _c("record_count", "int64", False),
+        _c("first_offset", "int64"),
+        _c("last_offset", "int64"),
+        _c("checksum", "string", False),  # xxHash3-128 of the framed records in offset order
+        _c("min_record_epoch", "int32"),
+        _c("max_record_epoch", "int32"),
+        _c("gap_count", "int64", False),  # offsets in the chunk with no record
+        _c("gaps_checksum", "string", False),  # xxHash3-64 of every gap range
+        _c("gaps", "ranges"),  # the first 100 gap ranges, [start, end] inclusive
+        _c("gaps_truncated", "boolean", False),
+        _c("isolation", "string", False),  # read_uncommitted | read_committed
+        _c("compacted", "boolean", False),  # the topic's cleanup.policy includes compact
+    ),
+    # Optional, in the destination's snapshot: each mismatching chunk narrowed to its first
+    # divergent record by re-reading both clusters (at most records.narrow_max_chunks).
+    "record_divergences": (
+        _c("topic", "string", False),
+        _c("partition", "int32", False),
+        _c("chunk_start", "int64", False),
+        _c("chunk_end", "int64", False),
+        _c("offset", "int64"),  # null: no divergent record found (see kind)
+        _c("kind", "string", False),
+        _c("source_record", "string"),  # abbreviated: key, value (48 bytes), timestamp, header keys
+        _c("destination_record", "string"),
+        _c("detail", "string"),
+    ),
 }
 
 REQUIRED_TABLES = ("partitions", "groups", "group_offsets")
@@ -158,6 +192,7 @@ def arrow_schema(table: str) -> Any:
         "int64": pa.int64(),
         "double": pa.float64(),
         "boolean": pa.bool_(),
+        "ranges": pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64())])),
     }
     return pa.schema([pa.field(c.name, types[c.type], nullable=c.nullable) for c in SNAPSHOT_TABLES[table]])
 
@@ -171,6 +206,9 @@ def spark_schema(table: str) -> Any:
         "int64": T.LongType(),
         "double": T.DoubleType(),
         "boolean": T.BooleanType(),
+        "ranges": T.ArrayType(
+            T.StructType([T.StructField("start", T.LongType()), T.StructField("end", T.LongType())])
+        ),
     }
     return T.StructType([T.StructField(c.name, types[c.type], c.nullable) for c in SNAPSHOT_TABLES[table]])
 
@@ -188,6 +226,7 @@ def pandas_dtype(type_: str) -> Any:
         "int64": pd.Int64Dtype(),
         "double": pd.Float64Dtype(),
         "boolean": pd.BooleanDtype(),
+        "ranges": object,
     }[type_]
 
 

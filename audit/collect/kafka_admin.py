@@ -178,6 +178,24 @@ class KafkaAdmin:
             out[(tp.topic, tp.partition)] = OffsetInfo(int(info.offset), ts, epoch)
         return out
 
+    def offsets_for_times(self, wanted: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """The first offset at or after each timestamp (ms), or the end offset when none is."""
+        if not wanted:
+            return {}
+        request = {TopicPartition(t, p): OffsetSpec.for_timestamp(ts) for (t, p), ts in wanted.items()}
+        futures = self._admin.list_offsets(request, request_timeout=self.timeout)
+        out: dict[tuple[str, int], int] = {}
+        ends = None
+        for tp, fut in futures.items():
+            info = self._result(f"list_offsets(for_timestamp, {tp.topic}-{tp.partition})", fut)
+            offset = int(info.offset)
+            if offset < 0:  # no record at or after the timestamp: nothing in the window
+                if ends is None:
+                    ends = self.list_offsets(list(wanted), "latest")
+                offset = ends[(tp.topic, tp.partition)].offset
+            out[(tp.topic, tp.partition)] = offset
+        return out
+
     def list_groups(self) -> list[GroupInfo]:
         listing = self._result(
             "list_consumer_groups", self._admin.list_consumer_groups(request_timeout=self.timeout)

@@ -28,7 +28,7 @@ TABLES = ("partitions", "topics", "group_offsets", "groups")
 # Written only when the snapshots carry what they compare (record batches and markers
 # from a segments scan or a fetch); absent, their invariants are skipped as not collected.
 BATCH_TABLES = ("batch_diffs", "marker_diffs", "txn_closure", "scan_issues")
-OPTIONAL_TABLES = BATCH_TABLES
+OPTIONAL_TABLES = (*BATCH_TABLES, "record_chunk_diffs")
 MM2_TABLES = ("mm2_partitions", "mm2_syncs", "mm2_checkpoints", "mm2_group_offsets")
 
 # "spark": the distributed jobs (nightly and offline audits, any cluster size).
@@ -98,8 +98,24 @@ def run_compare(spark: Any, source: Path, destination: Path, run_dir: Path, cfg:
         write("topics", compare_topics(partitions, cfg))
         write("groups", compare_groups(group_offsets, partitions, cfg))
         written = list(TABLES) + _compare_batches(spark, source, destination, src, dst, cfg, write)
+        written += _compare_records(spark, source, destination, dst, cfg, write)
     paths = {name: run_dir / "compare" / f"{name}.parquet" for name in written}
     return Compared("spark", paths, {name: spark.read.parquet(str(p)) for name, p in paths.items()})
+
+
+def _compare_records(
+    spark: Any, source: Path, destination: Path, dst: SnapshotFrames, cfg: AuditConfig, write: Any
+) -> list[str]:
+    """The record chunk table, when both snapshots carry a record scan."""
+    from audit.compare.record_tables import compare_record_chunks
+
+    src_c = read_table(spark, source, "record_chunks")
+    dst_c = read_table(spark, destination, "record_chunks")
+    if src_c is None or dst_c is None:
+        return []
+    divergences = read_table(spark, destination, "record_divergences")
+    write("record_chunk_diffs", compare_record_chunks(src_c, dst_c, divergences, dst.partitions, cfg))
+    return ["record_chunk_diffs"]
 
 
 def _compare_batches(

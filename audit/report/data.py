@@ -207,3 +207,40 @@ def first_batch_divergence(compared: Compared, limit: int = DIVERGENCE_PARTITION
             }
         )
     return out
+
+
+# --------------------------------------------------------------------------- record level
+
+
+def first_record_divergence(compared: Compared, limit: int = DIVERGENCE_PARTITIONS) -> list[dict[str, Any]]:
+    """Per partition, its first chunk that is not the same on both sides, with the first
+    divergent record where the chunk was narrowed (offset, kind, both sides abbreviated),
+    the partitions with the most differing chunks first, at most ``limit``."""
+    df = compared.frames.get("record_chunk_diffs")
+    if df is None:
+        return []
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    bad = df.where("in_scope AND chunk_status NOT IN ('same', 'tolerated')")
+    per_partition = Window.partitionBy("topic", "partition")
+    first = (
+        bad.withColumn("n", F.row_number().over(per_partition.orderBy("chunk_start")))
+        .withColumn("differing_chunks", F.count("*").over(per_partition))
+        .where("n = 1")
+        .orderBy(F.desc("differing_chunks"), "topic", "partition")
+        .limit(limit)
+        .select(
+            "topic",
+            "partition",
+            "chunk_start",
+            "chunk_end",
+            "chunk_status",
+            "differing_chunks",
+            F.col("divergence_offset").alias("offset"),
+            F.col("divergence_kind").alias("kind"),
+            "source_record",
+            "destination_record",
+        )
+    )
+    return [r.asDict() for r in first.collect()]

@@ -109,6 +109,42 @@ def _svg_positions(rows: tuple[dict[str, Any], ...]) -> Markup:
     return Markup("".join(parts))
 
 
+_COVERAGE_COLORS = {"verified": "#1f8a4c", "mismatched": "#c62f2f", "not_verified": "#cfd8e3"}
+
+
+def _svg_coverage(coverage: dict[str, Any] | None) -> Markup:
+    """Per partition, its common offset range as a bar: verified (green), mismatched (red)
+    and not yet verified (grey) stretches, from the record verification history."""
+    rows = (coverage or {}).get("partitions") or []
+    if not rows:
+        return Markup("")
+    width, bar_h, left = 900, 16, 320
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{len(rows) * bar_h + 10}" role="img">'
+    ]
+    for i, r in enumerate(rows):
+        y = i * bar_h + 4
+        ranges = r["ranges"]
+        if not ranges:
+            continue
+        lo, hi = ranges[0]["start"], ranges[-1]["end"]
+        span = (hi - lo) or 1
+        label = f"{r['topic']}-{r['partition']} [{lo}, {hi})"
+        parts.append(
+            f'<text x="{left - 6}" y="{y + 11}" font-size="11" text-anchor="end">{html.escape(label)}</text>'
+        )
+        for g in ranges:
+            x0 = left + (g["start"] - lo) / span * (width - left - 20)
+            w = max(1.0, (g["end"] - g["start"]) / span * (width - left - 20))
+            title = html.escape(f"{g['state']} [{g['start']}, {g['end']})")
+            parts.append(
+                f'<rect x="{x0:.1f}" y="{y}" width="{w:.1f}" height="{bar_h - 4}" '
+                f'fill="{_COVERAGE_COLORS.get(g["state"], "#7d8796")}"><title>{title}</title></rect>'
+            )
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
 def _history_rows(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for h in history:
@@ -166,6 +202,7 @@ def render_report(
             ),
         ),
         group_chart=_svg_positions(data.group_positions),
+        coverage_chart=_svg_coverage((invariants.get("CM-DATA-1") or {}).get("coverage")),
         history=_history_rows(history),
         config_json=json.dumps(config, indent=2, default=str),
         docs_link=os.path.relpath(docs_index, out_path.parent),

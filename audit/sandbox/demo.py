@@ -9,24 +9,27 @@ Without ``--healthy`` five faults are injected on the real brokers first:
 - billing: its destination offset is set beyond the destination LEO (CM-GROUP-2, CM-GROUP-1);
 - analytics: its destination offset is left stale, behind the clamp (CM-GROUP-1 warning);
 - orders-1: a transaction is left open on the source (CM-TXN-1 warning);
-- audit-log: the destination has one partition fewer (CM-TOPIC-1).
+- audit-log: the destination has one partition fewer (CM-TOPIC-1);
+- orders-2, offset 42: the mirror writes that record with another value (CM-DATA-1, found
+  by the record-level verification and narrowed to the offset).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from audit.config import AuditConfig, ClusterConfig, OutputConfig, SparkConfig
+from audit.config import AuditConfig, ClusterConfig, OutputConfig, RecordsConfig, SparkConfig
 from audit.errors import SandboxError
 from audit.pipeline import RunOutcome, nightly
 from audit.sandbox.cluster import SandboxOptions, default_workdir, down, start_node, stop_node, up
-from audit.sandbox.mirror import mirror_once, sync_group_offsets, wait_transactions_settled
+from audit.sandbox.mirror import SourceRecord, mirror_once, sync_group_offsets, wait_transactions_settled
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, client_conf, commit_offsets, produce
 
@@ -35,6 +38,7 @@ log = logging.getLogger(__name__)
 TOPICS = {"orders": 3, "payments": 1, "audit-log": 3}
 GROUPS = ("billing", "analytics", "shipping")
 EPOCH_BUMPS = 3  # the destination leads the source's leader epochs by this much
+CORRUPTED = ("orders", 2, 42)  # the faulty demo's mirror writes this record differently
 
 
 def _create(bootstrap: str, topic: str, assignment: list[list[int]]) -> None:
@@ -138,9 +142,18 @@ def demo_config(state: SandboxState, out_root: Path) -> AuditConfig:
     return AuditConfig(
         source=ClusterConfig(state.cluster("source").bootstrap, timeout_seconds=20),
         destination=ClusterConfig(state.cluster("destination").bootstrap, timeout_seconds=20),
+        # Record-level verification of everything both clusters hold, in chunks of 50
+        # offsets so the report's coverage map has something to show.
+        records=RecordsConfig(enabled=True, chunk_records=50, split_records=1000, incremental=False),
         spark=SparkConfig(master="local[2]", conf={"spark.sql.shuffle.partitions": "4"}),
         output=OutputConfig(root=str(out_root)),
     )
+
+
+def _corrupt(topic: str, partition: int, record: SourceRecord) -> SourceRecord:
+    if (topic, partition, record.offset) == CORRUPTED:
+        return replace(record, value=b'{"amount": 9999}')
+    return record
 
 
 def run_demo(
@@ -181,7 +194,13 @@ def run_demo(
         _commit_groups(src)
         wait_transactions_settled(src, list(TOPICS))
         n_dst_audit = TOPICS["audit-log"] - (0 if healthy else 1)
-        copied = mirror_once(src, dst, list(TOPICS), lambda t, p: t != "audit-log" or p < n_dst_audit)
+        copied = mirror_once(
+            src,
+            dst,
+            list(TOPICS),
+            lambda t, p: t != "audit-log" or p < n_dst_audit,
+            tamper=None if healthy else _corrupt,
+        )
         log.info("mirror emulator copied %d offsets", sum(copied.values()))
 
         def faults(gid: str, topic: str, partition: int, clamped: int) -> int:

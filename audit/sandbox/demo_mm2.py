@@ -104,7 +104,7 @@ def _target_offsets(dst: str, group: str) -> dict[tuple[str, int], int]:
     return result
 
 
-def _wait_mirrored(src: str, dst: str, synced_groups: set[str], timeout: float = 180.0) -> None:
+def _wait_mirrored(src: str, dst: str, synced_groups: set[str], timeout: float = 300.0) -> None:
     """Until every commit is checkpointed at its offset and synced into the target group
     (for ``synced_groups``), and every replica has all the source's records."""
     src_admin_c = Consumer(client_conf(src, **{"group.id": "mirror-audit-demo-never-joined"}))

@@ -139,12 +139,14 @@ def mirror_once(
     dst_bootstrap: str,
     topics: list[str],
     partition_filter: Callable[[str, int], bool] = lambda t, p: True,
+    tamper: Callable[[str, int, SourceRecord], SourceRecord] | None = None,
 ) -> dict[tuple[str, int], int]:
     """Copy every partition from the destination's LEO up to the source's last stable offset.
 
     Returns the number of offsets copied per partition. Open transactions on the source are
     not copied (they would be beyond the LSO): the destination lags by them, as a real
-    mirror that reads committed data would.
+    mirror that reads committed data would. ``tamper(topic, partition, record)`` lets the
+    demo write a record differently at the same offset (a corrupting mirror).
     """
     src_admin = AdminClient(client_conf(src_bootstrap))
     dst_admin = AdminClient(client_conf(dst_bootstrap))
@@ -162,6 +164,8 @@ def mirror_once(
                 copied[(topic, tp.partition)] = 0
                 continue
             records = _source_records(src_bootstrap, topic, tp.partition, start, end)
+            if tamper is not None:
+                records = [tamper(topic, tp.partition, r) for r in records]
             writer = PartitionWriter(dst_bootstrap, topic, tp.partition)
             for seg in split_segments(records, start, end):
                 writer.write(seg)

@@ -72,7 +72,12 @@ CLUSTER_MIRRORING: tuple[Invariant, ...] = (
         "warn when mirrored topics or groups belong to a stateful Kafka Streams application",
         "partitions",
     ),
-    Invariant("CM-DATA-1", "record-level range checksums equal on the common offset range", "record_chunks"),
+    Invariant(
+        "CM-DATA-1",
+        "record-level range checksums equal on the common offset range; the first divergent "
+        "offset is reported",
+        "record_chunks of both sides (records scan)",
+    ),
     Invariant(
         "CM-DATA-2",
         "record batches in the common range are identical (base/last offset, CRC, producer "
@@ -82,7 +87,7 @@ CLUSTER_MIRRORING: tuple[Invariant, ...] = (
     Invariant(
         "CM-TXN-2",
         "transaction markers sit at the same offsets with the same type on both sides",
-        "markers of both sides (segments scan or fetch)",
+        "markers of both sides (segments scan or fetch) or record_chunks (records scan)",
     ),
     Invariant(
         "CM-TXN-3",
@@ -92,9 +97,9 @@ CLUSTER_MIRRORING: tuple[Invariant, ...] = (
     ),
     Invariant(
         "CM-EPOCH-4",
-        "destination batch leader epochs never exceed DLE; equal to the source's per batch "
+        "destination batch and record leader epochs never exceed DLE; equal to the source's "
         "where the mirror preserves them",
-        "batches of both sides (segments scan or fetch)",
+        "batches (segments scan or fetch) or record_chunks (records scan) of both sides",
     ),
     Invariant(
         "CM-FAILOVER-1",

@@ -10,7 +10,7 @@ import pytest
 from audit.validate.catalogue import CM_IN_MM2, MM2
 from tests.cli import run_cli
 
-INJECTED_FAILURES = {"CM-TOPIC-1", "CM-EPOCH-1", "CM-GROUP-1", "CM-GROUP-2"}
+INJECTED_FAILURES = {"CM-TOPIC-1", "CM-EPOCH-1", "CM-GROUP-1", "CM-GROUP-2", "CM-DATA-1"}
 # CM-EPOCH-2 warns as a consequence of the epoch fault (DLE below SLE is also short of headroom).
 INJECTED_WARNINGS = {"CM-TXN-1", "CM-EPOCH-2"}
 
@@ -56,7 +56,14 @@ def test_demo(tmp_path: Path, healthy: bool) -> None:
             "CM-LAG-1",
             "CM-GROUP-1",
             "CM-GROUP-2",
+            # Record level: the emulator keeps offsets, timestamps, keys, values, headers and
+            # the transaction markers' offsets, so every chunk and every gap matches.
+            "CM-DATA-1",
+            "CM-TXN-2",
+            "CM-EPOCH-4",
         } <= _by_status(summary, "pass")
+        coverage = summary["invariants"]["CM-DATA-1"]["coverage"]["totals"]
+        assert coverage["mismatched"] == 0 and coverage["not_verified"] == 0 and coverage["verified"] > 0
         return
     assert code == 1, output[-3000:]
     assert summary["verdict"] == "FAIL"
@@ -71,8 +78,19 @@ def test_demo(tmp_path: Path, healthy: bool) -> None:
     txns = inv["CM-TXN-1"]["open_transactions"]
     assert {(t["side"], t["transactional_id"]) for t in txns} >= {("coordinator", "demo-left-open")}
     assert any(t["side"] == "partition" and t["topic"] == "orders" and t["partition"] == 1 for t in txns)
+    # The corrupted record: its chunk differs and narrowing names its offset and kind.
+    (first,) = inv["CM-DATA-1"]["first_divergence"]
+    assert (first["topic"], first["partition"], first["offset"], first["kind"]) == (
+        "orders",
+        2,
+        42,
+        "payload_differs",
+    )
+    assert "9999" in first["destination_record"] and "9999" not in first["source_record"]
+    assert inv["CM-TXN-2"]["status"] == "pass"  # the gaps (markers) still line up
     report = (tmp_path / "run" / "report" / "index.html").read_text()
     assert "demo-left-open" in report
+    assert "First divergence per partition" in report and "payload_differs" in report
 
 
 @pytest.mark.parametrize("healthy", [True, False], ids=["healthy", "faulty"])

@@ -9,8 +9,10 @@ from audit.cli import main
 from audit.config import (
     AuditConfig,
     Mm2Config,
+    RecordsConfig,
     SegmentsConfig,
     Thresholds,
+    TopicRecordScope,
     load_config,
     parse_config,
     redact_properties,
@@ -210,12 +212,18 @@ def test_example_config_is_valid_and_documents_every_key() -> None:
         "thresholds",
         "mirror",
         "segments",
+        "records",
         "spark",
         "output",
     ):
         assert f"\n{section}:" in text
     for key in Thresholds.__dataclass_fields__:
         assert f"  {key}:" in text
+    assert cfg.records == RecordsConfig()  # record-level verification is off by default
+    for key in RecordsConfig.__dataclass_fields__:
+        assert f"  {key}:" in text
+    for key in TopicRecordScope.__dataclass_fields__:
+        assert f" {key}:" in text
     assert cfg.segments == SegmentsConfig()  # batch-level collection is off by default
     for key in SegmentsConfig.__dataclass_fields__:
         assert f"  {key}:" in text

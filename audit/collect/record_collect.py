@@ -1,0 +1,220 @@
+"""One record-level verification run over a pair of snapshots (nightly, or
+``mirror-audit records scan``): plan, read both clusters, land ``record_chunks`` in each
+snapshot, narrow the mismatching chunks into ``record_divergences`` (destination), and
+fold the outcome into the output root's history. Needs both clusters: the audit that
+follows reads only the files, so it can be rerun offline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from audit.collect.batch_scan import BatchScan
+from audit.collect.record_history import PartitionOutcome, RecordHistory
+from audit.collect.records import (
+    RecordPlan,
+    common_ranges,
+    describe_compacted,
+    narrow,
+    plan_records,
+    scan_records,
+)
+from audit.collect.snapshot import utc_now
+from audit.config import AuditConfig
+from audit.errors import ConfigError
+from audit.fsutil import atomic_write_json
+from audit.snapshot import PartitionRecord, read_manifest, read_records
+
+log = logging.getLogger(__name__)
+
+
+def _empty(spark: Any, table: str, path: Path) -> None:
+    from audit.schemas import spark_schema
+
+    spark.createDataFrame([], spark_schema(table)).write.mode("overwrite").parquet(str(path))
+
+
+def _replace(src: Path, target: Path) -> None:
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        os.replace(target, old)
+    os.replace(src, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def collect_records(
+    spark: Any, cfg: AuditConfig, source: Path, destination: Path, output_root: Path, full: bool = False
+) -> dict[str, Any]:
+    """Verify the records of the snapshots' common ranges; returns the manifest note."""
+    if cfg.mode != "cluster-mirroring":
+        raise ConfigError(
+            "records: record checksums compare equal offsets: use them with mode cluster-mirroring"
+        )
+    src_manifest = read_manifest(source, "source")
+    dst_manifest = read_manifest(destination, "destination")
+    clients = {
+        "source": cfg.cluster("source").client_settings(),
+        "destination": cfg.cluster("destination").client_settings(),
+    }
+    src_parts = read_records(source, "partitions", PartitionRecord)
+    common = common_ranges(
+        src_parts, read_records(destination, "partitions", PartitionRecord), cfg.scope.topic_in_scope
+    )
+    topic_ids = {p.topic: p.topic_id for p in src_parts}
+    history = RecordHistory.load(
+        output_root, (src_manifest.get("cluster_id"), dst_manifest.get("cluster_id"))
+    )
+    plan = _plan(cfg, common, history.partitions(topic_ids), history.runs, full)
+    started = utc_now()
+    with tempfile.TemporaryDirectory(prefix=".records.", dir=destination.parent) as tmp:
+        staging = Path(tmp)
+        rows, issues = scan_records(spark, plan, clients, cfg.records)
+        clock = time.monotonic()
+        rows.write.partitionBy("side").mode("overwrite").parquet(str(staging / "chunks"))
+        log.info("records: both sides read and checksummed in %.1fs", time.monotonic() - clock)
+        scan = BatchScan(rows, issues)
+        problems = scan.collected_issues()
+        for side, directory in (("source", source), ("destination", destination)):
+            part = staging / "chunks" / f"side={side}"
+            if not part.exists():
+                _empty(spark, "record_chunks", part)
+            _replace(part, directory / "record_chunks.parquet")
+        mismatches = _mismatching_chunks(spark, source, destination)
+        divergences = staging / "record_divergences.parquet"
+        if mismatches.limit(1).count():
+            clock = time.monotonic()
+            narrow(spark, mismatches, clients, cfg.records).write.mode("overwrite").parquet(str(divergences))
+            log.info("records: mismatching chunks narrowed in %.1fs", time.monotonic() - clock)
+        else:
+            _empty(spark, "record_divergences", divergences)
+        _replace(divergences, destination / "record_divergences.parquet")
+        outcomes = _outcomes(spark, plan, mismatches, problems)
+    history.record(outcomes, topic_ids)
+    history.save()
+    note = {
+        "started_at": started,
+        "finished_at": utc_now(),
+        "isolation": cfg.records.isolation,
+        "chunk_records": cfg.records.chunk_records,
+        "full": full,
+        "ranges": len(plan.ranges),
+        "offsets_planned": plan.offsets(),
+        "compacted_topics": sorted(plan.compacted),
+        "issues": [dataclasses.asdict(p) for p in problems[:50]],
+        "notes": list(plan.notes),
+        "coverage": _coverage(history.partitions(topic_ids), plan),
+    }
+    for directory, manifest in ((source, src_manifest), (destination, dst_manifest)):
+        manifest.setdefault("notes", {})["records"] = note
+        atomic_write_json(directory / "manifest.json", manifest)
+    log.info(
+        "records: %d ranges, %d offsets per side, %d unreadable ranges",
+        len(plan.ranges),
+        plan.offsets(),
+        len(problems),
+    )
+    return note
+
+
+def _plan(
+    cfg: AuditConfig,
+    common: dict[tuple[str, int], tuple[int, int]],
+    verified: dict[tuple[str, int], dict[str, Any]],
+    runs: int,
+    full: bool,
+) -> RecordPlan:
+    from audit.collect.kafka_admin import KafkaAdmin
+
+    admin = KafkaAdmin("source", cfg.cluster("source"))
+    plan = plan_records(common, cfg.records, verified, full, admin.offsets_for_times, runs)
+    compacted = describe_compacted(cfg, sorted({t for t, _ in common}))
+    return dataclasses.replace(plan, compacted=compacted)
+
+
+def _mismatching_chunks(spark: Any, source: Path, destination: Path) -> Any:
+    """Chunks (of either side) whose checksum or gaps differ from the other side's."""
+    from pyspark.sql import functions as F
+
+    keys = ["topic", "partition", "chunk_start", "chunk_end"]
+    s = spark.read.parquet(str(source / "record_chunks.parquet")).select(
+        *keys, F.col("checksum").alias("s_sum"), F.col("gaps_checksum").alias("s_gaps"), "compacted"
+    )
+    d = spark.read.parquet(str(destination / "record_chunks.parquet")).select(
+        *keys, F.col("checksum").alias("d_sum"), F.col("gaps_checksum").alias("d_gaps")
+    )
+    j = s.join(d, keys, "full_outer")
+    differs = ~F.col("s_sum").eqNullSafe(F.col("d_sum")) | ~F.col("s_gaps").eqNullSafe(F.col("d_gaps"))
+    return j.where(differs).select(*keys, F.coalesce("compacted", F.lit(False)).alias("compacted"))
+
+
+def _outcomes(
+    spark: Any, plan: RecordPlan, mismatches: Any, problems: list[Any]
+) -> dict[tuple[str, int], PartitionOutcome]:
+    """Per partition: its new range, the first mismatching or unreadable offset, the
+    mismatched chunks (a partition's worth of chunk bounds: metadata-sized)."""
+    from pyspark.sql import functions as F
+
+    bad: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    rows = (
+        mismatches.groupBy("topic", "partition")
+        .agg(F.sort_array(F.collect_list(F.struct("chunk_start", "chunk_end"))).alias("chunks"))
+        .collect()
+    )
+    for r in rows:
+        bad[(r["topic"], r["partition"])] = [(c["chunk_start"], c["chunk_end"]) for c in r["chunks"]]
+    failed: dict[tuple[str, int], int] = {}
+    for p in problems:
+        tp = (p.topic, p.partition)
+        if p.position is not None:
+            failed[tp] = min(failed.get(tp, p.position), p.position)
+    out = {}
+    new = {(r.topic, r.partition): (r.start, r.end) for r in plan.ranges if r.purpose == "new"}
+    touched = {(r.topic, r.partition) for r in plan.ranges}
+    for tp in touched:
+        starts = [c[0] for c in bad.get(tp, [])] + ([failed[tp]] if tp in failed else [])
+        out[tp] = PartitionOutcome(new.get(tp), min(starts) if starts else None, tuple(bad.get(tp, [])))
+    return out
+
+
+def _coverage(
+    parts: dict[tuple[str, int], dict[str, Any]], plan: RecordPlan, limit: int = 50
+) -> dict[str, Any]:
+    """Per partition: verified, mismatched and not-yet-verified ranges of the common range
+    (the partitions with mismatches first, at most ``limit``), and totals."""
+    rows: list[dict[str, Any]] = []
+    totals = {"verified": 0, "mismatched": 0, "not_verified": 0}
+    for tp, (lo, hi) in sorted(plan.common.items()):
+        entry = parts.get(tp, {})
+        through = min(max(int(entry.get("verified_through", lo)), lo), hi)
+        listed: list[list[int]] = list(entry.get("mismatched") or [])
+        mismatched = [(max(lo, a), min(hi, b)) for a, b in listed if b > lo and a < hi]
+        ranges: list[dict[str, Any]] = []
+        cursor = lo
+        for a, b in sorted(mismatched):
+            if a > cursor:
+                ranges.append(
+                    {"start": cursor, "end": a, "state": "verified" if a <= through else "not_verified"}
+                )
+            ranges.append({"start": a, "end": b, "state": "mismatched"})
+            cursor = max(cursor, b)
+        if cursor < through:
+            ranges.append({"start": cursor, "end": through, "state": "verified"})
+            cursor = through
+        if cursor < hi:
+            ranges.append({"start": cursor, "end": hi, "state": "not_verified"})
+        for r in ranges:
+            totals[r["state"]] += r["end"] - r["start"]
+        rows.append({"topic": tp[0], "partition": tp[1], "ranges": ranges})
+    rows.sort(
+        key=lambda r: (not any(x["state"] == "mismatched" for x in r["ranges"]), r["topic"], r["partition"])
+    )
+    return {"totals": totals, "partitions": rows[:limit], "partitions_total": len(rows)}

@@ -1,0 +1,510 @@
+"""Record-level verification: both clusters' records read in Spark tasks, checksummed in
+chunks, and every mismatching chunk narrowed to its first divergent record.
+
+Why confluent-kafka inside Spark tasks (measured, see docs/benchmarks.md): it gives each
+record's leader epoch, which the Spark Kafka source does not, and one pass then yields
+checksums, gaps and epochs together. Each task assigns one partition range at a time to a
+consumer that names a group only because librdkafka wants one: it never subscribes, never
+commits, and reads by assignment, so no group is joined or created.
+
+The plan (which ranges to read) is made on the driver from the two snapshots: the common
+range of each partition, [max(log starts), min(LEOs)), cut by the topic's scope (full,
+last N offsets, a time window), by the incremental history (only what was added since the
+last verified offset, plus a few older chunks round robin) and by the run's budget.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from audit.collect.batch_format import ScanSink
+from audit.collect.batch_scan import issue_accumulator
+from audit.collect.record_chunks import RangeChunker, chunk_bounds, frame
+from audit.config import AuditConfig, RecordsConfig
+from audit.errors import ClusterError
+
+log = logging.getLogger(__name__)
+
+SIDES = ("source", "destination")
+
+
+@dataclass(frozen=True)
+class RecordRange:
+    topic: str
+    partition: int
+    start: int
+    end: int
+    purpose: str  # "new" (not verified before) | "recheck" (a sample of verified data)
+
+
+@dataclass(frozen=True)
+class RecordPlan:
+    ranges: tuple[RecordRange, ...]
+    # Per partition: the common range this run could verify and what it leaves for later.
+    common: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+    deferred: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+    compacted: frozenset[str] = frozenset()
+    notes: tuple[str, ...] = ()
+
+    def offsets(self) -> int:
+        return sum(r.end - r.start for r in self.ranges)
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def common_ranges(
+    src_parts: list[Any], dst_parts: list[Any], in_scope: Callable[[str], bool]
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """[max(log starts), min(LEOs)) of every in-scope partition present on both sides."""
+    dst = {(p.topic, p.partition): p for p in dst_parts}
+    out = {}
+    for s in src_parts:
+        d = dst.get((s.topic, s.partition))
+        if d is None or not in_scope(s.topic):
+            continue
+        lo, hi = max(s.log_start_offset, d.log_start_offset), min(s.high_watermark, d.high_watermark)
+        if hi > lo:
+            out[(s.topic, s.partition)] = (lo, hi)
+    return out
+
+
+def plan_records(
+    common: dict[tuple[str, int], tuple[int, int]],
+    cfg: RecordsConfig,
+    history: dict[tuple[str, int], dict[str, Any]],
+    full: bool,
+    offsets_for_time: Callable[[dict[tuple[str, int], int]], dict[tuple[str, int], int]] | None,
+    run_number: int,
+) -> RecordPlan:
+    """Which offset ranges this run reads (see the module docstring). Pure: the clusters
+    are asked only through ``offsets_for_time``."""
+    notes: list[str] = []
+    scoped: dict[tuple[str, int], tuple[int, int]] = {}
+    windows: dict[tuple[str, int], int] = {}
+    now_ms = int(time.time() * 1000)
+    for (topic, partition), (first, hi) in sorted(common.items()):
+        scope = cfg.scope_for(topic)
+        lo = first
+        if scope.scope == "last":
+            lo = max(lo, hi - scope.last_offsets)
+        elif scope.scope == "window":
+            windows[(topic, partition)] = now_ms - int(scope.window_seconds * 1000)
+        scoped[(topic, partition)] = (lo, hi)
+    if windows:
+        if offsets_for_time is None:
+            notes.append("time-window scopes need the source cluster: those partitions were verified fully")
+        else:
+            found = offsets_for_time(windows)
+            for tp, offset in found.items():
+                lo, hi = scoped[tp]
+                scoped[tp] = (max(lo, min(hi, offset)), hi)
+    new: dict[tuple[str, int], tuple[int, int]] = {}
+    recheck: list[RecordRange] = []
+    for tp, (lo, hi) in scoped.items():
+        verified = 0 if full or not cfg.incremental else int(history.get(tp, {}).get("verified_through", 0))
+        start = min(max(lo, verified), hi)
+        if start < hi:
+            new[tp] = (start, hi)
+        done = [(a, b) for a, b in chunk_bounds(lo, start, cfg.chunk_records)]
+        if done and cfg.resample_chunks:
+            k = len(done)
+            picks = sorted(
+                {(run_number * cfg.resample_chunks + i) % k for i in range(min(cfg.resample_chunks, k))}
+            )
+            recheck.extend(RecordRange(tp[0], tp[1], done[i][0], done[i][1], "recheck") for i in picks)
+    ranges: list[RecordRange] = []
+    deferred: dict[tuple[str, int], tuple[int, int]] = {}
+    budget = cfg.max_records_per_run or None
+    if budget is None:
+        ranges = [RecordRange(t, p, lo, hi, "new") for (t, p), (lo, hi) in sorted(new.items())]
+        ranges += recheck
+    else:
+        # New data first, a chunk per partition at a time (round robin), then re-checks.
+        cursors = {tp: lo for tp, (lo, _) in sorted(new.items())}
+        taken: dict[tuple[str, int], int] = {}
+        left = budget
+        while left > 0 and cursors:
+            for tp in list(cursors):
+                lo, hi = cursors[tp], new[tp][1]
+                step = min(hi, (lo // cfg.chunk_records + 1) * cfg.chunk_records) - lo
+                if step > left:
+                    left = 0
+                    break
+                cursors[tp] = lo + step
+                left -= step
+                if cursors[tp] >= hi:
+                    del cursors[tp]
+            taken = {tp: (cursors.get(tp, new[tp][1])) for tp in new}
+        for tp, (lo, hi) in sorted(new.items()):
+            end = taken.get(tp, lo)
+            if end > lo:
+                ranges.append(RecordRange(tp[0], tp[1], lo, end, "new"))
+            if end < hi:
+                deferred[tp] = (end, hi)
+        for r in recheck:
+            if r.end - r.start > left:
+                break
+            ranges.append(r)
+            left -= r.end - r.start
+        if deferred:
+            notes.append(
+                f"budget of {budget} offsets reached: {sum(b - a for a, b in deferred.values())} offsets in "
+                f"{len(deferred)} partitions left for the next runs"
+            )
+    return RecordPlan(tuple(ranges), dict(scoped), deferred, frozenset(), tuple(notes))
+
+
+def task_ranges(plan: RecordPlan, cfg: RecordsConfig) -> list[tuple[str, str, int, int, int, bool]]:
+    """(side, topic, partition, start, end, compacted) per Spark task: each range cut at
+    chunk-aligned points every ``split_records`` offsets, for both sides."""
+    out = []
+    for r in plan.ranges:
+        lo = r.start
+        while lo < r.end:
+            hi = min(r.end, (lo // cfg.split_records + 1) * cfg.split_records)
+            for side in SIDES:
+                out.append((side, r.topic, r.partition, lo, hi, r.topic in plan.compacted))
+            lo = hi
+    return out
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def consumer_settings(client: dict[str, str], isolation: str) -> dict[str, Any]:
+    """An assignment-only reader: no group joined, nothing committed, nothing created."""
+    return {
+        **client,
+        "group.id": "mirror-audit-never-joined",  # librdkafka wants one; assign() never uses it
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "allow.auto.create.topics": False,
+        "auto.offset.reset": "error",
+        "isolation.level": isolation,
+        "enable.partition.eof": True,
+        "fetch.max.bytes": 64 << 20,
+        "max.partition.fetch.bytes": 16 << 20,
+        "queued.max.messages.kbytes": 256 << 10,
+    }
+
+
+class RangeReader:
+    """Reads [start, end) of one partition in offset order with one consumer, yielding
+    lists of messages; the position (which moves past transaction markers, never delivered
+    as records) tells when the range is done."""
+
+    def __init__(self, settings: dict[str, Any], timeout: float) -> None:
+        from confluent_kafka import Consumer
+
+        self.consumer = Consumer(settings)
+        self.timeout = timeout
+
+    def read(self, topic: str, partition: int, start: int, end: int) -> Iterator[list[Any]]:
+        from confluent_kafka import KafkaError, TopicPartition
+
+        tp = TopicPartition(topic, partition, start)
+        self.consumer.assign([tp])
+        try:
+            deadline = time.monotonic() + self.timeout
+            while True:
+                msgs = self.consumer.consume(num_messages=10_000, timeout=0.5)
+                batch = []
+                for m in msgs:
+                    err = m.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            continue
+                        raise ClusterError(f"reading {topic}-{partition} at {start}: {err.str()}")
+                    offset = m.offset()
+                    if offset is None or offset >= end:
+                        continue
+                    batch.append(m)
+                if batch:
+                    deadline = time.monotonic() + self.timeout
+                    yield batch
+                position = self.consumer.position([TopicPartition(topic, partition)])[0].offset
+                if position >= end:
+                    return
+                if batch and (batch[-1].offset() or 0) + 1 >= end:
+                    return
+                if time.monotonic() > deadline:
+                    raise ClusterError(
+                        f"reading {topic}-{partition} made no progress for {self.timeout:.0f}s at offset "
+                        f"{max(start, position)} (range ends at {end})"
+                    )
+        finally:
+            self.consumer.unassign()
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def chunk_range(
+    reader: RangeReader, topic: str, partition: int, start: int, end: int, size: int
+) -> list[Any]:
+    """The chunks of one range (rows of ``record_chunks`` without isolation/compacted)."""
+    chunker = RangeChunker(topic, partition, start, end, size)
+    for batch in reader.read(topic, partition, start, end):
+        chunker.add_messages(batch)
+    return [c.row() for c in chunker.finish()]
+
+
+def _scan_task(
+    clients: dict[str, dict[str, str]], cfg: RecordsConfig, issues: Any
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        from audit.schemas import arrow_schema
+
+        schema = arrow_schema("record_chunks")
+        schema = schema.insert(0, pa.field("side", pa.string(), nullable=False))
+        readers: dict[str, RangeReader] = {}
+        sink = ScanSink()
+        try:
+            for rb in batches:
+                rows: list[dict[str, Any]] = []
+                cols = rb.to_pydict()
+                for side, topic, partition, start, end, compacted in zip(
+                    cols["side"],
+                    cols["topic"],
+                    cols["partition"],
+                    cols["start"],
+                    cols["end"],
+                    cols["compacted"],
+                    strict=True,
+                ):
+                    if side not in readers:
+                        readers[side] = RangeReader(
+                            consumer_settings(clients[side], cfg.isolation), cfg.timeout_seconds
+                        )
+                    try:
+                        chunks = chunk_range(readers[side], topic, partition, start, end, cfg.chunk_records)
+                    except Exception as exc:  # one range's failure is reported, the others go on
+                        sink.issue("fetch_error", f"{side}: {exc}"[:300], topic, partition, None, start)
+                        continue
+                    for c in chunks:
+                        rows.append({"side": side, **c, "isolation": cfg.isolation, "compacted": compacted})
+                if rows:
+                    yield pa.RecordBatch.from_pylist(rows, schema=schema)
+        finally:
+            for r in readers.values():
+                r.close()
+            if sink.issues:
+                from dataclasses import astuple
+
+                issues.add([astuple(i) for i in sink.issues])
+
+    return run
+
+
+def scan_records(
+    spark: Any, plan: RecordPlan, clients: dict[str, dict[str, str]], cfg: RecordsConfig
+) -> tuple[Any, Any]:
+    """Both sides' chunks as one lazy DataFrame (with a ``side`` column) and the issues
+    accumulator its tasks report on."""
+    from pyspark.sql import types as T
+
+    from audit.schemas import spark_schema
+
+    rows = task_ranges(plan, cfg)
+    schema = T.StructType(
+        [
+            T.StructField("side", T.StringType(), False),
+            T.StructField("topic", T.StringType(), False),
+            T.StructField("partition", T.IntegerType(), False),
+            T.StructField("start", T.LongType(), False),
+            T.StructField("end", T.LongType(), False),
+            T.StructField("compacted", T.BooleanType(), False),
+        ]
+    )
+    out = T.StructType([T.StructField("side", T.StringType(), False), *spark_schema("record_chunks").fields])
+    issues = issue_accumulator(spark)
+    # Biggest first, so Spark's even slicing spreads the large ranges.
+    rows.sort(key=lambda r: r[4] - r[3], reverse=True)
+    parallel = max(1, min(len(rows), spark.sparkContext.defaultParallelism * 2))
+    tasks = spark.createDataFrame(rows, schema)
+    if len(rows) > parallel:
+        tasks = tasks.repartition(parallel)
+    return tasks.mapInArrow(_scan_task(clients, cfg, issues), out), issues
+
+
+# --------------------------------------------------------------------------- narrowing
+
+DIVERGENCE_KINDS = (
+    "payload_differs",  # key or value
+    "timestamp_differs",
+    "headers_differs",
+    "missing_record",  # the destination lacks a record the source has (later ones shifted)
+    "duplicate_record",  # the destination repeats the record before (later ones shifted)
+    "extra_record",  # the destination has a record where the source has none
+    "gap_pattern_differs",  # a record on one side, a gap (marker, compaction hole) on the other
+    "compaction_only",  # compacted topic: the sides hold different offsets, equal where both do
+    "none_found",  # the chunk's records compare equal on a re-read (it changed since the scan)
+)
+
+
+def _abbrev(value: bytes | None, limit: int = 48) -> str:
+    if value is None:
+        return "null"
+    text = value[:limit].decode("utf-8", "replace")
+    text = "".join(ch if ch.isprintable() else "." for ch in text)
+    return f"{text}{'...' if len(value) > limit else ''} ({len(value)} bytes)"
+
+
+def _describe(m: Any) -> str:
+    if m is None:
+        return "no record"
+    headers = ", ".join(k for k, _ in m.headers() or [])
+    return f"key={_abbrev(m.key())} value={_abbrev(m.value())} ts={m.timestamp()[1]} headers=[{headers}]"
+
+
+def _same_record(a: Any, b: Any) -> bool:
+    return (a.key(), a.value(), a.timestamp()[1], a.headers() or []) == (
+        b.key(),
+        b.value(),
+        b.timestamp()[1],
+        b.headers() or [],
+    )
+
+
+def first_divergence(
+    src: Iterator[Any], dst: Iterator[Any], compacted: bool
+) -> tuple[int | None, str, Any, Any]:
+    """(offset, kind, source message, destination message) of the first difference of two
+    offset-ordered streams of messages, or (None, "none_found" | "compaction_only", ...).
+    Streams are consumed one record at a time: memory stays flat whatever the range."""
+    s, d = next(src, None), next(dst, None)
+    prev_src = None
+    skipped = False
+    while s is not None or d is not None:
+        so = s.offset() if s is not None else None
+        do = d.offset() if d is not None else None
+        if s is not None and d is not None and so is not None and so == do:
+            if frame(so, s.timestamp()[1], s.key(), s.value(), s.headers()) != frame(
+                so, d.timestamp()[1], d.key(), d.value(), d.headers()
+            ):
+                nxt = next(src, None)
+                if prev_src is not None and _same_record(d, prev_src):
+                    return so, "duplicate_record", s, d
+                if nxt is not None and _same_record(d, nxt):
+                    return so, "missing_record", s, d
+                if (s.key(), s.value()) != (d.key(), d.value()):
+                    return so, "payload_differs", s, d
+                if s.timestamp()[1] != d.timestamp()[1]:
+                    return so, "timestamp_differs", s, d
+                return so, "headers_differs", s, d
+            prev_src, s, d = s, next(src, None), next(dst, None)
+            continue
+        if compacted:  # an offset one side compacted away: compare only what both hold
+            skipped = True
+            if do is None or (so is not None and so < do):
+                prev_src, s = s, next(src, None)
+            else:
+                d = next(dst, None)
+            continue
+        if do is None or (so is not None and so < do):
+            return so, "missing_record" if d is None else "gap_pattern_differs", s, None
+        return do, "extra_record" if s is None else "gap_pattern_differs", None, d
+    return None, "compaction_only" if skipped else "none_found", None, None
+
+
+def _narrow_task(
+    clients: dict[str, dict[str, str]], cfg: RecordsConfig
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        from audit.schemas import arrow_schema
+
+        schema = arrow_schema("record_divergences")
+        readers = {
+            side: RangeReader(consumer_settings(clients[side], cfg.isolation), cfg.timeout_seconds)
+            for side in SIDES
+        }
+        try:
+            for rb in batches:
+                rows = []
+                for r in rb.to_pylist():
+                    topic, partition, lo, hi = r["topic"], r["partition"], r["chunk_start"], r["chunk_end"]
+
+                    def stream(
+                        side: str, topic: str = topic, partition: int = partition, lo: int = lo, hi: int = hi
+                    ) -> Generator[Any, None, None]:
+                        for batch in readers[side].read(topic, partition, lo, hi):
+                            yield from batch
+
+                    try:
+                        src_it, dst_it = stream("source"), stream("destination")
+                        offset, kind, s, d = first_divergence(src_it, dst_it, bool(r["compacted"]))
+                        src_it.close()
+                        dst_it.close()
+                    except Exception as exc:
+                        offset, kind, s, d = None, "not_narrowed", None, None
+                        r["detail"] = f"{type(exc).__name__}: {exc}"[:300]
+                    rows.append(
+                        {
+                            "topic": topic,
+                            "partition": partition,
+                            "chunk_start": lo,
+                            "chunk_end": hi,
+                            "offset": offset,
+                            "kind": kind,
+                            "source_record": _describe(s) if offset is not None else None,
+                            "destination_record": _describe(d) if offset is not None else None,
+                            "detail": r.get("detail"),
+                        }
+                    )
+                if rows:
+                    yield pa.RecordBatch.from_pylist(rows, schema=schema)
+        finally:
+            for reader in readers.values():
+                reader.close()
+
+    return run
+
+
+def narrow(spark: Any, mismatches: Any, clients: dict[str, dict[str, str]], cfg: RecordsConfig) -> Any:
+    """First divergence of each mismatching chunk (at most ``narrow_max_chunks``, the
+    earliest of each partition first), re-reading only those chunks on both clusters."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from audit.schemas import spark_schema
+
+    ranked = mismatches.withColumn(
+        "n", F.row_number().over(Window.partitionBy("topic", "partition").orderBy("chunk_start"))
+    )
+    picked = ranked.orderBy("n", "topic", "partition").limit(cfg.narrow_max_chunks).drop("n")
+    picked = picked.repartition(max(1, spark.sparkContext.defaultParallelism))
+    return picked.mapInArrow(_narrow_task(clients, cfg), spark_schema("record_divergences"))
+
+
+def describe_compacted(cfg: AuditConfig, topics: list[str]) -> frozenset[str]:
+    """Topics whose cleanup.policy (on the source) includes compact."""
+    if not topics or cfg.source is None:
+        return frozenset()
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AdminClient,
+        ConfigResource,
+        ResourceType,
+    )
+
+    settings: dict[str, Any] = dict(cfg.source.client_settings())
+    admin = AdminClient(settings)
+    resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+    out = set()
+    try:
+        for res, fut in admin.describe_configs(resources, request_timeout=cfg.source.timeout_seconds).items():
+            entries = fut.result(timeout=cfg.source.timeout_seconds + 5)
+            policy = entries.get("cleanup.policy")
+            if policy is not None and "compact" in str(policy.value):
+                out.add(res.name)
+    except Exception as exc:  # config reads can be refused (ACLs): compaction then unknown
+        log.warning("source: cleanup.policy could not be read (%s): topics treated as not compacted", exc)
+    return frozenset(out)

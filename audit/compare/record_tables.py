@@ -1,0 +1,103 @@
+"""Record-level comparison: both sides' chunk checksums, gaps and record epochs.
+
+A record scan reads the same chunks on both clusters, so chunks join on their bounds. A
+chunk is ``same`` when checksum and gaps agree; on a compacted topic the two log cleaners
+legitimately keep different offsets, so a chunk whose narrowing found the records equal
+wherever both sides hold one is ``tolerated`` and its gaps are not compared.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from audit.compare.scope import topic_in_scope
+from audit.config import AuditConfig
+
+CHUNK_FIELDS = (
+    "record_count",
+    "first_offset",
+    "last_offset",
+    "checksum",
+    "min_record_epoch",
+    "max_record_epoch",
+    "gap_count",
+    "gaps_checksum",
+    "compacted",
+)
+
+
+def compare_record_chunks(
+    src_chunks: Any, dst_chunks: Any, divergences: Any | None, dst_partitions: Any, cfg: AuditConfig
+) -> Any:
+    """One row per chunk read on either side, with its status and, where the chunk was
+    narrowed, its first divergent record."""
+    from pyspark.sql import functions as F
+
+    keys = ["topic", "partition", "chunk_start", "chunk_end"]
+
+    def side(df: Any, prefix: str) -> Any:
+        return df.select(*keys, *[F.col(c).alias(prefix + c) for c in CHUNK_FIELDS]).withColumn(
+            f"{prefix}present", F.lit(True)
+        )
+
+    j = side(src_chunks, "src_").join(side(dst_chunks, "dst_"), keys, "full_outer")
+    if divergences is not None:
+        j = j.join(
+            divergences.select(
+                *keys,
+                F.col("offset").alias("divergence_offset"),
+                F.col("kind").alias("divergence_kind"),
+                "source_record",
+                "destination_record",
+            ),
+            keys,
+            "left",
+        )
+    else:
+        j = (
+            j.withColumn("divergence_offset", F.lit(None).cast("long"))
+            .withColumn("divergence_kind", F.lit(None).cast("string"))
+            .withColumn("source_record", F.lit(None).cast("string"))
+            .withColumn("destination_record", F.lit(None).cast("string"))
+        )
+    dle = dst_partitions.select("topic", "partition", F.col("leader_epoch").alias("dst_leader_epoch"))
+    j = (
+        j.join(dle, ["topic", "partition"], "left")
+        .withColumn("src_present", F.coalesce("src_present", F.lit(False)))
+        .withColumn("dst_present", F.coalesce("dst_present", F.lit(False)))
+        .withColumn("compacted", F.coalesce("src_compacted", "dst_compacted", F.lit(False)))
+    )
+    both = F.col("src_present") & F.col("dst_present")
+    checksums_equal = F.col("src_checksum") == F.col("dst_checksum")
+    gaps_equal = F.col("src_gaps_checksum") == F.col("dst_gaps_checksum")
+    status = (
+        F.when(~F.col("dst_present"), F.lit("missing_on_destination"))
+        .when(~F.col("src_present"), F.lit("missing_on_source"))
+        .when(checksums_equal & (gaps_equal | F.col("compacted")), F.lit("same"))
+        .when(F.col("compacted") & (F.col("divergence_kind") == "compaction_only"), F.lit("tolerated"))
+        .otherwise(F.lit("differs"))
+    )
+    return (
+        j.withColumn("in_scope", topic_in_scope(F.col("topic"), cfg.scope))
+        .withColumn("checksums_equal", F.when(both, checksums_equal))
+        .withColumn("gaps_equal", F.when(both & ~F.col("compacted"), gaps_equal))
+        .withColumn("chunk_status", status)
+        .withColumn(
+            "dst_epoch_within_dle",
+            F.when(
+                F.col("dst_present")
+                & F.col("dst_max_record_epoch").isNotNull()
+                & F.col("dst_leader_epoch").isNotNull(),
+                F.col("dst_max_record_epoch") <= F.col("dst_leader_epoch"),
+            ),
+        )
+        .withColumn(
+            "epochs_equal",
+            F.when(
+                both,
+                F.col("src_min_record_epoch").eqNullSafe(F.col("dst_min_record_epoch"))
+                & F.col("src_max_record_epoch").eqNullSafe(F.col("dst_max_record_epoch")),
+            ),
+        )
+        .withColumn("epochs_must_match", F.lit(cfg.mirror.preserves_batch_epochs) & both)
+    )

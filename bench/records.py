@@ -1,0 +1,208 @@
+"""Benchmark: the record-level scan against raw consumption by kcat, side by side in one
+run, with the peak memory of each, at two topic sizes.
+
+The sandbox's two clusters (real Kafka from Maven Central) each get the same topic, as an
+offset-preserving mirror would leave it: 8 partitions, --records records of about 200
+bytes (key, value, one header), lz4 batches. Then, interleaved for --rounds rounds:
+
+- ours:     mirror-audit records scan --full (a fresh process: Spark session, both
+            clusters read in Spark tasks by assignment, chunk checksums, gaps and record
+            epochs, the tables written, chunks compared);
+- baseline: kcat -C -e -q -f '' on both clusters at once (two processes), every
+            partition from the beginning to the end, to /dev/null.
+
+Rates are records per second over both clusters (2 x --records); peak memory is the
+largest resident set of the whole process tree (the driver, its JVM and Python workers for
+ours; both kcat processes for the baseline), sampled every 50 ms. The same is then done
+with twice the records, to show whether memory grows with the topic.
+
+Run: make bench-records (needs kcat: apt-get install kcat). The last line is
+RESULT record-scan ours=<records/s> baseline=<records/s> ratio=<ours/baseline>.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
+
+from audit.logs import setup_logging
+from audit.sandbox.cluster import SandboxOptions, running
+from audit.sandbox.state import SandboxState
+
+log = logging.getLogger("bench.records")
+
+
+def _produce(state: SandboxState, topic: str, records: int) -> None:
+    rnd = random.Random(7)
+    pool = [bytes(rnd.getrandbits(8) for _ in range(80)).hex().encode() for _ in range(1024)]
+    t0 = int(time.time() * 1000) - 3_600_000
+    for cluster in state.clusters:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic(topic, num_partitions=8, replication_factor=1)])[topic].result(
+            timeout=60
+        )
+        p = Producer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "linger.ms": 20,
+                "batch.size": 1 << 20,
+                "compression.type": "lz4",
+                "queue.buffering.max.kbytes": 1 << 20,
+            }
+        )
+        started = time.perf_counter()
+        for i in range(records):
+            while True:
+                try:
+                    p.produce(
+                        topic,
+                        pool[i & 1023],
+                        b"key-%d" % (i & 65535),
+                        partition=i & 7,
+                        timestamp=t0 + i // 8,
+                        headers=[("source", b"bench")],
+                    )
+                    break
+                except BufferError:
+                    p.poll(0.05)
+            if i & 8191 == 0:
+                p.poll(0)
+        p.flush(300)
+        log.info("%s: %d records in %.1fs", cluster.name, records, time.perf_counter() - started)
+
+
+def _tree_rss(pids: list[int]) -> int:
+    """Resident bytes of these processes and all their descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    total, todo, seen = 0, list(pids), set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        try:
+            with open(f"/proc/{pid}/statm") as f:
+                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError):
+            pass
+        todo.extend(children.get(pid, []))
+    return total
+
+
+def _run(cmds: list[list[str]]) -> tuple[float, int]:
+    """Wall time of running ``cmds`` at once, and the peak resident set of their trees."""
+    peak = 0
+    started = time.perf_counter()
+    procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for c in cmds]
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _tree_rss([p.pid for p in procs]))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    errors = [p.communicate()[1] for p in procs]
+    elapsed = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    for p, err in zip(procs, errors, strict=True):
+        if p.returncode != 0:
+            raise SystemExit(f"{p.args[:4]} failed ({p.returncode}): {err[-800:]!r}")
+    return elapsed, peak
+
+
+def _measure(state: SandboxState, root: Path, records: int, rounds: int) -> dict[str, tuple[float, int]]:
+    topic = f"bench-records-{records}"
+    _produce(state, topic, records)
+    cfg = root / f"audit-{records}.yaml"
+    cfg.write_text(
+        f"source:\n  bootstrap_servers: {state.cluster('source').bootstrap}\n"
+        f"destination:\n  bootstrap_servers: {state.cluster('destination').bootstrap}\n"
+        f"scope:\n  topics:\n    include: ['{topic}']\n"
+        "records:\n  chunk_records: 100000\n  split_records: 1000000\n"
+        "spark:\n  master: local[*]\n"
+        f"output:\n  root: {root / 'reports'}\n"
+    )
+    run = root / "reports" / f"run-{records}"
+    snap = subprocess.run(
+        [sys.executable, "-m", "audit.cli", "snapshot", "--config", str(cfg), "--out", str(run)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if snap.returncode != 0:
+        raise SystemExit(f"snapshot failed: {snap.stderr[-800:]}")
+    ours_cmd = [sys.executable, "-m", "audit.cli", "records", "scan", "--config", str(cfg), "--run", str(run)]
+    kcat = shutil.which("kcat") or shutil.which("kafkacat")
+    if kcat is None:
+        raise SystemExit("kcat is not installed: apt-get install kcat")
+    base_cmds = [
+        [kcat, "-C", "-b", c.bootstrap, "-t", topic, "-o", "beginning", "-e", "-q", "-f", ""]
+        for c in state.clusters
+    ]
+    best: dict[str, tuple[float, int]] = {}
+    for i in range(rounds):
+        for name, cmds in (("ours", [[*ours_cmd, "--full"]]), ("kcat", base_cmds)):
+            elapsed, peak = _run(cmds)
+            log.info(
+                "%d records, round %d, %s: %.2fs, peak %.0f MB", records, i + 1, name, elapsed, peak / 1e6
+            )
+            if name not in best or elapsed < best[name][0]:
+                best[name] = (elapsed, max(peak, best.get(name, (0, 0))[1]))
+            else:
+                best[name] = (best[name][0], max(peak, best[name][1]))
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=5_000_000, help="records per cluster (default 5 M)")
+    parser.add_argument("--rounds", type=int, default=2, help="timed rounds per side; the best is reported")
+    args = parser.parse_args()
+    setup_logging()
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="bench-records-") as tmp:
+        root = Path(tmp)
+        with running(SandboxOptions(workdir=root / "sandbox", heap_mb=1024)) as state:
+            for n in (args.records, 2 * args.records):
+                results[n] = _measure(state, root, n, args.rounds)
+    for n, best in results.items():
+        total = 2 * n
+        for name, label in (("ours", "mirror-audit records scan"), ("kcat", "kcat x 2 (both clusters)")):
+            elapsed, peak = best[name]
+            print(
+                f"{n:>10,} records/cluster  {label:28s} {elapsed:7.2f}s  {total / elapsed:>10,.0f} records/s"
+                f"  peak {peak / 1e6:6.0f} MB"
+            )
+    ours, base = results[args.records]["ours"][0], results[args.records]["kcat"][0]
+    total = 2 * args.records
+    print(f"RESULT record-scan ours={total / ours:.0f} baseline={total / base:.0f} ratio={base / ours:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,257 @@
+"""Record-level verification logic on plain values: chunks, checksums, gaps, narrowing,
+planning and the incremental history."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audit.collect.record_chunks import RangeChunker, chunk_bounds
+from audit.collect.record_history import PartitionOutcome, RecordHistory
+from audit.collect.records import first_divergence, plan_records
+from audit.config import RecordsConfig, TopicRecordScope
+from audit.errors import InputError
+
+
+class Msg:
+    """The part of confluent_kafka.Message the narrowing reads."""
+
+    def __init__(
+        self, offset: int, key: bytes | None, value: bytes | None, ts: int = 1000, headers: Any = None
+    ):
+        self._o, self._k, self._v, self._t, self._h = offset, key, value, ts, headers
+
+    def offset(self) -> int:
+        return self._o
+
+    def key(self) -> bytes | None:
+        return self._k
+
+    def value(self) -> bytes | None:
+        return self._v
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, self._t)
+
+    def headers(self) -> Any:
+        return self._h
+
+    def leader_epoch(self) -> int | None:
+        return 3 + self._o // 10
+
+
+def _chunks(
+    records: list[tuple[int, bytes | None, bytes | None]], start: int, end: int, size: int = 10, **kw: Any
+) -> list[dict[str, Any]]:
+    c = RangeChunker("t", 0, start, end, size)
+    for offset, key, value in records:
+        c.add(offset, kw.get("ts", 1000), key, value, kw.get("headers"), kw.get("epoch", 3))
+    return [x.row() for x in c.finish()]
+
+
+def _plain(n: int, start: int = 0) -> list[tuple[int, bytes | None, bytes | None]]:
+    return [(i, f"k{i}".encode(), f"v{i}".encode()) for i in range(start, start + n)]
+
+
+def test_chunks_are_aligned_on_multiples_of_the_size_and_clipped_to_the_range() -> None:
+    assert chunk_bounds(5, 25, 10) == [(5, 10), (10, 20), (20, 25)]
+    rows = _chunks(_plain(20, 5), 5, 25)
+    assert [(r["chunk_start"], r["chunk_end"], r["record_count"]) for r in rows] == [
+        (5, 10, 5),
+        (10, 20, 10),
+        (20, 25, 5),
+    ]
+    assert all(r["gap_count"] == 0 and r["gaps"] == [] for r in rows)
+
+
+def test_checksum_is_order_sensitive_and_tells_null_from_empty() -> None:
+    base = _chunks(_plain(10), 0, 10)[0]["checksum"]
+    assert _chunks(_plain(10), 0, 10)[0]["checksum"] == base  # deterministic
+    swapped = _plain(10)
+    swapped[3], swapped[4] = (3, swapped[4][1], swapped[4][2]), (4, swapped[3][1], swapped[3][2])
+    assert _chunks(swapped, 0, 10)[0]["checksum"] != base
+    null_key, empty_key = _plain(10), _plain(10)
+    null_key[0] = (0, None, b"v0")
+    empty_key[0] = (0, b"", b"v0")
+    assert len({_chunks(null_key, 0, 10)[0]["checksum"], _chunks(empty_key, 0, 10)[0]["checksum"], base}) == 3
+    tomb, empty = _plain(10), _plain(10)
+    tomb[9], empty[9] = (9, b"k9", None), (9, b"k9", b"")
+    assert _chunks(tomb, 0, 10)[0]["checksum"] != _chunks(empty, 0, 10)[0]["checksum"]
+    assert _chunks(_plain(10), 0, 10, headers=[("h", b"1")])[0]["checksum"] != base
+    assert (
+        _chunks(_plain(10), 0, 10, headers=[("h", None)])[0]["checksum"]
+        != _chunks(_plain(10), 0, 10, headers=[("h", b"")])[0]["checksum"]
+    )
+    assert _chunks(_plain(10), 0, 10, ts=2000)[0]["checksum"] != base
+
+
+def test_gaps_inside_and_at_the_end_of_chunks_are_ranges() -> None:
+    records = [r for r in _plain(25) if r[0] not in (3, 4, 10, 21, 22, 23, 24)]
+    rows = _chunks(records, 0, 25)
+    assert [(r["gap_count"], r["gaps"]) for r in rows] == [
+        (2, [{"start": 3, "end": 4}]),
+        (1, [{"start": 10, "end": 10}]),
+        (4, [{"start": 21, "end": 24}]),
+    ]
+    # Same pattern, same gaps checksum; another pattern, another.
+    same = _chunks(records, 0, 25)
+    assert [r["gaps_checksum"] for r in same] == [r["gaps_checksum"] for r in rows]
+    other = _chunks([r for r in _plain(25) if r[0] not in (3, 5, 10, 21, 22, 23, 24)], 0, 25)
+    assert other[0]["gaps_checksum"] != rows[0]["gaps_checksum"] and other[0]["gap_count"] == 2
+    # A chunk with no record at all is all gap.
+    empty = _chunks([], 0, 12)
+    assert [(r["record_count"], r["gap_count"], r["first_offset"]) for r in empty] == [
+        (0, 10, None),
+        (0, 2, None),
+    ]
+
+
+def test_record_epochs_are_kept_as_min_and_max() -> None:
+    c = RangeChunker("t", 0, 0, 10, 10)
+    for i, e in enumerate([4, 4, 5, 7, 7]):
+        c.add(i, 1, b"k", b"v", None, e)
+    (row,) = [x.row() for x in c.finish()]
+    assert (row["min_record_epoch"], row["max_record_epoch"]) == (4, 7)
+
+
+def test_the_message_loop_hashes_exactly_like_add() -> None:
+    records = [r for r in _plain(35) if r[0] not in (4, 17, 18)]
+    msgs = [Msg(o, k, v, ts=o * 7, headers=[("h", b"x")] if o % 5 == 0 else None) for o, k, v in records]
+    msgs[2]._k = None  # a null key
+    msgs[3]._v = b""  # an empty value
+    one = RangeChunker("t", 0, 0, 35, 10)
+    for m in msgs:
+        one.add(m.offset(), m.timestamp()[1], m.key(), m.value(), m.headers(), m.leader_epoch())
+    bulk = RangeChunker("t", 0, 0, 35, 10)
+    bulk.add_messages(msgs[:7])
+    bulk.add_messages(msgs[7:])
+    assert [c.row() for c in one.finish()] == [c.row() for c in bulk.finish()]
+
+
+def _it(msgs: list[Msg]) -> Iterator[Msg]:
+    return iter(msgs)
+
+
+def _div(src: list[Msg], dst: list[Msg], compacted: bool = False) -> tuple[int | None, str]:
+    offset, kind, _, _ = first_divergence(_it(src), _it(dst), compacted)
+    return offset, kind
+
+
+def _msgs(values: list[bytes | None], start: int = 0) -> list[Msg]:
+    return [Msg(start + i, b"k", v) for i, v in enumerate(values)]
+
+
+def test_first_divergence_names_the_offset_and_the_kind() -> None:
+    src = _msgs([b"a", b"b", b"c", b"d"])
+    assert _div(src, _msgs([b"a", b"b", b"c", b"d"])) == (None, "none_found")
+    assert _div(src, _msgs([b"a", b"B", b"c", b"d"])) == (1, "payload_differs")
+    assert _div(src, _msgs([b"a", b"b", b"d", b"?"])) == (2, "missing_record")  # c dropped, the rest shifted
+    assert _div(src, _msgs([b"a", b"b", b"b", b"c"])) == (2, "duplicate_record")  # b written twice
+    ts = [Msg(m.offset(), m.key(), m.value(), ts=5 if m.offset() == 3 else 1000) for m in src]
+    assert _div(src, ts) == (3, "timestamp_differs")
+    hd = [
+        Msg(m.offset(), m.key(), m.value(), headers=[("h", b"x")] if m.offset() == 0 else None) for m in src
+    ]
+    assert _div(src, hd) == (0, "headers_differs")
+    assert _div(src, src[:2]) == (2, "missing_record")
+    assert _div(src[:2], src) == (2, "extra_record")
+    holed = [m for m in src if m.offset() != 1]  # a marker where the source has a record
+    assert _div(src, holed) == (1, "gap_pattern_differs")
+
+
+def test_compacted_topics_compare_only_the_offsets_both_sides_hold() -> None:
+    src = _msgs([b"a", b"b", b"c", b"d", b"e"])
+    dst = [m for m in src if m.offset() not in (1, 3)]
+    assert _div(src, dst, compacted=True) == (None, "compaction_only")
+    changed = [Msg(m.offset(), m.key(), b"X" if m.offset() == 4 else m.value()) for m in dst]
+    assert _div(src, changed, compacted=True) == (4, "payload_differs")
+
+
+CFG = RecordsConfig(chunk_records=10, split_records=100, resample_chunks=0)
+
+
+def test_plan_covers_the_common_range_and_cuts_it_by_scope() -> None:
+    common = {("orders", 0): (5, 95), ("clicks", 0): (0, 1000), ("events", 0): (0, 500)}
+    cfg = RecordsConfig(
+        chunk_records=10,
+        split_records=100,
+        resample_chunks=0,
+        topics=(TopicRecordScope("clicks", "last", last_offsets=100), TopicRecordScope("events", "window")),
+    )
+    asked: dict[tuple[str, int], int] = {}
+
+    def offsets_for_time(wanted: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        asked.update(wanted)
+        return {tp: 400 for tp in wanted}
+
+    plan = plan_records(common, cfg, {}, False, offsets_for_time, 0)
+    got = {(r.topic, r.start, r.end, r.purpose) for r in plan.ranges}
+    assert got == {("orders", 5, 95, "new"), ("clicks", 900, 1000, "new"), ("events", 400, 500, "new")}
+    assert set(asked) == {("events", 0)}
+    offline = plan_records(common, cfg, {}, False, None, 0)
+    assert ("events", 0, 500, "new") in {(r.topic, r.start, r.end, r.purpose) for r in offline.ranges}
+    assert offline.notes
+
+
+def test_incremental_plan_reads_what_was_added_and_rechecks_old_chunks_round_robin() -> None:
+    common = {("orders", 0): (0, 100)}
+    history = {("orders", 0): {"verified_through": 60}}
+    cfg = RecordsConfig(chunk_records=10, split_records=100, resample_chunks=2)
+    plans = [plan_records(common, cfg, history, False, None, run) for run in range(3)]
+    for plan in plans:
+        assert [(r.start, r.end) for r in plan.ranges if r.purpose == "new"] == [(60, 100)]
+    rechecks = [sorted((r.start, r.end) for r in p.ranges if r.purpose == "recheck") for p in plans]
+    assert rechecks == [[(0, 10), (10, 20)], [(20, 30), (30, 40)], [(40, 50), (50, 60)]]
+    full = plan_records(common, cfg, history, True, None, 0)
+    assert [(r.start, r.end) for r in full.ranges if r.purpose == "new"] == [(0, 100)]
+
+
+def test_budget_takes_new_data_round_robin_and_defers_the_rest() -> None:
+    common = {("a", 0): (0, 100), ("b", 0): (0, 100)}
+    cfg = RecordsConfig(chunk_records=10, split_records=100, resample_chunks=0, max_records_per_run=60)
+    plan = plan_records(common, cfg, {}, False, None, 0)
+    assert sorted((r.topic, r.start, r.end) for r in plan.ranges) == [("a", 0, 30), ("b", 0, 30)]
+    assert plan.deferred == {("a", 0): (30, 100), ("b", 0): (30, 100)}
+    assert plan.offsets() == 60 and plan.notes
+
+
+def test_history_moves_verified_through_and_pulls_it_back_on_a_mismatch(tmp_path: Path) -> None:
+    h = RecordHistory.load(tmp_path)
+    h.record(
+        {
+            ("orders", 0): PartitionOutcome((0, 100), None),
+            ("orders", 1): PartitionOutcome((0, 100), 40, ((40, 50),)),
+        }
+    )
+    h.save()
+    again = RecordHistory.load(tmp_path)
+    parts = again.partitions()
+    assert parts[("orders", 0)]["verified_through"] == 100
+    assert parts[("orders", 1)]["verified_through"] == 40 and parts[("orders", 1)]["mismatched"] == [[40, 50]]
+    assert again.runs == 1
+    # A re-checked old chunk that now differs pulls the partition back to it.
+    again.record({("orders", 0): PartitionOutcome(None, 20, ((20, 30),))})
+    assert again.partitions()[("orders", 0)]["verified_through"] == 20
+
+
+def test_a_history_of_other_clusters_or_a_recreated_topic_proves_nothing(tmp_path: Path) -> None:
+    h = RecordHistory.load(tmp_path, ("src-1", "dst-1"))
+    h.record({("orders", 0): PartitionOutcome((0, 100), None)}, {"orders": "id-a"})
+    h.save()
+    assert (
+        RecordHistory.load(tmp_path, ("src-1", "dst-1")).partitions()[("orders", 0)]["verified_through"]
+        == 100
+    )
+    assert RecordHistory.load(tmp_path, ("src-2", "dst-1")).partitions() == {}
+    same = RecordHistory.load(tmp_path, ("src-1", "dst-1"))
+    assert same.partitions({"orders": "id-b"}) == {}  # orders was deleted and created again
+    assert same.partitions({"orders": "id-a"})[("orders", 0)]["verified_through"] == 100
+
+
+def test_an_unreadable_history_is_an_error_not_a_fresh_start(tmp_path: Path) -> None:
+    (tmp_path / "record-verification.json").write_text("{not json")
+    with pytest.raises(InputError, match=r"record-verification\.json"):
+        RecordHistory.load(tmp_path)
