@@ -29,6 +29,7 @@ import argparse
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -92,6 +93,10 @@ def _timed(cmd: list[str]) -> float:
     return elapsed
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-gb", type=float, default=2.0, help="GiB of segments to write (default 2)")
@@ -99,6 +104,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds per side; the best is reported")
     args = parser.parse_args()
     setup_logging()
+    # SIGTERM unwinds like Ctrl-C, so the sandbox's brokers are stopped on the way out.
+    signal.signal(signal.SIGTERM, _interrupt)
     with tempfile.TemporaryDirectory(prefix="bench-segments-") as tmp:
         root = Path(tmp)
         with running(SandboxOptions(workdir=root / "sandbox", heap_mb=1024)) as state:

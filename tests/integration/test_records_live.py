@@ -265,3 +265,25 @@ def test_incremental_runs_read_only_new_offsets(audited: dict[str, Any], sandbox
     note = manifest["notes"]["records"]
     assert 0 < note["offsets_planned"] < audited["first_note"]["offsets_planned"]
     assert _history_runs(audited) == 2
+
+
+def test_ranges_of_one_partition_read_in_waves_equal_one_range(
+    audited: dict[str, Any], sandbox: SandboxState
+) -> None:
+    """A task holding several ranges of the same partition reads them in successive waves
+    with one consumer (a partition finished in one wave is paused, and must read again in
+    the next): the chunks equal those of one range read whole."""
+    from audit.collect.records import chunk_ranges, consumer_settings
+
+    settings = consumer_settings(
+        {"bootstrap.servers": sandbox.cluster("source").bootstrap}, "read_uncommitted"
+    )
+    topic, other = audited["topics"]["aborted"], audited["topics"]["same"]
+    whole, failed = chunk_ranges(settings, [(topic, 0, 0, 126)], 50, 30)
+    assert failed == []
+    parts, failed = chunk_ranges(
+        settings, [(topic, 0, 0, 50), (other, 0, 0, 120), (topic, 0, 50, 100), (topic, 0, 100, 126)], 50, 30
+    )
+    assert failed == []
+    got = [c for r, chunks in sorted(parts) if r[0] == topic for c in chunks]
+    assert got == whole[0][1]
