@@ -189,9 +189,10 @@ def run_validation(
         if checks:
             results.append(fold(inv.id, inv.statement, checks))
         else:
-            results.append(
-                skipped(inv.id, inv.statement, inv.not_applicable or f"not collected: needs {inv.needs}")
-            )
+            reason = inv.not_applicable or f"not collected: needs {inv.needs}"
+            if inv.spark_only and compared.engine != "spark":
+                reason = f"checked by the Spark engine only (--engine spark): needs {inv.needs}"
+            results.append(skipped(inv.id, inv.statement, reason))
     for unknown, checks in by_invariant.items():  # an operator's own invariant IDs are kept, not dropped
         results.append(fold(unknown, checks[0].description, checks))
     atomic_write_json(run_dir / "validation" / "results.json", {r.id: r.to_json() for r in results})
