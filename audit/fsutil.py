@@ -53,10 +53,19 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    replace_path(tmp, target)
+
+
+def replace_path(src: Path, target: Path) -> None:
+    """Move ``src`` (a complete file or directory) to ``target``, replacing whatever is
+    there: the old one is renamed aside first, so ``target`` is never half of each."""
     old: Path | None = None
     if target.exists():
         old = target.with_name(f".{target.name}.old-{os.getpid()}")
         os.replace(target, old)
-    os.replace(tmp, target)
+    os.replace(src, target)
     if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        if old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink(missing_ok=True)

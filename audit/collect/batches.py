@@ -27,7 +27,7 @@ from audit.collect.batch_scan import BatchScan
 from audit.collect.snapshot import utc_now
 from audit.config import AuditConfig, redact_uri
 from audit.errors import ConfigError, InputError
-from audit.fsutil import atomic_directory, atomic_write_json
+from audit.fsutil import atomic_directory, atomic_write_json, replace_path
 from audit.schemas import SNAPSHOT_TABLES
 from audit.snapshot import Role, Snapshot, make_manifest, read_manifest, write_snapshot
 
@@ -104,20 +104,6 @@ def _staging(parent: Path) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _replace_dir(src: Path, target: Path) -> None:
-    """Put ``src`` at ``target``, replacing what was there (a file or a directory)."""
-    old = None
-    if target.exists():
-        old = target.with_name(f".{target.name}.old-{os.getpid()}")
-        os.replace(target, old)
-    os.replace(src, target)
-    if old is not None:
-        if old.is_dir():
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            old.unlink(missing_ok=True)
-
-
 def write_batch_scan(
     spark: Any,
     scanned: BatchScan,
@@ -136,7 +122,7 @@ def write_batch_scan(
             counts = _run(spark, scanned, staging)
             note = {**note, **counts, "finished_at": utc_now()}
             for table in BATCH_TABLES:
-                _replace_dir(staging / f"{table}.parquet", directory / f"{table}.parquet")
+                replace_path(staging / f"{table}.parquet", directory / f"{table}.parquet")
         manifest.setdefault("notes", {})["batches"] = note
         atomic_write_json(directory / "manifest.json", manifest)
         return note

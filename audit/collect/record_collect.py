@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -29,7 +27,7 @@ from audit.collect.records import (
 from audit.collect.snapshot import utc_now
 from audit.config import AuditConfig
 from audit.errors import ConfigError
-from audit.fsutil import atomic_write_json
+from audit.fsutil import atomic_write_json, replace_path
 from audit.snapshot import PartitionRecord, read_manifest, read_records
 
 log = logging.getLogger(__name__)
@@ -39,16 +37,6 @@ def _empty(spark: Any, table: str, path: Path) -> None:
     from audit.schemas import spark_schema
 
     spark.createDataFrame([], spark_schema(table)).write.mode("overwrite").parquet(str(path))
-
-
-def _replace(src: Path, target: Path) -> None:
-    old = None
-    if target.exists():
-        old = target.with_name(f".{target.name}.old-{os.getpid()}")
-        os.replace(target, old)
-    os.replace(src, target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def collect_records(
@@ -87,7 +75,7 @@ def collect_records(
             part = staging / "chunks" / f"side={side}"
             if not part.exists():
                 _empty(spark, "record_chunks", part)
-            _replace(part, directory / "record_chunks.parquet")
+            replace_path(part, directory / "record_chunks.parquet")
         mismatches = _mismatching_chunks(spark, source, destination)
         divergences = staging / "record_divergences.parquet"
         if mismatches.limit(1).count():
@@ -96,7 +84,7 @@ def collect_records(
             log.info("records: mismatching chunks narrowed in %.1fs", time.monotonic() - clock)
         else:
             _empty(spark, "record_divergences", divergences)
-        _replace(divergences, destination / "record_divergences.parquet")
+        replace_path(divergences, destination / "record_divergences.parquet")
         outcomes = _outcomes(spark, plan, mismatches, problems)
     history.record(outcomes, topic_ids)
     history.save()

@@ -169,6 +169,23 @@ BATCH_HEADER_FIELDS = (
 )
 
 
+def _first_per_partition(bad: Any, order: str, count_as: str, limit: int) -> Any:
+    """The first row by ``order`` of each partition among ``bad`` rows, with how many bad
+    rows the partition has (``count_as``); the partitions with the most first, at most
+    ``limit`` (a bounded slice: Spark sorts and limits before anything reaches the driver)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    per_partition = Window.partitionBy("topic", "partition")
+    return (
+        bad.withColumn("n", F.row_number().over(per_partition.orderBy(order)))
+        .withColumn(count_as, F.count("*").over(per_partition))
+        .where("n = 1")
+        .orderBy(F.desc(count_as), "topic", "partition")
+        .limit(limit)
+    )
+
+
 def first_batch_divergence(compared: Compared, limit: int = DIVERGENCE_PARTITIONS) -> list[dict[str, Any]]:
     """Per partition, the first batch that is not the same on both sides, with both
     headers side by side ("fields": name, source, destination), at most ``limit``
@@ -177,17 +194,9 @@ def first_batch_divergence(compared: Compared, limit: int = DIVERGENCE_PARTITION
     df = compared.frames.get("batch_diffs")
     if df is None:
         return []
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
 
-    bad = df.where("in_scope AND batch_status != 'same'")
-    per_partition = Window.partitionBy("topic", "partition")
-    first = (
-        bad.withColumn("n", F.row_number().over(per_partition.orderBy("base_offset")))
-        .withColumn("differing_batches", F.count("*").over(per_partition))
-        .where("n = 1")
-        .orderBy(F.desc("differing_batches"), "topic", "partition")
-        .limit(limit)
+    first = _first_per_partition(
+        df.where("in_scope AND batch_status != 'same'"), "base_offset", "differing_batches", limit
     )
     out = []
     for r in first.collect():
@@ -219,28 +228,19 @@ def first_record_divergence(compared: Compared, limit: int = DIVERGENCE_PARTITIO
     df = compared.frames.get("record_chunk_diffs")
     if df is None:
         return []
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     bad = df.where("in_scope AND chunk_status NOT IN ('same', 'tolerated')")
-    per_partition = Window.partitionBy("topic", "partition")
-    first = (
-        bad.withColumn("n", F.row_number().over(per_partition.orderBy("chunk_start")))
-        .withColumn("differing_chunks", F.count("*").over(per_partition))
-        .where("n = 1")
-        .orderBy(F.desc("differing_chunks"), "topic", "partition")
-        .limit(limit)
-        .select(
-            "topic",
-            "partition",
-            "chunk_start",
-            "chunk_end",
-            "chunk_status",
-            "differing_chunks",
-            F.col("divergence_offset").alias("offset"),
-            F.col("divergence_kind").alias("kind"),
-            "source_record",
-            "destination_record",
-        )
+    first = _first_per_partition(bad, "chunk_start", "differing_chunks", limit).select(
+        "topic",
+        "partition",
+        "chunk_start",
+        "chunk_end",
+        "chunk_status",
+        "differing_chunks",
+        F.col("divergence_offset").alias("offset"),
+        F.col("divergence_kind").alias("kind"),
+        "source_record",
+        "destination_record",
     )
     return [r.asDict() for r in first.collect()]
