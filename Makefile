@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help venv test unit lint typecheck demo demo-healthy jars bench bench-segments bench-records clean
+.PHONY: help venv test unit lint typecheck demo demo-healthy jars bench bench-segments bench-records bench-readers clean
 
 help:
 	@echo "make demo   - run the audit demo on the local Kafka sandbox"
@@ -54,6 +54,9 @@ bench-segments: $(STAMP) jars
 
 bench-records: $(STAMP) jars
 	$(BIN)/python bench/records.py
+
+bench-readers: $(STAMP) jars
+	$(BIN)/python bench/record_readers.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

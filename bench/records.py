@@ -46,7 +46,7 @@ from audit.sandbox.state import SandboxState
 log = logging.getLogger("bench.records")
 
 
-def _produce(state: SandboxState, topic: str, records: int) -> None:
+def produce(state: SandboxState, topic: str, records: int) -> None:
     rnd = random.Random(7)
     pool = [bytes(rnd.getrandbits(8) for _ in range(80)).hex().encode() for _ in range(1024)]
     t0 = int(time.time() * 1000) - 3_600_000
@@ -139,7 +139,7 @@ def _run(cmds: list[list[str]]) -> tuple[float, int]:
 
 def _measure(state: SandboxState, root: Path, records: int, rounds: int) -> dict[str, tuple[float, int]]:
     topic = f"bench-records-{records}"
-    _produce(state, topic, records)
+    produce(state, topic, records)
     cfg = root / f"audit-{records}.yaml"
     cfg.write_text(
         f"source:\n  bootstrap_servers: {state.cluster('source').bootstrap}\n"
