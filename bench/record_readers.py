@@ -31,13 +31,13 @@ import argparse
 import json
 import logging
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from common import stop_on_sigterm
 from confluent_kafka import Consumer, TopicPartition
 from records import produce
 
@@ -159,17 +159,13 @@ def _kcat(state: SandboxState) -> None:
             raise SystemExit(f"kcat failed ({p.returncode}): {err[-500:]!r}")
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=5_000_000, help="records per cluster (default 5 M)")
     parser.add_argument("--rounds", type=int, default=2, help="timed rounds per reader; the best is reported")
     args = parser.parse_args()
     setup_logging()
-    signal.signal(signal.SIGTERM, _interrupt)
+    stop_on_sigterm()
     import pyspark
 
     version, jars = ensure_spark_kafka_jars(pyspark.__version__)

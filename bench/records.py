@@ -27,7 +27,6 @@ import logging
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ import threading
 import time
 from pathlib import Path
 
+from common import stop_on_sigterm
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
@@ -180,18 +180,13 @@ def _measure(state: SandboxState, root: Path, records: int, rounds: int) -> dict
     return best
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=5_000_000, help="records per cluster (default 5 M)")
     parser.add_argument("--rounds", type=int, default=2, help="timed rounds per side; the best is reported")
     args = parser.parse_args()
     setup_logging()
-    # SIGTERM unwinds like Ctrl-C, so the sandbox's brokers are stopped on the way out.
-    signal.signal(signal.SIGTERM, _interrupt)
+    stop_on_sigterm()
     results = {}
     with tempfile.TemporaryDirectory(prefix="bench-records-") as tmp:
         root = Path(tmp)

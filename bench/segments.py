@@ -29,13 +29,13 @@ import argparse
 import logging
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from common import stop_on_sigterm
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
@@ -93,10 +93,6 @@ def _timed(cmd: list[str]) -> float:
     return elapsed
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-gb", type=float, default=2.0, help="GiB of segments to write (default 2)")
@@ -104,8 +100,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds per side; the best is reported")
     args = parser.parse_args()
     setup_logging()
-    # SIGTERM unwinds like Ctrl-C, so the sandbox's brokers are stopped on the way out.
-    signal.signal(signal.SIGTERM, _interrupt)
+    stop_on_sigterm()
     with tempfile.TemporaryDirectory(prefix="bench-segments-") as tmp:
         root = Path(tmp)
         with running(SandboxOptions(workdir=root / "sandbox", heap_mb=1024)) as state:
