@@ -14,12 +14,15 @@ from audit.config import SparkConfig
 log = logging.getLogger(__name__)
 
 # Quiet, reproducible defaults for an auditor: no UI port opened on an operator's host,
-# session time zone fixed so timestamps in reports do not depend on the machine.
+# session time zone fixed so timestamps in reports do not depend on the machine; Python
+# workers forked from this package's daemon, which spares each task a re-read of the
+# zip archives on the workers' path (``audit.spark_daemon``).
 _DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.python.daemon.module": "audit.spark_daemon",
 }
 
 

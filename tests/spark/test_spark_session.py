@@ -22,3 +22,17 @@ def test_session_runs_a_shuffle(spark: Any) -> None:
         assert sorted(tuple(r) for r in grouped.collect()) == [("a", 4), ("b", 2)]
     finally:
         spark.conf.unset("spark.sql.adaptive.enabled")
+
+
+def test_python_workers_come_from_the_audit_daemon(spark: Any) -> None:
+    # Without it every Python task re-reads the spark-core jar's directory (see
+    # audit.spark_daemon): the workers must have been forked from a process that patched it.
+    def worker_state(rows: Any) -> Any:  # nested: pickled by value, not by module name
+        import zipimport
+
+        for _ in rows:
+            pass
+        yield bool(getattr(zipimport.zipimporter.invalidate_caches, "_audit_lazy", False))
+
+    assert spark.sparkContext.getConf().get("spark.python.daemon.module") == "audit.spark_daemon"
+    assert spark.sparkContext.parallelize(range(2), 2).mapPartitions(worker_state).collect() == [True, True]
