@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from audit.collect.batch_columns import walk_columns
 from audit.collect.batch_format import ScanSink, walk
 from audit.collect.batch_scan import BatchScan, emit, issue_accumulator, scan_schema, scan_schema_arrow
 from audit.config import ScopeConfig, redact_uri
@@ -101,6 +102,11 @@ class RangeFile:
             filesystem, inner = fs.FileSystem.from_uri(uri)
             self._remote = filesystem.open_input_file(inner)
             self.size = int(self._remote.size())
+
+    @property
+    def mapped(self) -> memoryview | None:
+        """The whole file as a read-only view of its mapping (local files), else None."""
+        return self._view
 
     def read(self, pos: int, size: int) -> bytes | memoryview:
         if self._view is not None:
@@ -237,6 +243,45 @@ def partition_of(uri: str) -> tuple[str | None, int | None]:
 # --------------------------------------------------------------------------- Spark tasks
 
 
+def walk_range(
+    f: RangeFile,
+    start: int,
+    end: int,
+    sink: ScanSink,
+    schema: Any,
+    *,
+    topic: str,
+    partition: int,
+    file: str | None,
+    deep: bool,
+    partial_tail_ok: bool,
+) -> list[Any]:
+    """The batches starting in [start, end) of an open segment file: the well-formed run
+    as Arrow batches (``batch_columns``, mapped local files), the rest, from whatever
+    stopped that run (damage, padding, a cut tail) or for a remote file, walked row by row
+    into ``sink`` with its issues (``batch_format.walk``)."""
+    out: list[Any] = []
+    at = start
+    if f.mapped is not None:
+        out, at = walk_columns(
+            f.mapped, start, end, f.size, sink, schema, topic=topic, partition=partition, file=file, deep=deep
+        )
+    if at < end:
+        walk(
+            f.read,
+            at,
+            end,
+            f.size,
+            sink,
+            topic=topic,
+            partition=partition,
+            file=file,
+            deep=deep,
+            partial_tail_ok=partial_tail_ok,
+        )
+    return out
+
+
 def _scan_task(deep: bool, issues: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         schema = scan_schema_arrow()
@@ -277,12 +322,12 @@ def _scan_task(deep: bool, issues: Any) -> Callable[[Iterator[Any]], Iterator[An
                     continue
                 try:
                     with RangeFile(uri) as f:
-                        walk(
-                            f.read,
+                        yield from walk_range(
+                            f,
                             start,
                             end,
-                            f.size,
                             sink,
+                            schema,
                             topic=topic,
                             partition=partition,
                             file=shown,
