@@ -14,11 +14,16 @@ files (all in the page cache after the first round):
 - deep CRC scan, ours: the same with --deep (every byte read, CRC-32C recomputed);
                       baseline: cat of the same files to /dev/null.
 
+With --cold, every file is dropped from the page cache (fsync, then
+posix_fadvise DONTNEED: no root needed) before each timed run of each side, so all sides
+read from the disk, as a nightly audit of older segments or of a backup copy does.
+
 Once, for the record: the whole `mirror-audit segments scan` command in a fresh process
 (Spark session start included). Rates are MB of segment per second; the best round of
 each side is reported.
 
-Run: .venv/bin/python bench/segments.py [--size-gb 2] [--batch-bytes 16384]. The last line
+Run: .venv/bin/python bench/segments.py [--size-gb 2] [--batch-bytes 16384] [--cold]. The
+last line
 is RESULT segment-scan ours=<MB/s> baseline=<MB/s> ratio=<ours/baseline>; the line before
 it is RESULT segment-deep-crc ours=<MB/s> baseline=<MB/s> ratio=<ours/baseline>.
 """
@@ -84,6 +89,17 @@ def _produce(state: SandboxState, size_gb: float, batch_bytes: int) -> list[Path
     return sorted(data.glob(f"{TOPIC}-*/*.log"))
 
 
+def _evict(files: list[Path]) -> None:
+    """Drop the files' pages from the page cache (clean pages only, hence the fsync)."""
+    for path in files:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
 def _timed(cmd: list[str]) -> float:
     started = time.perf_counter()
     proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
@@ -98,6 +114,9 @@ def main() -> None:
     parser.add_argument("--size-gb", type=float, default=2.0, help="GiB of segments to write (default 2)")
     parser.add_argument("--batch-bytes", type=int, default=16384, help="producer batch.size (default 16384)")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds per side; the best is reported")
+    parser.add_argument(
+        "--cold", action="store_true", help="evict the segments from the page cache before every timed run"
+    )
     args = parser.parse_args()
     setup_logging()
     stop_on_sigterm()
@@ -119,7 +138,12 @@ def main() -> None:
             ]
             spark = build_spark(SparkConfig(master="local[*]"))
 
+            def cold() -> None:
+                if args.cold:
+                    _evict(files)
+
             def ours(deep: bool) -> tuple[float, int]:
+                cold()
                 out = root / "scans" / f"{'deep' if deep else 'headers'}-{time.monotonic_ns()}"
                 started = time.perf_counter()
                 scanned = scan_segments(spark, [str(data_dir)], ScanOptions(deep=deep))
@@ -134,11 +158,14 @@ def main() -> None:
             for i in range(args.rounds):
                 t, batches = ours(False)
                 times["ours"].append(t)
+                cold()
                 times["dump-log"].append(_timed(dump_log))
                 times["deep"].append(ours(True)[0])
+                cold()
                 times["cat"].append(_timed(["cat", *map(str, files)]))
                 log.info("round %d: %s", i + 1, {k: round(v[-1], 2) for k, v in times.items()})
             spark.stop()
+            cold()
             started = time.perf_counter()
             cmd = [sys.executable, "-m", "audit.cli", "segments", "scan", str(data_dir)]
             proc = subprocess.run(
@@ -153,7 +180,11 @@ def main() -> None:
 
     best = {k: min(v) for k, v in times.items()}
     rate = {k: mb / v for k, v in best.items()}
-    print(f"segments: {len(files)} files, {mb:,.0f} MB, {batches:,} batches (batch.size {args.batch_bytes})")
+    cache = "evicted from the page cache before every run" if args.cold else "in the page cache"
+    print(
+        f"segments: {len(files)} files, {mb:,.0f} MB, {batches:,} batches (batch.size {args.batch_bytes}),",
+        cache,
+    )
     for key, label in (
         ("ours", "header scan, ours (warm Spark session)"),
         ("dump-log", "kafka-dump-log --files"),
