@@ -13,8 +13,9 @@ The job, all of it on Spark:
 2. split each file into byte ranges of about ``split_bytes`` at batch boundaries taken
    from the segment's offset index (``.index``: relative offset, position); a segment
    without a usable index is one range and a ``missing_index`` issue;
-3. walk each range's batch headers (``batch_format.walk``), emitting batch rows and scan
-   issues in Arrow form.
+3. walk each range's batch headers, emitting batch rows in Arrow form and scan issues on
+   an accumulator: the well-formed run of a mapped file in columns (``batch_columns``),
+   anything else row by row (``batch_format.walk``), see ``walk_range``.
 """
 
 from __future__ import annotations
