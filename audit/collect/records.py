@@ -16,9 +16,11 @@ last verified offset, plus a few older chunks round robin) and by the run's budg
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -252,6 +254,42 @@ class RangeReader:
 Range = tuple[str, int, int, int]  # topic, partition, start, end
 
 
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a read loop runs. Such a loop makes no
+    reference cycles, so reference counting frees everything as before and memory stays
+    where it was, but every 700 new objects (10,000 messages per ``consume``, their lists
+    and tuples) would otherwise start a collection that walks the young objects: measured
+    at 0.6 us of CPU a record, a fifth of a scan task's time."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def partition_runs(msgs: Sequence[Any]) -> Iterator[tuple[str, int, int, int, Any]]:
+    """(topic, partition, first index, end index, error) for each run of consecutive
+    messages of one partition in a ``consume`` result, in order; an error event is a run
+    of its own. librdkafka hands out a fetched message set partition by partition, so the
+    runs are long and a message costs a comparison here rather than a dictionary update."""
+    n, lo = len(msgs), 0
+    while lo < n:
+        m = msgs[lo]
+        topic, partition, err = m.topic(), m.partition(), m.error()
+        hi = lo + 1
+        if err is None:
+            while hi < n:
+                x = msgs[hi]
+                if x.partition() != partition or x.error() is not None or x.topic() != topic:
+                    break
+                hi += 1
+        yield str(topic), int(partition if partition is not None else -1), lo, hi, err
+        lo = hi
+
+
 def chunk_ranges(
     settings: dict[str, Any], ranges: list[Range], size: int, timeout: float
 ) -> tuple[list[tuple[Range, list[dict[str, Any]]]], list[tuple[Range, str]]]:
@@ -259,68 +297,81 @@ def chunk_ranges(
     fetching many partitions is several times faster than one reading them in turn:
     measured 415,000 against 108,000 records/s). Ranges of the same partition are read in
     successive waves. Returns each range's chunk rows, and the ranges that failed with why."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    from confluent_kafka import Consumer
 
     done: list[tuple[Range, list[dict[str, Any]]]] = []
     failed: list[tuple[Range, str]] = []
     pending = list(ranges)
     consumer = Consumer(settings)
     try:
-        while pending:
-            wave: dict[tuple[str, int], Range] = {}
-            later: list[Range] = []
-            for r in pending:
-                if (r[0], r[1]) in wave:
-                    later.append(r)
-                else:
-                    wave[(r[0], r[1])] = r
-            pending = later
-            chunkers = {tp: RangeChunker(r[0], r[1], r[2], r[3], size) for tp, r in wave.items()}
-            open_ = dict(wave)
-            assigned = [TopicPartition(t, p, r[2]) for (t, p), r in wave.items()]
-            consumer.assign(assigned)
-            consumer.resume(assigned)  # a partition paused at the end of an earlier wave stays paused
-            deadline = time.monotonic() + timeout
-            while open_:
-                msgs = consumer.consume(num_messages=10_000, timeout=0.5)
-                by_tp: dict[tuple[str, int], list[Any]] = {}
-                for m in msgs:
-                    err = m.error()
-                    tp = (str(m.topic()), int(m.partition() or 0))
-                    if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            continue
-                        if tp in open_:
-                            failed.append((open_.pop(tp), err.str()))
-                        continue
-                    found = open_.get(tp)
-                    if found is None or (m.offset() or 0) >= found[3]:
-                        continue
-                    by_tp.setdefault(tp, []).append(m)
-                if by_tp:
-                    deadline = time.monotonic() + timeout
-                for tp, batch in by_tp.items():
-                    chunkers[tp].add_messages(batch)
-                if open_:
-                    positions = consumer.position([TopicPartition(t, p) for t, p in open_])
-                    finished = [
-                        (x.topic, x.partition)
-                        for x in positions
-                        if x.offset >= open_[(x.topic, x.partition)][3]
-                    ]
-                    if finished:
-                        consumer.pause([TopicPartition(t, p) for t, p in finished])
-                    for tp in finished:
-                        r = open_.pop(tp)
-                        done.append((r, [c.row() for c in chunkers[tp].finish()]))
-                if open_ and time.monotonic() > deadline:
-                    for tp, r in list(open_.items()):
-                        failed.append((r, f"no progress for {timeout:.0f}s at the range ending at {r[3]}"))
-                        del open_[tp]
-            consumer.unassign()
+        with cyclic_gc_paused():
+            while pending:
+                wave: dict[tuple[str, int], Range] = {}
+                later: list[Range] = []
+                for r in pending:
+                    if (r[0], r[1]) in wave:
+                        later.append(r)
+                    else:
+                        wave[(r[0], r[1])] = r
+                pending = later
+                _read_wave(consumer, wave, size, timeout, done, failed)
     finally:
         consumer.close()
     return done, failed
+
+
+def _read_wave(
+    consumer: Any,
+    wave: dict[tuple[str, int], Range],
+    size: int,
+    timeout: float,
+    done: list[tuple[Range, list[dict[str, Any]]]],
+    failed: list[tuple[Range, str]],
+) -> None:
+    """Read one range per partition to its end, appending to ``done`` and ``failed``."""
+    from confluent_kafka import KafkaError, TopicPartition
+
+    chunkers = {tp: RangeChunker(r[0], r[1], r[2], r[3], size) for tp, r in wave.items()}
+    open_ = dict(wave)
+    assigned = [TopicPartition(t, p, r[2]) for (t, p), r in wave.items()]
+    consumer.assign(assigned)
+    consumer.resume(assigned)  # a partition paused at the end of an earlier wave stays paused
+    deadline = time.monotonic() + timeout
+    while open_:
+        msgs = consumer.consume(num_messages=10_000, timeout=0.5)
+        progressed = False
+        for topic, partition, lo, hi, err in partition_runs(msgs):
+            tp = (topic, partition)
+            if err is not None:
+                if err.code() != KafkaError._PARTITION_EOF and tp in open_:
+                    failed.append((open_.pop(tp), err.str()))
+                continue
+            found = open_.get(tp)
+            if found is None:
+                continue
+            run = msgs[lo:hi]
+            if run[-1].offset() >= found[3]:
+                run = [m for m in run if m.offset() < found[3]]
+            if run:
+                chunkers[tp].add_messages(run)
+                progressed = True
+        if progressed:
+            deadline = time.monotonic() + timeout
+        if open_:
+            positions = consumer.position([TopicPartition(t, p) for t, p in open_])
+            finished = [
+                (x.topic, x.partition) for x in positions if x.offset >= open_[(x.topic, x.partition)][3]
+            ]
+            if finished:
+                consumer.pause([TopicPartition(t, p) for t, p in finished])
+            for tp in finished:
+                r = open_.pop(tp)
+                done.append((r, [c.row() for c in chunkers[tp].finish()]))
+        if open_ and time.monotonic() > deadline:
+            for tp, r in list(open_.items()):
+                failed.append((r, f"no progress for {timeout:.0f}s at the range ending at {r[3]}"))
+                del open_[tp]
+    consumer.unassign()
 
 
 def _scan_task(
@@ -509,7 +560,8 @@ def _narrow_task(
 
                     try:
                         src_it, dst_it = stream("source"), stream("destination")
-                        offset, kind, s, d = first_divergence(src_it, dst_it, bool(r["compacted"]))
+                        with cyclic_gc_paused():
+                            offset, kind, s, d = first_divergence(src_it, dst_it, bool(r["compacted"]))
                         src_it.close()
                         dst_it.close()
                     except Exception as exc:

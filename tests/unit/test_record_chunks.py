@@ -11,7 +11,7 @@ import pytest
 
 from audit.collect.record_chunks import RangeChunker, chunk_bounds
 from audit.collect.record_history import PartitionOutcome, RecordHistory
-from audit.collect.records import first_divergence, plan_records
+from audit.collect.records import cyclic_gc_paused, first_divergence, partition_runs, plan_records
 from audit.config import RecordsConfig, TopicRecordScope
 from audit.errors import InputError
 
@@ -310,3 +310,53 @@ def test_an_unreadable_history_is_an_error_not_a_fresh_start(tmp_path: Path) -> 
     (tmp_path / "record-verification.json").write_text("{not json")
     with pytest.raises(InputError, match=r"record-verification\.json"):
         RecordHistory.load(tmp_path)
+
+
+def test_partition_runs_split_a_consume_result_by_partition_topic_and_error() -> None:
+    from confluent_kafka import KafkaError, Message
+
+    def msg(topic: str, partition: int, offset: int) -> Message:
+        return Message(topic=topic, partition=partition, offset=offset, value=b"v")
+
+    eof = Message(topic="a", partition=0, offset=3, error=KafkaError(KafkaError._PARTITION_EOF))
+    lost = Message(error=KafkaError(KafkaError._TRANSPORT))
+    msgs = [
+        msg("a", 0, 0),
+        msg("a", 0, 1),
+        msg("a", 0, 2),
+        eof,
+        msg("a", 1, 7),
+        msg("b", 1, 4),  # same partition number, another topic
+        msg("b", 1, 5),
+        lost,
+        msg("a", 0, 3),
+    ]
+    runs = [(t, p, lo, hi, None if e is None else e.code()) for t, p, lo, hi, e in partition_runs(msgs)]
+    assert runs == [
+        ("a", 0, 0, 3, None),
+        ("a", 0, 3, 4, KafkaError._PARTITION_EOF),
+        ("a", 1, 4, 5, None),
+        ("b", 1, 5, 7, None),
+        ("None", -1, 7, 8, KafkaError._TRANSPORT),
+        ("a", 0, 8, 9, None),
+    ]
+    assert list(partition_runs([])) == []
+
+
+def test_the_cyclic_gc_is_paused_inside_and_restored_after_even_on_error() -> None:
+    import gc
+
+    assert gc.isenabled()
+    with cyclic_gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ValueError), cyclic_gc_paused():
+        raise ValueError("boom")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with cyclic_gc_paused():
+            pass
+        assert not gc.isenabled()  # a caller that had it off keeps it off
+    finally:
+        gc.enable()
