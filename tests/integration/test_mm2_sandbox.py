@@ -50,10 +50,12 @@ def _checkpoints(dst: Path, group: str) -> list[Mm2CheckpointRecord]:
 
 
 def _wait_for_checkpoint(
-    sandbox: SandboxState, tmp: Path, group: str, topic: str, upstream: int, timeout: float = 90.0
+    sandbox: SandboxState, tmp: Path, group: str, topic: str, upstream: int, timeout: float = 180.0
 ) -> tuple[Path, Path]:
     """Snapshot until MM2 has checkpointed ``group`` at ``upstream`` on partition 0 of the
-    replica of ``topic`` (a checkpoint names the target's topic)."""
+    replica of ``topic`` (a checkpoint names the target's topic). The first wait of the
+    module includes MM2's own start (Connect workers, task assignment), which took more
+    than 90 s once on two busy cores; a quick MM2 returns at the first checkpoint."""
     remote = mm2.remote_topic(topic, mm2.Mm2Options())
     deadline = time.monotonic() + timeout
     attempt = 0
