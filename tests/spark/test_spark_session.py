@@ -36,3 +36,17 @@ def test_python_workers_come_from_the_audit_daemon(spark: Any) -> None:
 
     assert spark.sparkContext.getConf().get("spark.python.daemon.module") == "audit.spark_daemon"
     assert spark.sparkContext.parallelize(range(2), 2).mapPartitions(worker_state).collect() == [True, True]
+
+
+def test_record_ranges_reach_the_tasks_as_dealt(spark: Any) -> None:
+    """scan_records relies on one Spark partition per group, in order, without a shuffle."""
+    from audit.collect.records import task_frame
+
+    groups = [
+        [("source", "t", 0, 0, 10, False), ("source", "t", 1, 0, 10, False)],
+        [("destination", "t", 0, 0, 10, False)],
+        [("destination", "t", 1, 0, 10, True)],
+    ]
+    frame = task_frame(spark, groups)
+    assert [[tuple(r) for r in part] for part in frame.rdd.glom().collect()] == groups
+    assert task_frame(spark, []).count() == 0

@@ -11,7 +11,13 @@ import pytest
 
 from audit.collect.record_chunks import RangeChunker, chunk_bounds
 from audit.collect.record_history import PartitionOutcome, RecordHistory
-from audit.collect.records import cyclic_gc_paused, first_divergence, partition_runs, plan_records
+from audit.collect.records import (
+    cyclic_gc_paused,
+    first_divergence,
+    partition_runs,
+    plan_records,
+    task_groups,
+)
 from audit.config import RecordsConfig, TopicRecordScope
 from audit.errors import InputError
 
@@ -360,3 +366,23 @@ def test_the_cyclic_gc_is_paused_inside_and_restored_after_even_on_error() -> No
         assert not gc.isenabled()  # a caller that had it off keeps it off
     finally:
         gc.enable()
+
+
+def test_task_groups_keep_one_side_per_task_and_balance_the_offsets() -> None:
+    sizes = [900, 500, 400, 300, 300, 100, 100]
+    ranges = [
+        (side, "t", p, 0, size, False) for side in ("source", "destination") for p, size in enumerate(sizes)
+    ]
+    groups = task_groups(ranges, 4)
+    assert len(groups) == 4
+    assert all(len({r[0] for r in g}) == 1 for g in groups)  # one cluster per task
+    assert sorted(r for g in groups for r in g) == sorted(ranges)  # every range exactly once
+    for side in ("source", "destination"):
+        loads = sorted(sum(r[4] - r[3] for r in g) for g in groups if g[0][0] == side)
+        assert loads == [1300, 1300]  # 2,600 offsets split evenly
+    # Fewer ranges than tasks: a task per range, never an empty one.
+    two = [("source", "t", 0, 0, 5, False), ("destination", "t", 0, 0, 5, False)]
+    assert task_groups(two, 8) == [[two[0]], [two[1]]]
+    assert task_groups([], 4) == []
+    # One slot: still one task per side, so a consumer never switches clusters.
+    assert [len(g) for g in task_groups(ranges, 1)] == [7, 7]
