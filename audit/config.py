@@ -239,7 +239,7 @@ class RecordsConfig:
 
     enabled: bool = False
     chunk_records: int = 10_000  # offsets per checksum chunk
-    split_records: int = 1_000_000  # offsets of a partition per Spark task
+    split_records: int = 1_000_000  # a partition cut every so many offsets, so Spark tasks share it
     isolation: Literal["read_uncommitted", "read_committed"] = "read_uncommitted"
     # Per-topic scope, first matching pattern wins; topics matching none are verified fully.
     topics: tuple[TopicRecordScope, ...] = ()
