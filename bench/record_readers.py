@@ -37,8 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import stop_on_sigterm
-from confluent_kafka import Consumer, TopicPartition
+from common import end_offsets, stop_on_sigterm
 from records import produce
 
 from audit.collect.records import RecordPlan, RecordRange, scan_records
@@ -54,14 +53,6 @@ from audit.spark_session import build_spark
 log = logging.getLogger("bench.record_readers")
 TOPIC = "bench-readers"
 CHUNK = 100_000
-
-
-def _end_offsets(bootstrap: str) -> dict[int, int]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-never-joined"})
-    try:
-        return {p: c.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=30)[1] for p in range(8)}
-    finally:
-        c.close()
 
 
 def _confluent(spark: Any, state: SandboxState, ends: dict[int, int]) -> int:
@@ -174,7 +165,7 @@ def main() -> None:
         root = Path(tmp)
         with running(SandboxOptions(workdir=root / "sandbox", heap_mb=1024)) as state:
             produce(state, TOPIC, args.records)
-            ends = _end_offsets(state.cluster("source").bootstrap)
+            ends = end_offsets(state.cluster("source").bootstrap, TOPIC)
             expected = 2 * sum(ends.values())
             spark = build_spark(SparkConfig(master="local[*]", conf={"spark.jars": ",".join(map(str, jars))}))
             readers = {

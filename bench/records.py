@@ -34,7 +34,7 @@ import threading
 import time
 from pathlib import Path
 
-from common import stop_on_sigterm
+from common import end_offsets, stop_on_sigterm
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
@@ -94,13 +94,7 @@ def produce(state: SandboxState, topic: str, records: int) -> None:
 
 def _check_end_offsets(bootstrap: str, topic: str, records: int) -> None:
     """Every partition holds exactly the records sent to it (partition i & 7 of record i)."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-never-joined"})
-    try:
-        ends = [c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(8)]
-    finally:
-        c.close()
+    ends = list(end_offsets(bootstrap, topic).values())
     expected = [len(range(p, records, 8)) for p in range(8)]
     if ends != expected:
         raise SystemExit(f"{bootstrap}: {topic} holds {ends} records per partition, not {expected}")
