@@ -159,48 +159,42 @@ def _wait_started(state: SandboxState, proc: Mm2Process, timeout: float) -> None
         (syncs_cluster, f"mm2-offset-syncs.{TARGET_ALIAS}.internal"),
         ("destination", f"{SOURCE_ALIAS}.checkpoints.internal"),
     }
+    # MM2's heartbeat connector creates the source's ``heartbeats`` topic after start; the
+    # source connector then sees a new topic and restarts its task, which resumes each
+    # partition from its last flushed offset. Records produced before that restart may be
+    # copied twice, and the checkpoints of such a partition can then stall below the
+    # group's offset (seen once in the mm2 demo: no checkpoint of billing at 150 on
+    # orders-2 within 300 s). Once the replica of ``heartbeats`` holds a record, that
+    # restart is behind us. Under the identity policy the replica's name is the target's
+    # own heartbeats topic, so there is nothing to tell apart and start does not wait.
+    heartbeats = None if proc.options.identity_policy else remote_topic("heartbeats", proc.options)
+    if heartbeats is not None:
+        wanted.add(("destination", heartbeats))
     admins = {
         name: AdminClient(client_conf(state.cluster(name).bootstrap)) for name in ("source", "destination")
     }
-    deadline = time.monotonic() + timeout
-    while True:
-        if not proc.alive:
-            raise SandboxError(f"MirrorMaker 2 exited during start: see {proc.log_path}")
-        found = {(name, t) for name, a in admins.items() for t in a.list_topics(timeout=10).topics}
-        if wanted <= found and _heartbeats_replicated(state, proc.options):
-            return
-        if time.monotonic() > deadline:
-            missing = ", ".join(f"{t} on {c}" for c, t in sorted(wanted - found))
-            raise SandboxError(
-                f"MirrorMaker 2 did not create {missing} within {timeout:.0f}s: see {proc.log_path}"
-            )
-        time.sleep(0.5)
-
-
-def _heartbeats_replicated(state: SandboxState, opts: Mm2Options) -> bool:
-    """Whether the replication task already copies the source's ``heartbeats`` topic.
-
-    MM2's heartbeat connector creates that topic after start; the source connector then
-    sees a new topic and restarts its task, which resumes each partition from its last
-    flushed offset. Records produced before that restart may be copied twice, and the
-    checkpoints of such a partition can then stall below the group's offset (seen once in
-    the mm2 demo: no checkpoint of billing at 150 on orders-2 within 300 s). Once the
-    replica of ``heartbeats`` has a record, that restart is behind us. Under the identity
-    policy the replica's name is the target's own heartbeats topic, so there is nothing to
-    tell apart and this does not wait."""
-    if opts.identity_policy:
-        return True
-    consumer = Consumer(
+    dst = Consumer(
         client_conf(state.cluster("destination").bootstrap, **{"group.id": "mirror-audit-never-joined"})
     )
+    deadline = time.monotonic() + timeout
     try:
-        topic = remote_topic("heartbeats", opts)
-        if topic not in consumer.list_topics(timeout=10).topics:
-            return False
-        _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
-        return high > 0
+        while True:
+            if not proc.alive:
+                raise SandboxError(f"MirrorMaker 2 exited during start: see {proc.log_path}")
+            found = {(name, t) for name, a in admins.items() for t in a.list_topics(timeout=10).topics}
+            ready = wanted <= found and (
+                heartbeats is None
+                or dst.get_watermark_offsets(TopicPartition(heartbeats, 0), timeout=10)[1] > 0
+            )
+            if ready:
+                return
+            if time.monotonic() > deadline:
+                missing = ", ".join(f"{t} on {c}" for c, t in sorted(wanted - found))
+                what = f"create {missing}" if missing else f"copy a heartbeat into {heartbeats}"
+                raise SandboxError(f"MirrorMaker 2 did not {what} within {timeout:.0f}s: see {proc.log_path}")
+            time.sleep(0.5)
     finally:
-        consumer.close()
+        dst.close()
 
 
 def stop(state: SandboxState, timeout: float = 30.0) -> Mm2Process | None:
