@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from audit.errors import SandboxError
@@ -182,10 +182,7 @@ def _wait_started(state: SandboxState, proc: Mm2Process, timeout: float) -> None
             if not proc.alive:
                 raise SandboxError(f"MirrorMaker 2 exited during start: see {proc.log_path}")
             found = {(name, t) for name, a in admins.items() for t in a.list_topics(timeout=10).topics}
-            ready = wanted <= found and (
-                heartbeats is None
-                or dst.get_watermark_offsets(TopicPartition(heartbeats, 0), timeout=10)[1] > 0
-            )
+            ready = wanted <= found and (heartbeats is None or _holds_a_record(dst, heartbeats))
             if ready:
                 return
             if time.monotonic() > deadline:
@@ -195,6 +192,15 @@ def _wait_started(state: SandboxState, proc: Mm2Process, timeout: float) -> None
             time.sleep(0.5)
     finally:
         dst.close()
+
+
+def _holds_a_record(consumer: Consumer, topic: str) -> bool:
+    """Partition 0 of ``topic`` has a record; a topic the admin client lists may still be
+    unknown to this consumer's metadata or lack a leader for a moment: not yet, no error."""
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1] > 0
+    except KafkaException:
+        return False
 
 
 def stop(state: SandboxState, timeout: float = 30.0) -> Mm2Process | None:
