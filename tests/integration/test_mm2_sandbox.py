@@ -67,8 +67,20 @@ def _wait_for_checkpoint(
             for c in _checkpoints(dst, group)
         ):
             return src, dst
-        assert time.monotonic() < deadline, f"no checkpoint of {group} at {upstream} within {timeout}s"
+        assert time.monotonic() < deadline, (
+            f"no checkpoint of {group} at {upstream} within {timeout}s; {_mm2_log_tail(sandbox)}"
+        )
         time.sleep(2)
+
+
+def _mm2_log_tail(sandbox: SandboxState, lines: int = 30) -> str:
+    """The last warnings and errors of MirrorMaker 2's log, for a wait that ran out."""
+    proc = mm2.load(sandbox)
+    if proc is None:
+        return "MirrorMaker 2 is not running"
+    logged = Path(proc.log_path).read_text(encoding="utf-8", errors="replace").splitlines()
+    worth = [ln for ln in logged if " WARN " in ln or " ERROR " in ln][-lines:]
+    return f"last warnings and errors of {proc.log_path}:\n" + "\n".join(worth)
 
 
 def _oracle(
@@ -101,9 +113,24 @@ def _oracle(
     return [dict(re.findall(r"(\w+)=([^,}]*)", ln)) for ln in lines]
 
 
+# Every topic (name: partitions) and mirrored group (name: its topic) of this module.
+TOPICS = {"orders": 2, "restart": 1, "audit": 1, "cut": 1}
+GROUPS = {"app": "orders", "restart": "restart", "ok": "audit", "cut": "cut"}
+
+
 @pytest.fixture(scope="module")
 def mirror_maker(sandbox: SandboxState) -> Iterator[str]:
+    """MirrorMaker 2 for the module, started once its topics and groups exist: a topic or
+    group that appears while MM2 runs makes it reconfigure and restart its tasks, and a
+    checkpoint wait once ran out behind such a restart (180 s, on an idle machine). The
+    tests then only produce and commit, which MM2 follows without a restart."""
     run = uuid.uuid4().hex[:6]
+    src_bootstrap = sandbox.cluster("source").bootstrap
+    for name, partitions in TOPICS.items():
+        create_topic(src_bootstrap, f"mm2-{run}-{name}", partitions=partitions)
+    for name, topic in GROUPS.items():
+        start = {(f"mm2-{run}-{topic}", p): 0 for p in range(TOPICS[topic])}
+        commit_offsets(src_bootstrap, f"mm2g-{run}-{name}", start)
     with mm2.running(sandbox, mm2.Mm2Options(topics=f"mm2-{run}.*", groups=f"mm2g-{run}.*")):
         yield run
 
@@ -114,7 +141,6 @@ def test_checkpoints_and_offset_syncs_decode_as_mirror_maker_prints_them(
     run = mirror_maker
     src_bootstrap = sandbox.cluster("source").bootstrap
     topic, group = f"mm2-{run}-orders", f"mm2g-{run}-app"
-    create_topic(src_bootstrap, topic, partitions=2)
     for p in (0, 1):
         produce(src_bootstrap, topic, [Record(f"k{i}".encode(), b"v") for i in range(40)], partition=p)
     commit_offsets(src_bootstrap, group, {(topic, 0): 30, (topic, 1): 12})
@@ -166,7 +192,6 @@ def test_restart_keeps_history_monotonic_and_a_stopped_mirror_goes_stale(
         sandbox.cluster("destination").bootstrap,
     )
     topic, group = f"mm2-{run}-restart", f"mm2g-{run}-restart"
-    create_topic(src_bootstrap, topic)
     produce(src_bootstrap, topic, [Record(None, b"x")] * 20, partition=0)
     commit_offsets(src_bootstrap, group, {(topic, 0): 10})
     _wait_for_checkpoint(sandbox, tmp_path, group, topic, 10)
@@ -231,7 +256,6 @@ def test_audit_of_the_real_mirror_maker_catches_its_faults(
     ok_topic, cut_topic = f"mm2-{run}-audit", f"mm2-{run}-cut"
     ok_group, cut_group, unsynced = f"mm2g-{run}-ok", f"mm2g-{run}-cut", f"other-{run}"
     for topic in (ok_topic, cut_topic):
-        create_topic(src_bootstrap, topic)
         produce(src_bootstrap, topic, [Record(None, b"z")] * 50, partition=0)
     commit_offsets(src_bootstrap, ok_group, {(ok_topic, 0): 30})
     commit_offsets(src_bootstrap, cut_group, {(cut_topic, 0): 20})
