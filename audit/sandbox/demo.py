@@ -31,7 +31,7 @@ from audit.pipeline import RunOutcome, nightly
 from audit.sandbox.cluster import SandboxOptions, default_workdir, down, start_node, stop_node, up
 from audit.sandbox.mirror import SourceRecord, mirror_once, sync_group_offsets, wait_transactions_settled
 from audit.sandbox.state import SandboxState
-from audit.sandbox.traffic import Record, client_conf, commit_offsets, produce
+from audit.sandbox.traffic import Record, client_conf, commit_offsets, produce, require_fresh_demo
 
 log = logging.getLogger(__name__)
 
@@ -167,14 +167,8 @@ def run_demo(
     state = up(SandboxOptions(workdir=workdir, brokers_per_cluster=2))
     open_txn: Producer | None = None
     try:
-        if any(
-            t in AdminClient(client_conf(state.cluster("source").bootstrap)).list_topics(timeout=30).topics
-            for t in TOPICS
-        ):
-            raise SandboxError(
-                f"the sandbox in {workdir} already has demo topics: run 'mirror-audit sandbox down' first"
-            )
         src, dst = state.cluster("source").bootstrap, state.cluster("destination").bootstrap
+        require_fresh_demo(src, TOPICS, workdir)
         # Source leaders on node 1, except payments (node 2) whose leader a fault moves.
         _create(src, "orders", [[1, 2]] * TOPICS["orders"])
         _create(src, "payments", [[2, 1]])

@@ -29,7 +29,15 @@ from audit.pipeline import RunOutcome, nightly
 from audit.sandbox import mm2
 from audit.sandbox.cluster import SandboxOptions, default_workdir, down, up
 from audit.sandbox.state import SandboxState
-from audit.sandbox.traffic import Record, client_conf, commit_offsets, create_topic, produce, retry_group_call
+from audit.sandbox.traffic import (
+    Record,
+    client_conf,
+    commit_offsets,
+    create_topic,
+    produce,
+    require_fresh_demo,
+    retry_group_call,
+)
 
 log = logging.getLogger(__name__)
 
@@ -194,10 +202,7 @@ def run_mm2_demo(
     live: _LiveConsumer | None = None
     try:
         src, dst = state.cluster("source").bootstrap, state.cluster("destination").bootstrap
-        if any(t in AdminClient(client_conf(src)).list_topics(timeout=30).topics for t in TOPICS):
-            raise SandboxError(
-                f"the sandbox in {workdir} already has demo topics: run 'mirror-audit sandbox down' first"
-            )
+        require_fresh_demo(src, TOPICS, workdir)
         for topic, n in TOPICS.items():
             create_topic(src, topic, partitions=n)
         mm2.start(state, OPTIONS)

@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -37,6 +38,16 @@ class Record:
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...] = ()
+
+
+def require_fresh_demo(bootstrap: str, topics: Iterable[str], workdir: Path) -> None:
+    """Refuse to run a demo on a sandbox that already holds its topics: a second run's
+    traffic would land on top of the first and the demo's expected findings would not hold."""
+    existing = AdminClient(client_conf(bootstrap)).list_topics(timeout=30).topics
+    if any(t in existing for t in topics):
+        raise SandboxError(
+            f"the sandbox in {workdir} already has demo topics: run 'mirror-audit sandbox down' first"
+        )
 
 
 def create_topic(

@@ -10,9 +10,10 @@ import pytest
 from confluent_kafka import IsolationLevel, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from audit.errors import SandboxError
 from audit.sandbox.cluster import run_tool
 from audit.sandbox.state import SandboxState, load_state, process_start_ticks
-from audit.sandbox.traffic import Record, create_topic, produce, read_partition
+from audit.sandbox.traffic import Record, create_topic, produce, read_partition, require_fresh_demo
 from tests.cli import run_cli
 
 
@@ -89,6 +90,15 @@ def test_open_transaction_holds_back_last_stable_offset(sandbox: SandboxState) -
     assert _latest(bootstrap, topic, IsolationLevel.READ_COMMITTED) == 7
     committed = read_partition(bootstrap, topic, 0, 0, 7, isolation="read_committed")
     assert [r.value for _, r in committed] == [f"committed {i}".encode() for i in range(3)]
+
+
+def test_a_demo_refuses_a_sandbox_that_already_has_its_topics(sandbox: SandboxState) -> None:
+    bootstrap = sandbox.cluster("source").bootstrap
+    taken, free = _topic("demo-taken"), _topic("demo-free")
+    create_topic(bootstrap, taken)
+    require_fresh_demo(bootstrap, [free], Path(sandbox.workdir))
+    with pytest.raises(SandboxError, match=r"already has demo topics: run 'mirror-audit sandbox down'"):
+        require_fresh_demo(bootstrap, [free, taken], Path(sandbox.workdir))
 
 
 def test_kafka_own_tools_run_from_the_sandbox_jars(sandbox: SandboxState) -> None:
