@@ -85,6 +85,17 @@ def _engine(args: argparse.Namespace, cfg: AuditConfig) -> Engine:
     return "spark" if cfg.mode == "mm2" else args.default_engine
 
 
+def _non_negative_int(text: str) -> int:
+    """An argparse type: a bad value is a usage error (exit 2) naming the value."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
 def _add_timeout(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument(
         "--timeout", type=float, default=120.0, metavar="S", help=f"seconds to wait for {what} (default 120)"
@@ -369,6 +380,7 @@ def cmd_sandbox_mm2_start(args: argparse.Namespace) -> int:
         sync_group_offsets=args.sync_group_offsets,
         identity_policy=args.identity,
         offset_syncs_location=args.offset_syncs_on,
+        offset_lag_max=args.offset_lag_max,
     )
     proc = mm2.start(state, opts, timeout=args.timeout)
     print(f"MirrorMaker 2 running: pid {proc.pid}, config {proc.properties_path}, log {proc.log_path}")
@@ -564,6 +576,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("source", "target"),
         default="source",
         help="offset-syncs.topic.location (default source)",
+    )
+    p.add_argument(
+        "--offset-lag-max",
+        type=_non_negative_int,
+        default=100,
+        metavar="N",
+        help="offset.lag.max: records the replica may run past the last offset sync (default 100, "
+        "MirrorMaker 2's own; 0 syncs every record but lets a burst drop the early syncs)",
     )
     _add_timeout(p, "MirrorMaker 2 to start")
     p.set_defaults(handler=cmd_sandbox_mm2_start)

@@ -42,3 +42,15 @@ def test_sandbox_mm2_commands_need_a_running_sandbox(
 ) -> None:
     assert main(["sandbox", "mm2-start", "--workdir", str(tmp_path)]) == 2
     assert "sandbox is not running" in capsys.readouterr().err
+
+
+def test_mm2_start_takes_mirror_makers_offset_lag_max_and_refuses_a_negative_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = build_parser().parse_args(["sandbox", "mm2-start"])
+    assert args.offset_lag_max == 100  # MirrorMaker 2's own default
+    assert build_parser().parse_args(["sandbox", "mm2-start", "--offset-lag-max", "0"]).offset_lag_max == 0
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args(["sandbox", "mm2-start", "--offset-lag-max", "-1"])
+    assert info.value.code == 2
+    assert "must be 0 or more, not -1" in capsys.readouterr().err
