@@ -48,10 +48,16 @@ class Mm2Options:
     sync_group_offsets: bool = False
     identity_policy: bool = False
     offset_syncs_location: Literal["source", "target"] = "source"
-    # offset.lag.max: how far the downstream may run before a new offset sync is written.
-    # 0 syncs every batch (exact translation, easy to reason about in tests); MM2's
-    # default is 100.
-    offset_lag_max: int = 0
+    # offset.lag.max: how far the downstream may run before MM2 queues a new offset sync.
+    # MM2's own default, 100, is the one that makes translation dependable: MM2 keeps at
+    # most 10 syncs in flight and only the newest queued one per partition, so with 0
+    # (a sync per record) a burst of records replicated together, as at a task's start,
+    # keeps an arbitrary sync as the partition's first; 50-record bursts after a restart
+    # kept first syncs at upstream 1, 9, 99, 149 and 199. MM2 never translates an offset
+    # below a partition's first sync, so a group committed there is never checkpointed (a
+    # sandbox test waited 180 s for one). With 100, the first record's sync stays queued
+    # until it is sent unless a record 100 offsets later replaces it.
+    offset_lag_max: int = 100
     heap_mb: int = 512
 
 
@@ -161,12 +167,13 @@ def _wait_started(state: SandboxState, proc: Mm2Process, timeout: float) -> None
     }
     # MM2's heartbeat connector creates the source's ``heartbeats`` topic after start; the
     # source connector then sees a new topic and restarts its task, which resumes each
-    # partition from its last flushed offset. Records produced before that restart may be
-    # copied twice, and the checkpoints of such a partition can then stall below the
-    # group's offset (seen once in the mm2 demo: no checkpoint of billing at 150 on
-    # orders-2 within 300 s). Once the replica of ``heartbeats`` holds a record, that
-    # restart is behind us. Under the identity policy the replica's name is the target's
-    # own heartbeats topic, so there is nothing to tell apart and start does not wait.
+    # partition from its last flushed offset, so records produced before that restart may
+    # be copied twice. Once the replica of ``heartbeats`` holds a record, that restart is
+    # behind us. (A demo run once had no checkpoint of billing at 150 on orders-2 within
+    # 300 s; that was first put down to this restart, but the burst that the task copies
+    # after it is the likelier cause: see ``Mm2Options.offset_lag_max``.) Under the
+    # identity policy the replica's name is the target's own heartbeats topic, so there is
+    # nothing to tell apart and start does not wait.
     heartbeats = None if proc.options.identity_policy else remote_topic("heartbeats", proc.options)
     if heartbeats is not None:
         wanted.add(("destination", heartbeats))
