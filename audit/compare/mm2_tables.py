@@ -138,10 +138,15 @@ def compare_group_offsets(
     dst_groups: Any,
     checkpoints: Any,
     dst_partitions: Any,
+    syncs: Any | None,
     cfg: AuditConfig,
 ) -> Any:
     """One row per in-scope source group commit on a mirrored topic: its latest checkpoint
-    (MM2-CKPT-4: present, fresh) and the target group's offset (MM2-GROUP-1)."""
+    (MM2-CKPT-4: present, fresh) and the target group's offset (MM2-GROUP-1).
+
+    ``first_sync_upstream_offset`` (the lowest upstream offset among the partition's offset
+    syncs) explains many a missing checkpoint: MM2 translates no offset below a partition's
+    first sync, so a commit there waits for the group to move past it."""
     from pyspark.sql import functions as F
 
     mm2 = cfg.mirror.mm2
@@ -175,12 +180,19 @@ def compare_group_offsets(
     active = F.coalesce(
         (F.col("dst_member_count") > 0) | F.col("dst_state").isin(*ACTIVE_STATES), F.lit(False)
     )
+    commits = src_offsets.select(
+        "group_id", "topic", "partition", F.col("committed_offset").alias("src_committed_offset")
+    )
+    if syncs is None:
+        commits = commits.withColumn("first_sync_upstream_offset", F.lit(None).cast("long"))
+    else:
+        first_sync = syncs.groupBy("topic", "partition").agg(
+            F.min("upstream_offset").alias("first_sync_upstream_offset")
+        )
+        commits = commits.join(first_sync, ["topic", "partition"], "left")
     keys = ["group_id", "remote_topic", "partition"]
     return (
-        src_offsets.select(
-            "group_id", "topic", "partition", F.col("committed_offset").alias("src_committed_offset")
-        )
-        .withColumn("remote_topic", _remote_topic(F.col("topic"), mm2))
+        commits.withColumn("remote_topic", _remote_topic(F.col("topic"), mm2))
         .withColumn(
             "in_scope",
             group_in_scope(F.col("group_id"), cfg.scope) & mm2_topic_in_scope(F.col("topic"), cfg.scope),

@@ -199,7 +199,7 @@ def run_compare_mm2(spark: Any, source: Path, destination: Path, run_dir: Path, 
         write(
             "mm2_group_offsets",
             compare_group_offsets(
-                src.group_offsets, dst.group_offsets, dst.groups, ckpts, dst.partitions, cfg
+                src.group_offsets, dst.group_offsets, dst.groups, ckpts, dst.partitions, syncs, cfg
             ),
         )
     paths = {name: run_dir / "compare" / f"{name}.parquet" for name in MM2_TABLES}

@@ -143,6 +143,7 @@ INDEX_COLUMNS = {
         "topic",
         "partition",
         "src_committed_offset",
+        "first_sync_upstream_offset",
         "ckpt_upstream_offset",
         "ckpt_downstream_offset",
         "staleness_records",

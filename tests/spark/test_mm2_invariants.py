@@ -70,6 +70,9 @@ def _pair(root: Path, faulty: bool) -> tuple[Path, Path]:
         src_offsets[3] = offset("g3", 15, partition=1)  # (so that g3's checkpoint stays fresh)
         src_offsets[2] = offset("g2", 45, partition=0)  # MM2-CKPT-4 warns: stale by 5
         src_offsets.append(offset("g4", 10, partition=0))  # MM2-CKPT-4 fails: no checkpoint
+        # ... and g6 too, committed below the first offset sync of late-0 (15), where MM2
+        # translates nothing.
+        src_offsets.append(offset("g6", 5, topic="late", partition=0))
         dst_offsets[1] = offset("g1", 25, topic=REMOTE, partition=1)  # keeps GROUP-1 on g1 p1 clean
         dst_offsets[3] = offset("g3", 7, topic=REMOTE, partition=1)  # MM2-GROUP-1: not the checkpoint's 5
         # MM2-READY-1: g5 is live on the target (its own offset there, never judged by
@@ -78,12 +81,12 @@ def _pair(root: Path, faulty: bool) -> tuple[Path, Path]:
         dst_offsets[4] = offset("g5", 10, topic=REMOTE, partition=0)
         src_parts.append(part("late", 0, high_watermark=30))
         dst_parts.append(part("source.late", 0, high_watermark=20))
-        syncs.append(Mm2OffsetSyncRecord("late", 0, 0, 0, 0, 9, 1009))
+        syncs.append(Mm2OffsetSyncRecord("late", 0, 15, 15, 0, 9, 1009))
     return write_pair(
         root,
         src_parts,
         dst_parts,
-        src_groups=[group(g) for g in ("g1", "g2", "g3", "g4", "g5")],
+        src_groups=[group(g) for g in ("g1", "g2", "g3", "g4", "g5", "g6")],
         dst_groups=dst_groups,
         src_offsets=src_offsets,
         dst_offsets=dst_offsets,
@@ -116,7 +119,7 @@ def _keys(checks: list[dict[str, Any]], severity: str, *cols: str) -> set[tuple[
         ("MM2-CKPT-1", {("g2", 0, 4)}, ("group_id", "partition", "record_offset")),
         ("MM2-CKPT-2", {("g3", 1)}, ("group_id", "partition")),
         ("MM2-CKPT-3", {("g1", 1, 2)}, ("group_id", "partition", "record_offset")),
-        ("MM2-CKPT-4", {("g4", "orders", 0)}, ("group_id", "topic", "partition")),
+        ("MM2-CKPT-4", {("g4", "orders", 0), ("g6", "late", 0)}, ("group_id", "topic", "partition")),
         ("MM2-GROUP-1", {("g3", 1)}, ("group_id", "partition")),
         ("MM2-READY-1", {("g5", 0), ("late", 0)}, ("group_id", "partition")),
     ],
@@ -133,6 +136,15 @@ def test_each_mm2_fault_caught_by_its_invariant(
 def test_stale_checkpoint_warns(faulty: dict[str, Any]) -> None:
     checks = faulty["invariants"]["MM2-CKPT-4"]["checks"]
     assert _keys(checks, "warn", "group_id", "staleness_records") == {("g2", 5)}
+
+
+def test_a_missing_checkpoint_shows_the_first_offset_sync_of_its_partition(faulty: dict[str, Any]) -> None:
+    """g6 committed below the first sync of late-0, which MM2 cannot translate; g4 did not."""
+    checks = faulty["invariants"]["MM2-CKPT-4"]["checks"]
+    assert _keys(checks, "fail", "group_id", "src_committed_offset", "first_sync_upstream_offset") == {
+        ("g4", 10, 0),
+        ("g6", 5, 15),
+    }
 
 
 def test_mm2_summary_contract(faulty: dict[str, Any]) -> None:
