@@ -73,19 +73,31 @@ def _wait_for_checkpoint(
             return src, dst
         assert time.monotonic() < deadline, (
             f"no checkpoint of {group} on {remote} at {missing} (partition: upstream offset) "
-            f"within {timeout}s; {_mm2_log_tail(sandbox)}"
+            f"within {timeout}s; first offset syncs {_first_syncs(src, topic)} (MM2 translates "
+            f"nothing below them); {_mm2_log_tail(sandbox)}"
         )
         time.sleep(2)
 
 
+def _first_syncs(src: Path, topic: str) -> dict[int, int]:
+    """partition -> the lowest upstream offset among ``topic``'s offset syncs in a snapshot."""
+    first: dict[int, int] = {}
+    for s in read_records(src, "mm2_offset_syncs", Mm2OffsetSyncRecord):
+        if s.topic == topic:
+            first[s.partition] = min(first.get(s.partition, s.upstream_offset), s.upstream_offset)
+    return dict(sorted(first.items()))
+
+
 def _mm2_log_tail(sandbox: SandboxState, lines: int = 30) -> str:
-    """The last warnings and errors of MirrorMaker 2's log, for a wait that ran out."""
+    """The last warnings and errors of MirrorMaker 2's log, for a wait that ran out, with
+    its tasks' offset commits (how many records and checkpoints each task wrote)."""
     proc = mm2.load(sandbox)
     if proc is None:
         return "MirrorMaker 2 is not running"
     logged = Path(proc.log_path).read_text(encoding="utf-8", errors="replace").splitlines()
-    worth = [ln for ln in logged if " WARN " in ln or " ERROR " in ln][-lines:]
-    return f"last warnings and errors of {proc.log_path}:\n" + "\n".join(worth)
+    marks = (" WARN ", " ERROR ", "Committing offsets for")
+    worth = [ln for ln in logged if any(m in ln for m in marks)][-lines:]
+    return f"last warnings, errors and task commits of {proc.log_path}:\n" + "\n".join(worth)
 
 
 def _oracle(
