@@ -114,13 +114,17 @@ def _target_offsets(dst: str, group: str) -> dict[tuple[str, int], int]:
 
 def _wait_mirrored(src: str, dst: str, synced_groups: set[str], timeout: float = 300.0) -> None:
     """Until every commit is checkpointed at its offset and synced into the target group
-    (for ``synced_groups``), and every replica has all the source's records."""
+    (for ``synced_groups``), and every replica has all the source's records, the same in
+    two polls a second apart: a checkpoint can still improve once a later offset sync
+    arrives, and the audit should not start between the two."""
     src_admin_c = Consumer(client_conf(src, **{"group.id": "mirror-audit-demo-never-joined"}))
     dst_admin_c = Consumer(client_conf(dst, **{"group.id": "mirror-audit-demo-never-joined"}))
     deadline = time.monotonic() + timeout
+    previous: object = None
     try:
         while True:
             waiting = []
+            seen = []
             for topic, n in TOPICS.items():
                 for p in range(n):
                     _, src_high = src_admin_c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
@@ -134,16 +138,17 @@ def _wait_mirrored(src: str, dst: str, synced_groups: set[str], timeout: float =
                 target = _target_offsets(dst, group) if group in synced_groups else {}
                 for (topic, p), committed in offsets.items():
                     ck = checkpoints.get((group, _remote(topic), p))
+                    seen.append((group, topic, p, ck, target.get((_remote(topic), p))))
                     if ck is None or ck[0] != committed:
                         waiting.append(f"checkpoint of {group} on {topic}-{p}")
                     elif group in synced_groups and target.get((_remote(topic), p)) != ck[1]:
                         waiting.append(f"offset sync of {group} on {topic}-{p}")
-            if not waiting:
+            if not waiting and seen == previous:
                 return
+            previous = None if waiting else seen
             if time.monotonic() > deadline:
-                raise SandboxError(
-                    f"MirrorMaker 2 did not catch up within {timeout:.0f}s: {', '.join(waiting[:4])}"
-                )
+                what = ", ".join(waiting[:4]) or "its checkpoints and synced offsets kept changing"
+                raise SandboxError(f"MirrorMaker 2 did not catch up within {timeout:.0f}s: {what}")
             time.sleep(1.0)
     finally:
         src_admin_c.close()
