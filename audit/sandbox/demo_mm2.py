@@ -138,10 +138,11 @@ def _wait_mirrored(src: str, dst: str, synced_groups: set[str], timeout: float =
                 target = _target_offsets(dst, group) if group in synced_groups else {}
                 for (topic, p), committed in offsets.items():
                     ck = checkpoints.get((group, _remote(topic), p))
-                    seen.append((group, topic, p, ck, target.get((_remote(topic), p))))
+                    synced = target.get((_remote(topic), p))
+                    seen.append((group, topic, p, ck, synced))
                     if ck is None or ck[0] != committed:
                         waiting.append(f"checkpoint of {group} on {topic}-{p}")
-                    elif group in synced_groups and target.get((_remote(topic), p)) != ck[1]:
+                    elif group in synced_groups and synced != ck[1]:
                         waiting.append(f"offset sync of {group} on {topic}-{p}")
             if not waiting and seen == previous:
                 return
