@@ -85,15 +85,25 @@ def _engine(args: argparse.Namespace, cfg: AuditConfig) -> Engine:
     return "spark" if cfg.mode == "mm2" else args.default_engine
 
 
-def _non_negative_int(text: str) -> int:
-    """An argparse type: a bad value is a usage error (exit 2) naming the value."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
-    return value
+def _int_in(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type for a whole number in [low, high]: a bad value is a usage error
+    (exit 2) naming the value, rather than a later failure or a silent fallback."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be {low} or more, not {value}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be {high} or less, not {value}")
+        return value
+
+    return parse
+
+
+_PORT = _int_in(1, 65535)
 
 
 def _add_timeout(p: argparse.ArgumentParser, what: str) -> None:
@@ -234,7 +244,9 @@ def cmd_segments_scan(args: argparse.Namespace) -> int:
     for p in paths:
         if "://" not in p and not Path(p).exists():
             raise UsageError(f"segment path {p} does not exist")
-    opts = ScanOptions(deep=args.deep, split_bytes=args.split_bytes or cfg.segments.split_bytes)
+    opts = ScanOptions(
+        deep=args.deep, split_bytes=cfg.segments.split_bytes if args.split_bytes is None else args.split_bytes
+    )
     spark = build_spark(cfg.spark)
     scanned = scan_segments(spark, paths, opts, cfg.scope)
     note = {
@@ -497,7 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--deep", action="store_true", help="recompute every batch's CRC-32C (reads every byte)")
     p.add_argument(
         "--split-bytes",
-        type=int,
+        type=_int_in(1),
         metavar="N",
         help="bytes of segment per Spark task (default: segments.split_bytes, 128 MiB)",
     )
@@ -544,12 +556,16 @@ def build_parser() -> argparse.ArgumentParser:
     sbsub = sb.add_subparsers(dest="sandbox_command", metavar="ACTION", required=True)
     p = sbsub.add_parser("up", help="fetch Kafka if needed, start source and destination clusters")
     _add_workdir(p)
-    p.add_argument("--brokers", type=int, default=1, metavar="N", help="brokers per cluster (default 1)")
-    p.add_argument("--source-port", type=int, metavar="PORT", help="fixed client port for the source")
     p.add_argument(
-        "--destination-port", type=int, metavar="PORT", help="fixed client port for the destination"
+        "--brokers", type=_int_in(1), default=1, metavar="N", help="brokers per cluster (default 1)"
     )
-    p.add_argument("--heap-mb", type=int, default=512, metavar="MB", help="max heap per broker (default 512)")
+    p.add_argument("--source-port", type=_PORT, metavar="PORT", help="fixed client port for the source")
+    p.add_argument(
+        "--destination-port", type=_PORT, metavar="PORT", help="fixed client port for the destination"
+    )
+    p.add_argument(
+        "--heap-mb", type=_int_in(64), default=512, metavar="MB", help="max heap per broker (default 512)"
+    )
     _add_timeout(p, "the clusters")
     p.set_defaults(handler=cmd_sandbox_up)
     p = sbsub.add_parser("status", help="show each cluster's bootstrap address, cluster id and pids")
@@ -579,7 +595,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--offset-lag-max",
-        type=_non_negative_int,
+        type=_int_in(0),
         default=100,
         metavar="N",
         help="offset.lag.max: records the replica may run past the last offset sync (default 100, "

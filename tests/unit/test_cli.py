@@ -54,3 +54,33 @@ def test_mm2_start_takes_mirror_makers_offset_lag_max_and_refuses_a_negative_one
         build_parser().parse_args(["sandbox", "mm2-start", "--offset-lag-max", "-1"])
     assert info.value.code == 2
     assert "must be 0 or more, not -1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["segments", "scan", "x", "--out", "o", "--split-bytes", "0"], "must be 1 or more, not 0"),
+        (["sandbox", "up", "--brokers", "0"], "must be 1 or more, not 0"),
+        (["sandbox", "up", "--brokers", "two"], "not a whole number: 'two'"),
+        (["sandbox", "up", "--source-port", "70000"], "must be 65535 or less, not 70000"),
+        (["sandbox", "up", "--heap-mb", "16"], "must be 64 or more, not 16"),
+    ],
+)
+def test_a_numeric_option_out_of_range_is_a_usage_error_naming_the_value(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args(argv)
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_segments_scan_split_bytes_defaults_to_the_config() -> None:
+    args = build_parser().parse_args(["segments", "scan", "x", "--out", "o"])
+    assert args.split_bytes is None  # cmd_segments_scan then takes segments.split_bytes
+    assert (
+        build_parser()
+        .parse_args(["segments", "scan", "x", "--out", "o", "--split-bytes", "4096"])
+        .split_bytes
+        == 4096
+    )
