@@ -497,18 +497,39 @@ DIVERGENCE_KINDS = (
 )
 
 
+def _escaped(text: str) -> str:
+    """Printable characters as they are, everything else as a Python-style escape, and a
+    backslash doubled: lossless, so a NUL byte never looks like a literal '.', and safe to
+    show in a terminal or a report. Bytes that are not UTF-8 arrive as surrogates
+    (``surrogateescape``) and come out as ``\\xNN``."""
+    out = []
+    for ch in text:
+        if "\udc80" <= ch <= "\udcff":
+            out.append(f"\\x{ord(ch) - 0xDC00:02x}")
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+    return "".join(out)
+
+
 def _abbrev(value: bytes | None, limit: int = 48) -> str:
+    """A value for a divergence message: null told apart from empty, its length, and at
+    most ``limit`` bytes of it escaped losslessly."""
     if value is None:
         return "null"
-    text = value[:limit].decode("utf-8", "replace")
-    text = "".join(ch if ch.isprintable() else "." for ch in text)
+    text = _escaped(value[:limit].decode("utf-8", "surrogateescape"))
     return f"{text}{'...' if len(value) > limit else ''} ({len(value)} bytes)"
 
 
 def _describe(m: Any) -> str:
+    """One record, abbreviated: header values are shown too, or a headers_differs
+    divergence would print the same line for both sides."""
     if m is None:
         return "no record"
-    headers = ", ".join(k for k, _ in m.headers() or [])
+    headers = ", ".join(f"{_escaped(k)}={_abbrev(v, 24)}" for k, v in m.headers() or [])
     return f"key={_abbrev(m.key())} value={_abbrev(m.value())} ts={m.timestamp()[1]} headers=[{headers}]"
 
 

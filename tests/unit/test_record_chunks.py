@@ -12,6 +12,7 @@ import pytest
 from audit.collect.record_chunks import RangeChunker, chunk_bounds
 from audit.collect.record_history import PartitionOutcome, RecordHistory
 from audit.collect.records import (
+    _describe,
     cyclic_gc_paused,
     first_divergence,
     partition_runs,
@@ -221,6 +222,20 @@ def test_first_divergence_names_the_offset_and_the_kind() -> None:
     assert _div(src[:2], src) == (2, "extra_record")
     holed = [m for m in src if m.offset() != 1]  # a marker where the source has a record
     assert _div(src, holed) == (1, "gap_pattern_differs")
+
+
+def test_a_divergence_shows_header_values_and_escapes_losslessly() -> None:
+    a = Msg(5, b"k", b"a\x00b\\x00.\xff", headers=[("trace", b"90")])
+    b = Msg(5, b"k", b"a.b\\x00.\xff", headers=[("trace", b"other"), ("empty", None)])
+    assert (
+        _describe(a)
+        == r"key=k (1 bytes) value=a\x00b\\x00.\xff (9 bytes) ts=1000 headers=[trace=90 (2 bytes)]"
+    )
+    # a NUL and a literal '.' no longer print alike, nor do a byte 0xff and the text "\xff"
+    assert _describe(b).startswith(r"key=k (1 bytes) value=a.b\\x00.\xff (9 bytes)")
+    assert _describe(b).endswith("headers=[trace=other (5 bytes), empty=null]")
+    long = Msg(0, None, "é".encode() * 30)
+    assert _describe(long).startswith("key=null value=" + "é" * 24 + "... (60 bytes)")
 
 
 def test_compacted_topics_compare_only_the_offsets_both_sides_hold() -> None:
