@@ -174,7 +174,7 @@ SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
         _c("chunk_end", "int64", False),
         _c("offset", "int64"),  # null: no divergent record found (see kind)
         _c("kind", "string", False),
-        _c("source_record", "string"),  # abbreviated: key, value (48 bytes), timestamp, header keys
+        _c("source_record", "string"),  # abbreviated: key, value (48 bytes), timestamp, headers
         _c("destination_record", "string"),
         _c("detail", "string"),
     ),

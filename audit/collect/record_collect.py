@@ -85,7 +85,8 @@ def collect_records(
         else:
             _empty(spark, "record_divergences", divergences)
         replace_path(divergences, destination / "record_divergences.parquet")
-        outcomes = _outcomes(spark, plan, mismatches, problems)
+        narrowed = spark.read.parquet(str(destination / "record_divergences.parquet"))
+        outcomes = _outcomes(spark, plan, mismatches, narrowed, problems)
     history.record(outcomes, topic_ids)
     history.save()
     note = {
@@ -145,20 +146,37 @@ def _mismatching_chunks(spark: Any, source: Path, destination: Path) -> Any:
 
 
 def _outcomes(
-    spark: Any, plan: RecordPlan, mismatches: Any, problems: list[Any]
+    spark: Any, plan: RecordPlan, mismatches: Any, narrowed: Any, problems: list[Any]
 ) -> dict[tuple[str, int], PartitionOutcome]:
-    """Per partition: its new range, the first mismatching or unreadable offset, the
-    mismatched chunks (a partition's worth of chunk bounds: metadata-sized)."""
+    """Per partition: its new range, the first mismatching, unverified or unreadable
+    offset, and the mismatched chunks (a partition's worth of chunk bounds: metadata-sized).
+
+    On a compacted topic a differing chunk narrowed to ``compaction_only`` is verified
+    (the cleaners kept different offsets, nothing else), and one left un-narrowed by the
+    cap is not verified yet but not mismatched either: it holds ``verified_through``
+    back, so the next run reads and narrows it again."""
     from pyspark.sql import functions as F
 
+    keys = ["topic", "partition", "chunk_start", "chunk_end"]
+    kinds = narrowed.select(*keys, "kind")
+    unresolved = (
+        mismatches.join(kinds, keys, "left")
+        .where(~(F.col("compacted") & F.col("kind").eqNullSafe(F.lit("compaction_only"))))
+        .withColumn("unverified", F.col("compacted") & F.col("kind").isNull())
+    )
     bad: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    stops: dict[tuple[str, int], int] = {}
     rows = (
-        mismatches.groupBy("topic", "partition")
-        .agg(F.sort_array(F.collect_list(F.struct("chunk_start", "chunk_end"))).alias("chunks"))
+        unresolved.groupBy("topic", "partition")
+        .agg(
+            F.sort_array(F.collect_list(F.struct("chunk_start", "chunk_end", "unverified"))).alias("chunks"),
+        )
         .collect()
     )
     for r in rows:
-        bad[(r["topic"], r["partition"])] = [(c["chunk_start"], c["chunk_end"]) for c in r["chunks"]]
+        tp = (r["topic"], r["partition"])
+        stops[tp] = r["chunks"][0]["chunk_start"]
+        bad[tp] = [(c["chunk_start"], c["chunk_end"]) for c in r["chunks"] if not c["unverified"]]
     failed: dict[tuple[str, int], int] = {}
     for p in problems:
         tp = (p.topic, p.partition)
@@ -168,7 +186,8 @@ def _outcomes(
     new = {(r.topic, r.partition): (r.start, r.end) for r in plan.ranges if r.purpose == "new"}
     touched = {(r.topic, r.partition) for r in plan.ranges}
     for tp in touched:
-        starts = [c[0] for c in bad.get(tp, [])] + ([failed[tp]] if tp in failed else [])
+        starts = [stops[tp]] if tp in stops else []
+        starts += [failed[tp]] if tp in failed else []
         out[tp] = PartitionOutcome(new.get(tp), min(starts) if starts else None, tuple(bad.get(tp, [])))
     return out
 

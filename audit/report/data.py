@@ -230,7 +230,7 @@ def first_record_divergence(compared: Compared, limit: int = DIVERGENCE_PARTITIO
         return []
     from pyspark.sql import functions as F
 
-    bad = df.where("in_scope AND chunk_status NOT IN ('same', 'tolerated')")
+    bad = df.where("in_scope AND chunk_status NOT IN ('same', 'tolerated', 'unverified')")
     first = _first_per_partition(bad, "chunk_start", "differing_chunks", limit).select(
         "topic",
         "partition",

@@ -230,6 +230,8 @@ def test_identical_retention_cut_aborted_and_compacted_topics_pass(audited: dict
         for p in audited["summary"]["invariants"]["CM-DATA-1"]["coverage"]["partitions"]
     }
     assert coverage[audited["topics"]["retention"]] == [{"start": 30, "end": 120, "state": "verified"}]
+    # a compacted chunk narrowed to compaction_only is verified, not left mismatched
+    assert {r["state"] for r in coverage[audited["topics"]["compacted"]]} == {"verified"}
     assert coverage[audited["topics"]["payload"]][0] == {"start": 0, "end": 50, "state": "verified"}
     assert {"start": 50, "end": 100, "state": "mismatched"} in coverage[audited["topics"]["payload"]]
 

@@ -1,0 +1,65 @@
+"""What a record scan's mismatches do to the incremental history: which chunks hold
+``verified_through`` back and which are listed as mismatched."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from audit.collect.record_collect import _outcomes
+from audit.collect.records import RecordPlan, RecordRange
+from audit.schemas import spark_schema
+
+KEYS = "topic string, partition int, chunk_start long, chunk_end long"
+
+
+def _divergences(spark: Any, rows: list[tuple[str, int, int, int, str]]) -> Any:
+    full = [
+        {
+            "topic": t,
+            "partition": p,
+            "chunk_start": a,
+            "chunk_end": b,
+            "offset": None,
+            "kind": k,
+            "source_record": None,
+            "destination_record": None,
+            "detail": None,
+        }
+        for t, p, a, b, k in rows
+    ]
+    return spark.createDataFrame(full, spark_schema("record_divergences"))
+
+
+def test_compacted_chunks_narrowed_to_compaction_only_are_verified_and_unnarrowed_ones_hold_back(
+    spark: Any,
+) -> None:
+    mismatches = spark.createDataFrame(
+        [
+            ("plain", 0, 100, 200, False),  # differs, narrowed: a real mismatch
+            ("plain", 0, 300, 400, False),  # differs, not narrowed (cap): still a mismatch
+            ("comp", 0, 0, 100, True),  # compaction_only: verified
+            ("comp", 0, 200, 300, True),  # not narrowed: unverified, not mismatched
+            ("comp", 0, 400, 500, True),  # payload differs on a compacted topic: a mismatch
+            ("tidy", 0, 0, 100, True),  # compaction_only only: nothing holds it back
+        ],
+        f"{KEYS}, compacted boolean",
+    )
+    narrowed = _divergences(
+        spark,
+        [
+            ("plain", 0, 100, 200, "payload_differs"),
+            ("comp", 0, 0, 100, "compaction_only"),
+            ("comp", 0, 400, 500, "payload_differs"),
+            ("tidy", 0, 0, 100, "compaction_only"),
+        ],
+    )
+    plan = RecordPlan(
+        ranges=tuple(RecordRange(t, 0, 0, 600, "new") for t in ("plain", "comp", "tidy", "clean")),
+    )
+    out = _outcomes(spark, plan, mismatches, narrowed, [])
+    assert out[("plain", 0)].first_bad == 100
+    assert out[("plain", 0)].mismatched == ((100, 200), (300, 400))
+    assert out[("comp", 0)].first_bad == 200  # the unverified chunk, not the tolerated one at 0
+    assert out[("comp", 0)].mismatched == ((400, 500),)
+    assert out[("tidy", 0)].first_bad is None and out[("tidy", 0)].mismatched == ()
+    assert out[("clean", 0)].first_bad is None and out[("clean", 0)].new_range == (0, 600)
