@@ -245,6 +245,9 @@ class RecordsConfig:
     topics: tuple[TopicRecordScope, ...] = ()
     # Budget per run (0: none): offsets scanned per side, new data first, then re-checks.
     max_records_per_run: int = 0
+    # The same in bytes read per side (0: none), estimated per partition as its size on the
+    # source's disks (DescribeLogDirs) over its offsets. Both budgets apply when both are set.
+    max_bytes_per_run: int = 0
     # Incremental: scan only what was added since the last verified offset of each
     # partition (kept in the output root), plus this many older chunks per partition,
     # round robin, so old data is re-verified over time. --full ignores the history.
@@ -526,7 +529,7 @@ def _check(obj: Any, path: str) -> None:
                 raise _KeyProblem(_join(path, name), "must be positive")
         if obj.split_records % obj.chunk_records:
             raise _KeyProblem(_join(path, "split_records"), "must be a multiple of chunk_records")
-        for name in ("max_records_per_run", "resample_chunks"):
+        for name in ("max_records_per_run", "max_bytes_per_run", "resample_chunks"):
             if getattr(obj, name) < 0:
                 raise _KeyProblem(_join(path, name), "must not be negative")
         if obj.timeout_seconds <= 0:

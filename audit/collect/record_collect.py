@@ -26,7 +26,7 @@ from audit.collect.records import (
 )
 from audit.collect.snapshot import utc_now
 from audit.config import AuditConfig
-from audit.errors import ConfigError
+from audit.errors import ClusterError, ConfigError
 from audit.fsutil import atomic_write_json, replace_path
 from audit.snapshot import PartitionRecord, read_manifest, read_records
 
@@ -61,7 +61,8 @@ def collect_records(
     history = RecordHistory.load(
         output_root, (src_manifest.get("cluster_id"), dst_manifest.get("cluster_id"))
     )
-    plan = _plan(cfg, common, history.partitions(topic_ids), history.runs, full)
+    spans = {(p.topic, p.partition): (p.log_start_offset, p.high_watermark) for p in src_parts}
+    plan = _plan(cfg, common, history.partitions(topic_ids), history.runs, full, spans)
     started = utc_now()
     with tempfile.TemporaryDirectory(prefix=".records.", dir=destination.parent) as tmp:
         staging = Path(tmp)
@@ -120,11 +121,25 @@ def _plan(
     verified: dict[tuple[str, int], dict[str, Any]],
     runs: int,
     full: bool,
+    spans: dict[tuple[str, int], tuple[int, int]],
 ) -> RecordPlan:
+    """The plan, asking the source for what the scope and budget need: offsets for the
+    time windows, partition sizes for a byte budget."""
     from audit.collect.kafka_admin import KafkaAdmin
+    from audit.collect.log_dirs import bytes_per_offset, partition_sizes
 
     admin = KafkaAdmin("source", cfg.cluster("source"))
-    plan = plan_records(common, cfg.records, verified, full, admin.offsets_for_times, runs)
+    per_offset = None
+    if cfg.records.max_bytes_per_run:
+        sizes = partition_sizes("source", cfg.cluster("source"), {t for t, _ in common})
+        per_offset = bytes_per_offset(sizes, {tp: spans[tp] for tp in common if tp in spans})
+        if common and not per_offset:
+            raise ClusterError(
+                "source cluster: DescribeLogDirs reported no partition sizes for the topics to verify "
+                "(is DESCRIBE on the cluster granted?); records.max_bytes_per_run needs them: grant it "
+                "or budget with records.max_records_per_run"
+            )
+    plan = plan_records(common, cfg.records, verified, full, admin.offsets_for_times, runs, per_offset)
     compacted = describe_compacted(cfg, sorted({t for t, _ in common}))
     return dataclasses.replace(plan, compacted=compacted)
 

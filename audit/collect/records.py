@@ -83,9 +83,17 @@ def plan_records(
     full: bool,
     offsets_for_time: Callable[[dict[tuple[str, int], int]], dict[tuple[str, int], int]] | None,
     run_number: int,
+    bytes_per_offset: dict[tuple[str, int], float] | None = None,
 ) -> RecordPlan:
     """Which offset ranges this run reads (see the module docstring). Pure: the clusters
-    are asked only through ``offsets_for_time``."""
+    are asked only through ``offsets_for_time``; a byte budget
+    (``max_bytes_per_run``) charges each range its offsets times the partition's
+    ``bytes_per_offset``, which the caller estimates from the partition sizes."""
+    if cfg.max_bytes_per_run and common and not bytes_per_offset:
+        raise ValueError("a byte budget needs the partitions' bytes per offset")
+    per_offset = bytes_per_offset or {}
+    # A partition missing from the estimate is charged like the heaviest known one.
+    heaviest = max(per_offset.values(), default=0.0)
     notes: list[str] = []
     scoped: dict[tuple[str, int], tuple[int, int]] = {}
     windows: dict[tuple[str, int], int] = {}
@@ -122,24 +130,36 @@ def plan_records(
             recheck.extend(RecordRange(tp[0], tp[1], done[i][0], done[i][1], "recheck") for i in picks)
     ranges: list[RecordRange] = []
     deferred: dict[tuple[str, int], tuple[int, int]] = {}
-    budget = cfg.max_records_per_run or None
-    if budget is None:
+    max_records = cfg.max_records_per_run or None
+    max_bytes = cfg.max_bytes_per_run or None
+    if max_records is None and max_bytes is None:
         ranges = [RecordRange(t, p, lo, hi, "new") for (t, p), (lo, hi) in sorted(new.items())]
         ranges += recheck
     else:
         # New data first, a chunk per partition at a time (round robin), then re-checks.
         cursors = {tp: lo for tp, (lo, _) in sorted(new.items())}
         taken: dict[tuple[str, int], int] = {}
-        left = budget
-        while left > 0 and cursors:
+        left_records = float(max_records or "inf")
+        left_bytes = float(max_bytes or "inf")
+
+        def fits(tp: tuple[str, int], n: int) -> bool:
+            return n <= left_records and n * per_offset.get(tp, heaviest) <= left_bytes
+
+        def charge(tp: tuple[str, int], n: int) -> None:
+            nonlocal left_records, left_bytes
+            left_records -= n
+            left_bytes -= n * per_offset.get(tp, heaviest)
+
+        full_budget = False
+        while not full_budget and cursors:
             for tp in list(cursors):
                 lo, hi = cursors[tp], new[tp][1]
                 step = min(hi, (lo // cfg.chunk_records + 1) * cfg.chunk_records) - lo
-                if step > left:
-                    left = 0
+                if not fits(tp, step):
+                    full_budget = True
                     break
                 cursors[tp] = lo + step
-                left -= step
+                charge(tp, step)
                 if cursors[tp] >= hi:
                     del cursors[tp]
             taken = {tp: (cursors.get(tp, new[tp][1])) for tp in new}
@@ -150,13 +170,17 @@ def plan_records(
             if end < hi:
                 deferred[tp] = (end, hi)
         for r in recheck:
-            if r.end - r.start > left:
+            if full_budget or not fits((r.topic, r.partition), r.end - r.start):
                 break
             ranges.append(r)
-            left -= r.end - r.start
+            charge((r.topic, r.partition), r.end - r.start)
         if deferred:
+            budget = " and ".join(
+                [f"{max_records} offsets"] * bool(max_records)
+                + [f"{max_bytes} bytes (estimated from partition sizes)"] * bool(max_bytes)
+            )
             notes.append(
-                f"budget of {budget} offsets reached: {sum(b - a for a, b in deferred.values())} offsets in "
+                f"budget of {budget} reached: {sum(b - a for a, b in deferred.values())} offsets in "
                 f"{len(deferred)} partitions left for the next runs"
             )
     return RecordPlan(tuple(ranges), dict(scoped), deferred, frozenset(), tuple(notes))

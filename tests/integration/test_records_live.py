@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from audit.collect.log_dirs import partition_sizes
+from audit.config import ClusterConfig
+from audit.errors import ClusterError
 from audit.sandbox.mirror import wait_transactions_settled
 from audit.sandbox.state import SandboxState
 from tests.cli import run_cli
@@ -269,6 +273,26 @@ def test_incremental_runs_read_only_new_offsets(audited: dict[str, Any], sandbox
     assert _history_runs(audited) == 2
 
 
+def test_a_byte_budget_reads_what_fits_and_leaves_the_rest(
+    audited: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """records.max_bytes_per_run, charged at each partition's bytes per offset from the
+    source's DescribeLogDirs: a --full run plans a few chunks and says what it left."""
+    cfg = tmp_path_factory.mktemp("budget") / "audit.yaml"
+    text = audited["cfg"].read_text()
+    assert "  resample_chunks: 1\n" in text
+    cfg.write_text(
+        text.replace("  resample_chunks: 1\n", "  resample_chunks: 1\n  max_bytes_per_run: 3000\n")
+    )
+    run = run_cli("records", "scan", "--config", str(cfg), "--run", str(audited["run"]), "--full")
+    assert run.returncode == 0, run.stderr[-2000:]
+    note = json.loads((audited["run"] / "destination" / "manifest.json").read_text())["notes"]["records"]
+    assert any("3000 bytes (estimated from partition sizes) reached" in n for n in note["notes"]), note[
+        "notes"
+    ]
+    assert 0 < note["offsets_planned"] < audited["first_note"]["offsets_planned"]
+
+
 def test_ranges_of_one_partition_read_in_waves_equal_one_range(
     audited: dict[str, Any], sandbox: SandboxState
 ) -> None:
@@ -289,3 +313,27 @@ def test_ranges_of_one_partition_read_in_waves_equal_one_range(
     assert failed == []
     got = [c for r, chunks in sorted(parts) if r[0] == topic for c in chunks]
     assert got == whole[0][1]
+
+
+def test_partition_sizes_for_the_byte_budget_are_the_replicas_bytes_on_disk(sandbox: SandboxState) -> None:
+    """DescribeLogDirs through kafka-python, on both brokers of a replicated topic: each
+    partition's size is its largest replica's segment bytes, what its log dirs hold."""
+    cluster = sandbox.cluster("source")
+    topic = f"rec-sizes-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=2)])[topic].result(timeout=60)
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5})
+    for i in range(300):
+        p.produce(topic, b"v" * (10 + i), partition=i % 2)
+    assert p.flush(60) == 0
+    sizes = partition_sizes("source", ClusterConfig(cluster.bootstrap), [topic])
+    on_disk = {
+        (topic, n): max(
+            sum(f.stat().st_size for f in (Path(node.node_dir) / "data" / f"{topic}-{n}").glob("*.log"))
+            for node in cluster.nodes
+        )
+        for n in (0, 1)
+    }
+    assert sizes == on_disk and min(sizes.values()) > 0
+    with pytest.raises(ClusterError, match=r"partition sizes unavailable.*max_records_per_run"):
+        partition_sizes("source", ClusterConfig("127.0.0.1:1", timeout_seconds=2), [topic])

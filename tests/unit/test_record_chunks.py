@@ -294,6 +294,42 @@ def test_budget_takes_new_data_round_robin_and_defers_the_rest() -> None:
     assert plan.offsets() == 60 and plan.notes
 
 
+def test_a_byte_budget_charges_each_partition_its_bytes_per_offset() -> None:
+    common = {("a", 0): (0, 100), ("b", 0): (0, 100)}
+    cfg = RecordsConfig(chunk_records=10, split_records=100, resample_chunks=0, max_bytes_per_run=100)
+    # b's records are 4 times a's: 50 bytes per round of a chunk each
+    plan = plan_records(common, cfg, {}, False, None, 0, {("a", 0): 1.0, ("b", 0): 4.0})
+    assert sorted((r.topic, r.start, r.end) for r in plan.ranges) == [("a", 0, 20), ("b", 0, 20)]
+    assert plan.deferred == {("a", 0): (20, 100), ("b", 0): (20, 100)}
+    assert "100 bytes" in plan.notes[0]
+    # once b is done, a takes what is left: 60 bytes after the first round
+    short = {("a", 0): (0, 100), ("b", 0): (0, 10)}
+    plan = plan_records(short, cfg, {}, False, None, 0, {("a", 0): 1.0, ("b", 0): 4.0})
+    assert sorted((r.topic, r.start, r.end) for r in plan.ranges) == [("a", 0, 60), ("b", 0, 10)]
+    assert plan.deferred == {("a", 0): (60, 100)}
+
+
+def test_both_budgets_apply_and_an_unsized_partition_is_charged_like_the_heaviest() -> None:
+    common = {("a", 0): (0, 100), ("new", 0): (0, 100)}
+    both = RecordsConfig(
+        chunk_records=10,
+        split_records=100,
+        resample_chunks=0,
+        max_records_per_run=30,
+        max_bytes_per_run=10**6,
+    )
+    plan = plan_records(common, both, {}, False, None, 0, {("a", 0): 1.0})
+    # the offsets run out first (bytes would allow all): two chunks of a, one of new
+    assert plan.offsets() == 30
+    assert "30 offsets and 1000000 bytes" in plan.notes[0]
+    cfg = RecordsConfig(chunk_records=10, split_records=100, resample_chunks=0, max_bytes_per_run=99)
+    plan = plan_records(common, cfg, {}, False, None, 0, {("a", 0): 1.0, ("b", 0): 9.0})
+    # "new" has no size: charged 9 bytes an offset like b, so its first chunk (90) does not fit after a's (10)
+    assert [(r.topic, r.start, r.end) for r in plan.ranges] == [("a", 0, 10)]
+    with pytest.raises(ValueError):
+        plan_records(common, cfg, {}, False, None, 0)
+
+
 def test_history_moves_verified_through_and_pulls_it_back_on_a_mismatch(tmp_path: Path) -> None:
     h = RecordHistory.load(tmp_path)
     h.record(
