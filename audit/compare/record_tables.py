@@ -3,10 +3,11 @@
 A record scan reads the same chunks on both clusters, so chunks join on their bounds. A
 chunk is ``same`` when checksum and gaps agree; on a compacted topic the two log cleaners
 legitimately keep different offsets, so a chunk whose narrowing found the records equal
-wherever both sides hold one is ``tolerated`` and its gaps are not compared. A differing
-compacted chunk that was not narrowed (past ``records.narrow_max_chunks``) is
-``unverified``: whether only compaction sets it apart is not known yet, so it neither
-fails CM-DATA-1 nor counts as verified, and the next run narrows it.
+wherever both sides hold one is ``tolerated`` and its gaps are not compared, nor its record
+epochs (each side's min and max cover other records). A differing compacted chunk that was
+not narrowed (past ``records.narrow_max_chunks``) is ``unverified``: whether only
+compaction sets it apart is not known yet, so it neither fails CM-DATA-1 nor counts as
+verified, and the next run narrows it.
 """
 
 from __future__ import annotations
@@ -103,5 +104,11 @@ def compare_record_chunks(
                 & F.col("src_max_record_epoch").eqNullSafe(F.col("dst_max_record_epoch")),
             ),
         )
-        .withColumn("epochs_must_match", F.lit(cfg.mirror.preserves_batch_epochs) & both)
+        # Per-chunk min and max stand for the epochs at each offset only where both sides
+        # hold the same records: on a compacted topic whose chunks differ (tolerated), each
+        # cleaner removed other records, and with them other epochs.
+        .withColumn(
+            "epochs_must_match",
+            F.lit(cfg.mirror.preserves_batch_epochs) & both & (~F.col("compacted") | checksums_equal),
+        )
     )
