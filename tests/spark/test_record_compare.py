@@ -74,6 +74,7 @@ class Partition:
     dle: int = 5  # the destination partition's leader epoch
     src_failed: tuple[int, ...] = ()  # chunk starts whose read failed on the source
     dst_failed: tuple[int, ...] = ()
+    narrowed: bool = True  # False: past records.narrow_max_chunks, no divergence row
 
 
 def chunk_rows(p: Partition, records: list[Rec], failed: tuple[int, ...]) -> dict[int, dict[str, Any]]:
@@ -161,7 +162,8 @@ def write_records(
                 or (a["checksum"], a["gaps_checksum"]) != (b["checksum"], b["gaps_checksum"])
             ):
                 hi = (a or b or {})["chunk_end"]
-                divergences.append(divergence(p, lo, hi, failed=a is None or b is None))
+                if p.narrowed:
+                    divergences.append(divergence(p, lo, hi, failed=a is None or b is None))
     if "source" in sides:
         _write(src, "record_chunks", src_rows)
     if "destination" in sides:
@@ -349,3 +351,27 @@ def test_without_record_chunks_of_both_sides_the_record_invariants_are_skipped(
     inv = _audit(src, dst, tmp_path / "run-empty")["invariants"]
     for inv_id in RECORD_INVARIANTS:
         assert inv[inv_id]["status"] == "skipped", (inv_id, inv[inv_id])
+
+
+def test_a_differing_chunk_left_unnarrowed_is_unverified_on_a_compacted_topic_only(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Past records.narrow_max_chunks a differing chunk has no divergence row: on a
+    compacted topic the difference may be only the cleaners', so it is unverified (not a
+    failure, not verified); anywhere else a different checksum is a failure regardless."""
+    compactable = log(30)
+    changed = [replace(r, value=b"changed") if r.offset == 13 else r for r in log(30)]
+    parts = [
+        Partition("compacted", 0, compactable, compactable[3:], compacted=True, narrowed=False),
+        Partition("plain", 0, log(30), changed, narrowed=False),
+    ]
+    src, dst = write_records(tmp_path / "pair", parts)
+    inv = _audit(src, dst, tmp_path / "run")["invariants"]
+    rows = _statuses(tmp_path / "run")
+    assert rows[("compacted", 0, 0)]["chunk_status"] == "unverified"
+    assert rows[("compacted", 0, 0)]["divergence_kind"] is None
+    assert rows[("plain", 0, 10)]["chunk_status"] == "differs"
+    data1 = inv["CM-DATA-1"]
+    assert data1["status"] == "fail"
+    assert _examples(data1) == {("plain", 0, 10)}
+    assert {(d["topic"], d["chunk_start"]) for d in data1["first_divergence"]} == {("plain", 10)}
