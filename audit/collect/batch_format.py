@@ -44,7 +44,9 @@ _END_TXN_VALUE = struct.Struct(">hi")  # version i16, coordinatorEpoch i32
 
 # Issue kinds and how much they weigh: "error" is data that cannot be trusted, "warn" is
 # something a person should know (an old format, a missing index), "info" is routine
-# (a segment still being written ends in a partial batch; an empty segment).
+# (a segment still being written ends in a partial batch; an empty segment; a replica
+# directory Kafka set aside, not read). A segment outside any partition directory is an
+# error: its batches cannot be placed, so nothing vouches for them.
 ISSUE_SEVERITY = {
     "garbage": "error",
     "crc_mismatch": "error",
@@ -57,6 +59,7 @@ ISSUE_SEVERITY = {
     "missing_index": "warn",
     "empty_segment": "info",
     "not_a_partition": "error",
+    "set_aside_replica": "info",
 }
 
 # Batch columns, in the order of ``audit.schemas.SNAPSHOT_TABLES["batches"]``.

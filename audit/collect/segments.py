@@ -9,7 +9,9 @@ never loaded whole, so a 1 GiB segment costs a task's header walk, not 1 GiB of 
 The job, all of it on Spark:
 
 1. list ``*.log`` files with ``binaryFile`` (the content column is never selected, so
-   nothing is read); the partition is the parent directory, ``<topic>-<partition>``;
+   nothing is read); the partition is the parent directory, ``<topic>-<partition>``; the
+   replica directories Kafka sets aside (``-future``, ``-delete``, ``-stray``) and its
+   metadata log are left out, the former each with an information row;
 2. split each file into byte ranges of about ``split_bytes`` at batch boundaries taken
    from the segment's offset index (``.index``: relative offset, position); a segment
    without a usable index is one range and a ``missing_index`` issue;
@@ -39,6 +41,26 @@ log = logging.getLogger(__name__)
 
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 SEGMENT_FILE = re.compile(r"^(?P<base>\d{20})\.log$")
+# Kafka sets a replica's directory aside, segments and all, by renaming it to
+# ``<topic>-<partition>.<id>-<state>`` (id: a UUID without dashes; the topic cut short where
+# the name would pass 255 characters): ``-future`` while the replica is copied to another
+# log dir of the same broker (its batches repeat the current replica's), ``-delete`` while
+# it waits to be deleted, ``-stray`` when a KRaft broker holds a replica it is not assigned.
+# None of them is the partition's current data, so none is read.
+SET_ASIDE_DIR = re.compile(
+    r"^(?P<topic>.+)-(?P<partition>\d+)\.(?P<id>[^.]+)-(?P<state>delete|future|stray)$"
+)
+SET_ASIDE_DETAIL = {
+    "future": "a -future directory: Kafka's copy of the partition to another log dir of the broker, "
+    "still in progress; its batches repeat the current replica's: not read",
+    "delete": "a -delete directory: a replica Kafka has set aside for deletion (topic deleted, replica "
+    "moved away or replaced): not the partition's current data, not read",
+    "stray": "a -stray directory: a replica Kafka found on a broker it is not assigned to and set "
+    "aside: not the partition's current data, not read",
+}
+# KRaft's metadata log sits in a log dir like a partition (``__cluster_metadata-0``) but is
+# no topic: no mirror copies it, and each cluster's differs, so it is never read.
+METADATA_LOG_TOPIC = "__cluster_metadata"
 INDEX_ENTRY = struct.Struct(">ii")  # relative offset, position
 
 
@@ -232,13 +254,27 @@ def plan_file(
     ]
 
 
+def _parent_name(uri: str) -> str:
+    return uri.rstrip("/").rsplit("/", 2)[-2] if uri.count("/") >= 1 else ""
+
+
 def partition_of(uri: str) -> tuple[str | None, int | None]:
     """(topic, partition) from the segment's directory name, (None, None) if it is not one."""
-    parent = uri.rstrip("/").rsplit("/", 2)[-2] if uri.count("/") >= 1 else ""
-    m = PARTITION_DIR.match(parent)
+    m = PARTITION_DIR.match(_parent_name(uri))
     if not m:
         return None, None
     return m.group("topic"), int(m.group("partition"))
+
+
+def set_aside_of(uri: str) -> SetAside | None:
+    """The set-aside replica directory (``-future``, ``-delete``, ``-stray``) holding the
+    segment, or None when its directory is not one."""
+    m = SET_ASIDE_DIR.match(_parent_name(uri))
+    if not m:
+        return None
+    return SetAside(
+        uri.rstrip("/").rsplit("/", 1)[0], m.group("topic"), int(m.group("partition")), m.group("state")
+    )
 
 
 # --------------------------------------------------------------------------- Spark tasks
@@ -307,6 +343,7 @@ def _scan_task(deep: bool, issues: Any) -> Callable[[Iterator[Any]], Iterator[An
                         "empty_segment": "the segment file is empty",
                         "missing_index": "no offset index beside the segment: it is read as one range",
                         "unreadable": f"cannot read: {reason}",
+                        "set_aside_replica": SET_ASIDE_DETAIL.get(reason, reason),
                     }[kind]
                     sink.issue(kind, detail, topic, partition, shown, None)
                 if end <= start:
@@ -356,18 +393,74 @@ class SegmentFile:
     is_last_segment: bool
 
 
-def list_segments(
-    spark: Any, paths: list[str], scope: ScopeConfig | None = None
-) -> tuple[list[SegmentFile], list[str]]:
-    """``*.log`` files under ``paths`` (files or directories, any Hadoop filesystem) with
-    their partition and whether each is its partition's newest segment; and the
-    directories left out as second copies of a partition.
+@dataclass(frozen=True)
+class SetAside:
+    """A replica directory Kafka has set aside (see ``SET_ASIDE_DIR``): reported, not read."""
+
+    directory: str
+    topic: str  # as the directory name spells it (Kafka may have cut a long one short)
+    partition: int
+    state: str  # future | delete | stray
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What a scan reads and what it leaves out, and why."""
+
+    files: list[SegmentFile]
+    duplicates: list[str]  # second copies of a partition
+    set_aside: list[SetAside]
+
+
+def place_segments(uris: list[str], scope: ScopeConfig | None = None) -> Listing:
+    """Each listed ``*.log`` file placed in its partition, with whether it is the
+    partition's newest segment.
+
+    Topics out of ``scope`` (by default Kafka's internal ones, e.g. ``__consumer_offsets``)
+    and KRaft's metadata log are not read. The same partition under two directories (two
+    brokers' log dirs given at once) keeps the copy with the most segment files, so no batch
+    is counted twice. Directories Kafka has set aside (``-future``, ``-delete``, ``-stray``)
+    are not read either: a live broker's log dir holds them routinely, so they are listed
+    apart, to be reported as information, not as segments that cannot be placed."""
+    by_dir: dict[str, list[str]] = {}
+    for uri in uris:
+        by_dir.setdefault(uri.rsplit("/", 1)[0], []).append(uri)
+    by_partition: dict[tuple[str, int], list[str]] = {}
+    files: list[SegmentFile] = []
+    set_aside: list[SetAside] = []
+    for directory, members in sorted(by_dir.items()):
+        topic, partition = partition_of(members[0])
+        if topic is None or partition is None:
+            aside = set_aside_of(members[0])
+            if aside is None:
+                files.extend(SegmentFile(u, None, None, False) for u in members)
+            elif scope is None or scope.topic_in_scope(aside.topic):
+                log.info("not read: %s, a replica directory Kafka set aside (-%s)", directory, aside.state)
+                set_aside.append(aside)
+            continue
+        if topic == METADATA_LOG_TOPIC:
+            log.info("not read: %s, KRaft's metadata log (no topic)", directory)
+            continue
+        if scope is not None and not scope.topic_in_scope(topic):
+            continue
+        by_partition.setdefault((topic, partition), []).append(directory)
+    duplicates: list[str] = []
+    for (topic, partition), dirs in sorted(by_partition.items()):
+        keep = max(dirs, key=lambda d: (len(by_dir[d]), d))
+        duplicates.extend(d for d in dirs if d != keep)
+        members = sorted(by_dir[keep], key=lambda u: u.rsplit("/", 1)[-1])
+        files.extend(SegmentFile(u, topic, partition, u == members[-1]) for u in members)
+    return Listing(files, duplicates, set_aside)
+
+
+def list_segments(spark: Any, paths: list[str], scope: ScopeConfig | None = None) -> Listing:
+    """``*.log`` files under ``paths`` (files or directories, any Hadoop filesystem),
+    placed by ``place_segments``.
 
     The listing is Spark's own file index (``binaryFile``, content never read), which lists
-    on the driver like every Spark file source: a row per segment file, metadata-sized.
-    Topics out of ``scope`` (by default Kafka's internal ones, e.g. ``__consumer_offsets``)
-    are not read. The same partition under two directories (two brokers' log dirs given at
-    once) keeps the copy with the most segment files, so no batch is counted twice."""
+    on the driver like every Spark file source: a row per segment file, metadata-sized. Only
+    ``*.log`` files are listed, so a broker's other files (``meta.properties``, checkpoints,
+    indexes) never reach the scan."""
     from pyspark.errors import AnalysisException
 
     try:
@@ -380,26 +473,27 @@ def list_segments(
         )
     except AnalysisException as exc:
         raise InputError(f"segment paths cannot be listed: {str(exc).splitlines()[0]}") from exc
-    by_dir: dict[str, list[str]] = {}
-    for uri in uris:
-        by_dir.setdefault(uri.rsplit("/", 1)[0], []).append(uri)
-    by_partition: dict[tuple[str, int], list[str]] = {}
-    files: list[SegmentFile] = []
-    for directory, members in sorted(by_dir.items()):
-        topic, partition = partition_of(members[0])
-        if topic is None or partition is None:
-            files.extend(SegmentFile(u, None, None, False) for u in members)
+    return place_segments(list(uris), scope)
+
+
+def plan_ranges(listing: Listing, split_bytes: int) -> list[tuple[Any, ...]]:
+    """The rows of ``_range_schema`` for a listing, biggest range first (Spark slices the
+    list evenly into tasks). Metadata-sized: a stat and a few index reads per segment file.
+    A set-aside directory is one empty range whose note becomes its information row."""
+    ranges: list[tuple[Any, ...]] = [
+        (a.directory, a.topic, a.partition, 0, 0, 0, False, f"set_aside_replica:{a.state}")
+        for a in listing.set_aside
+    ]
+    for f in listing.files:
+        try:
+            size = _size(f.uri)
+        except OSError as exc:
+            reason = f"unreadable:{exc.strerror or exc}"
+            ranges.append((f.uri, f.topic, f.partition, 0, 0, 0, f.is_last_segment, reason))
             continue
-        if scope is not None and not scope.topic_in_scope(topic):
-            continue
-        by_partition.setdefault((topic, partition), []).append(directory)
-    duplicates: list[str] = []
-    for (topic, partition), dirs in sorted(by_partition.items()):
-        keep = max(dirs, key=lambda d: (len(by_dir[d]), d))
-        duplicates.extend(d for d in dirs if d != keep)
-        members = sorted(by_dir[keep], key=lambda u: u.rsplit("/", 1)[-1])
-        files.extend(SegmentFile(u, topic, partition, u == members[-1]) for u in members)
-    return files, duplicates
+        ranges.extend(plan_file(f.uri, f.topic, f.partition, size, f.is_last_segment, split_bytes))
+    ranges.sort(key=lambda r: r[4] - r[3], reverse=True)
+    return ranges
 
 
 def scan_segments(
@@ -408,20 +502,10 @@ def scan_segments(
     """The scan, ready to run: batch rows (lazy until written), its issues accumulator and
     the directories left out as second copies. The ranges are planned here (a row per
     range); the reading is one Spark stage."""
-    files, duplicates = list_segments(spark, paths, scope)
-    if not files:
+    listing = list_segments(spark, paths, scope)
+    if not listing.files:
         raise InputError(f"no Kafka segment files (*.log) in scope under {', '.join(paths)}")
-    ranges: list[tuple[Any, ...]] = []
-    for f in files:  # metadata-sized: a stat and a few index reads per segment file
-        try:
-            size = _size(f.uri)
-        except OSError as exc:
-            reason = f"unreadable:{exc.strerror or exc}"
-            ranges.append((f.uri, f.topic, f.partition, 0, 0, 0, f.is_last_segment, reason))
-            continue
-        ranges.extend(plan_file(f.uri, f.topic, f.partition, size, f.is_last_segment, opts.split_bytes))
-    # Biggest ranges first: Spark slices the list evenly into tasks.
-    ranges.sort(key=lambda r: r[4] - r[3], reverse=True)
+    ranges = plan_ranges(listing, opts.split_bytes)
     parallel = max(1, min(len(ranges), spark.sparkContext.defaultParallelism * 2))
     tasks = (
         spark.createDataFrame(ranges, _range_schema()).repartition(parallel)
@@ -430,4 +514,4 @@ def scan_segments(
     )
     issues = issue_accumulator(spark)
     rows = tasks.mapInArrow(_scan_task(opts.deep, issues), scan_schema())
-    return BatchScan(rows, issues, tuple(duplicates))
+    return BatchScan(rows, issues, tuple(listing.duplicates))

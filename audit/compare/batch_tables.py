@@ -252,6 +252,9 @@ def compare_scan_issues(src_issues: Any | None, dst_issues: Any | None, cfg: Aud
     out = frames[0]
     for f in frames[1:]:
         out = out.unionByName(f)
+    # An issue with no topic (a segment outside any partition directory) cannot be shown to
+    # be out of scope, so it counts. The replica directories Kafka sets aside (-future,
+    # -delete, -stray) are not such segments: their rows carry the topic and are "info".
     return out.withColumn(
         "in_scope", F.col("topic").isNull() | topic_in_scope(F.coalesce(F.col("topic"), F.lit("")), cfg.scope)
     )

@@ -141,6 +141,42 @@ def test_an_identical_copy_audits_as_identical(spark: Any, tmp_path: Path) -> No
     assert inv["CM-TXN-2"]["evaluated"] == 2
 
 
+def test_a_live_log_dir_audits_its_current_replicas_only(spark: Any, tmp_path: Path) -> None:
+    """A broker's log dir as Kafka leaves it: replica directories set aside (a -future copy
+    being moved between log dirs, a -delete and a -stray one, all holding damaged batches),
+    KRaft's metadata log and the broker's own files. They are reported as information and
+    CM-DATA-2 passes; a segment in no partition directory still fails it."""
+    uid = "5f0e6c2a9b1d4e7f8a3c2b1d0e9f8a7b"
+    src_tree = source_tree(tmp_path / "src")
+    dst_tree = tmp_path / "dst"
+    shutil.copytree(src_tree, dst_tree)
+    for state in ("future", "delete", "stray"):
+        aside = dst_tree / f"orders-0.{uid}-{state}"
+        shutil.copytree(dst_tree / "orders-0", aside)
+        _rewrite(aside / f"{0:020d}.log", _orders_0()[3], b"")  # would differ if it were read
+    shutil.copytree(dst_tree / "orders-1", dst_tree / "__cluster_metadata-0")
+    for name in ("meta.properties", "recovery-point-offset-checkpoint", "replication-offset-checkpoint"):
+        (dst_tree / name).write_text("0\n0\n")
+    _scan(spark, src_tree, tmp_path / "s", "source")
+    note = _scan(spark, dst_tree, tmp_path / "d", "destination")
+    assert note["batches"] == 17 and note["issues"] == {"truncated": 1, "set_aside_replica": 3}
+    issues = pq.read_table(tmp_path / "d" / "batch_scan_issues.parquet").to_pylist()
+    aside = sorted((i["file"].rsplit("-", 1)[-1], i["severity"]) for i in issues if i["partition"] == 0)
+    assert aside == [("delete", "info"), ("future", "info"), ("stray", "info")]
+    inv = _audit(spark, tmp_path / "s", tmp_path / "d", tmp_path / "run")["invariants"]
+    assert inv["CM-DATA-2"]["status"] == "pass", inv["CM-DATA-2"]
+
+    lost = dst_tree / "restored"
+    shutil.copytree(dst_tree / "orders-1", lost)
+    _scan(spark, dst_tree, tmp_path / "d", "destination")
+    inv = _audit(spark, tmp_path / "s", tmp_path / "d", tmp_path / "run2")["invariants"]
+    assert inv["CM-DATA-2"]["status"] == "fail"
+    failing = next(
+        c for c in inv["CM-DATA-2"]["checks"] if "could be read" in c["description"] and not c["success"]
+    )
+    assert {(e["kind"], e["topic"]) for e in failing["examples"]} == {("not_a_partition", None)}
+
+
 def _rewrite(path: Path, old: bytes, new: bytes) -> None:
     data = path.read_bytes()
     assert data.count(old) == 1
