@@ -10,9 +10,12 @@ small and uncompressed; their one record is decoded by kafka-python's ``DefaultR
 (a ``ControlRecord`` with version and type) rather than by hand.
 
 Damage never stops a scan: a truncated batch, bytes that are no batch, an old-format
-(magic 0/1) entry, a CRC that does not match, an empty segment are each reported as a
-``ScanIssue`` with the file and byte position, and the walker goes on with what it can
-still trust (the next batch when the length field is sound, else the next file).
+(magic 0/1) entry, a CRC that does not match are each reported as a ``ScanIssue`` with
+the file (None for a Fetch response) and the byte position where it begins, and the walker
+goes on with what it can still trust (the next batch when the length field is sound, else
+the next file). Whole-file issues (an empty segment, a missing index) come from planning,
+with no position (``segments.py``); a failed fetch puts its Kafka offset there
+(``wire.py``).
 """
 
 from __future__ import annotations
