@@ -110,6 +110,30 @@ def test_dollar_escape() -> None:
         ("source:\n  properties: {}\n", "source.bootstrap_servers: required key is missing"),
         ("source: [1, 2]\n", "source: expected a mapping"),
         ("- a\n- b\n", "<top level>: expected a mapping"),
+        (
+            "segments:\n  source:\n    read: disk\n",
+            "segments.source.read: must be one of 'none' | 'wire' | 'files', got 'disk'",
+        ),
+        ("segments:\n  split_bytes: 0\n", "segments.split_bytes: must be positive"),
+        ("segments:\n  split_bytes: -1\n", "segments.split_bytes: must be positive"),
+        ("segments:\n  split_offsets: 0\n", "segments.split_offsets: must be positive"),
+        ("segments:\n  fetch_max_bytes: 0\n", "segments.fetch_max_bytes: must be positive"),
+        (
+            "segments:\n  source:\n    read: files\n",
+            "segments.source.paths: read: files needs at least one path",
+        ),
+        (
+            "segments:\n  source:\n    read: files\n    paths: []\n",
+            "segments.source.paths: read: files needs at least one path",
+        ),
+        (
+            "segments:\n  destination:\n    read: wire\n    paths: [/data]\n",
+            "segments.destination.paths: paths are only read with read: files (read is 'wire')",
+        ),
+        (
+            "segments:\n  source:\n    paths: [/data]\n",
+            "segments.source.paths: paths are only read with read: files (read is 'none')",
+        ),
     ],
 )
 def test_bad_config_names_the_key(text: str, fragment: str) -> None:
@@ -119,6 +143,30 @@ def test_bad_config_names_the_key(text: str, fragment: str) -> None:
     assert fragment in message
     assert message.startswith("config file bad.yaml: ")
     assert "\n" not in message
+
+
+def test_segments_section_reads_files_or_wire_per_side() -> None:
+    cfg = parse_config(
+        "mode: cluster-mirroring\n"
+        "segments:\n"
+        "  source:\n"
+        "    read: files\n"
+        "    paths: [/var/lib/kafka/data, 's3a://backup/kafka']\n"
+        "  destination:\n"
+        "    read: wire\n"
+        "  deep: true\n"
+        "  split_bytes: 1048576\n",
+        env={},
+    )
+    seg = cfg.segments
+    assert (seg.source.read, seg.source.paths) == ("files", ("/var/lib/kafka/data", "s3a://backup/kafka"))
+    assert (seg.destination.read, seg.destination.paths) == ("wire", ())
+    assert (seg.deep, seg.split_bytes) == (True, 1048576)
+    assert seg.enabled()
+    # One path may be given as a plain string.
+    one = parse_config("segments:\n  destination:\n    read: files\n    paths: /data\n", env={})
+    assert one.segments.destination.paths == ("/data",)
+    assert not parse_config("", env={}).segments.enabled()
 
 
 def test_invalid_yaml_gives_position() -> None:
