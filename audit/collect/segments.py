@@ -40,7 +40,6 @@ from audit.errors import InputError
 log = logging.getLogger(__name__)
 
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
-SEGMENT_FILE = re.compile(r"^(?P<base>\d{20})\.log$")
 # Kafka sets a replica's directory aside, segments and all, by renaming it to
 # ``<topic>-<partition>.<id>-<state>`` (id: a UUID without dashes; the topic cut short where
 # the name would pass 255 characters): ``-future`` while the replica is copied to another
