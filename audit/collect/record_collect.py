@@ -100,6 +100,7 @@ def collect_records(
         "offsets_planned": plan.offsets(),
         "compacted_topics": sorted(plan.compacted),
         "issues": [dataclasses.asdict(p) for p in problems[:50]],
+        "unreadable_ranges": len(problems),
         "notes": list(plan.notes),
         "coverage": _coverage(history.partitions(topic_ids), plan),
     }

@@ -337,3 +337,25 @@ def test_partition_sizes_for_the_byte_budget_are_the_replicas_bytes_on_disk(sand
     assert sizes == on_disk and min(sizes.values()) > 0
     with pytest.raises(ClusterError, match=r"partition sizes unavailable.*max_records_per_run"):
         partition_sizes("source", ClusterConfig("127.0.0.1:1", timeout_seconds=2), [topic])
+
+
+def test_read_committed_turns_the_aborted_records_into_gaps(sandbox: SandboxState) -> None:
+    """The scan's isolation level on a real aborted transaction: read_uncommitted returns
+    the aborted records and only the abort marker is a gap; read_committed skips the records
+    too, so the two scans differ by exactly the aborted records."""
+    from audit.collect.records import chunk_ranges, consumer_settings
+
+    bootstrap = sandbox.cluster("source").bootstrap
+    topic = f"rec-isolation-{uuid.uuid4().hex[:6]}"
+    _create(bootstrap, topic)
+    _produce_with_abort(bootstrap, topic, _records(40, "iso"), True, f"iso-{topic}")
+    # 20 records (0-19), 5 aborted (20-24), the abort marker (25), 20 records (26-45)
+    seen: dict[str, tuple[list[tuple[int, int]], int]] = {}
+    for isolation in ("read_uncommitted", "read_committed"):
+        settings = consumer_settings({"bootstrap.servers": bootstrap}, isolation)
+        done, failed = chunk_ranges(settings, [(topic, 0, 0, 46)], 100, 30)
+        assert failed == [], failed
+        (chunk,) = done[0][1]
+        seen[isolation] = ([(g["start"], g["end"]) for g in chunk["gaps"]], chunk["record_count"])
+    assert seen["read_uncommitted"] == ([(25, 25)], 45)
+    assert seen["read_committed"] == ([(20, 25)], 40)

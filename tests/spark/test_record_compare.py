@@ -12,6 +12,7 @@ fault must be reported at exactly its chunk.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -164,6 +165,25 @@ def write_records(
                 hi = (a or b or {})["chunk_end"]
                 if p.narrowed:
                     divergences.append(divergence(p, lo, hi, failed=a is None or b is None))
+    # The ranges whose read failed, as the collector notes them in both manifests.
+    issues = [
+        {
+            "topic": p.topic,
+            "partition": p.partition,
+            "file": None,
+            "position": start,
+            "kind": "fetch_error",
+            "severity": "error",
+            "detail": f"{side}: no progress for 120s at the range ending at {start + SIZE}",
+        }
+        for p in parts
+        for side, failed in (("source", p.src_failed), ("destination", p.dst_failed))
+        for start in failed
+    ]
+    if issues:
+        manifest = json.loads((dst / "manifest.json").read_text())
+        manifest.setdefault("notes", {})["records"] = {"issues": issues, "unreadable_ranges": len(issues)}
+        (dst / "manifest.json").write_text(json.dumps(manifest))
     if "source" in sides:
         _write(src, "record_chunks", src_rows)
     if "destination" in sides:
@@ -236,6 +256,7 @@ def test_identical_chunks_and_a_compacted_topic_pass_every_record_invariant(
     for inv_id in RECORD_INVARIANTS:
         assert inv[inv_id]["status"] == "pass", (inv_id, inv[inv_id])
     assert inv["CM-DATA-1"]["evaluated"] == 9
+    assert inv["CM-DATA-1"]["unreadable_ranges"] == {"total": 0, "first": []}
     # The markers' gaps compared on the 6 chunks of topics that are not compacted.
     assert _check(inv["CM-TXN-2"], "record-level")["evaluated"] == 6
     assert [rows[("orders", 0, s)]["src_gap_count"] for s in (0, 10, 20)] == [1, 1, 0]
@@ -315,6 +336,14 @@ def test_each_chunk_fault_is_reported_at_its_chunk(spark: Any, tmp_path: Path) -
         d for d in inv["CM-DATA-1"]["first_divergence"] if (d["topic"], d["partition"]) == ("orders", 0)
     ]
     assert (first["chunk_start"], first["offset"], first["kind"]) == (10, 13, "payload_differs")
+    # The two chunks missing on one side were reads that failed: said so, with where.
+    unreadable = data1["unreadable_ranges"]
+    assert unreadable["total"] == 2
+    assert {(u["topic"], u["partition"], u["offset"]) for u in unreadable["first"]} == {
+        ("orders", 1, 20),
+        ("orders", 2, 0),
+    }
+    assert "2 range(s) could not be read" in (tmp_path / "run" / "report" / "index.html").read_text()
 
     txn2 = inv["CM-TXN-2"]
     assert txn2["status"] == "fail"
