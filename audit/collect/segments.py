@@ -453,26 +453,46 @@ def place_segments(uris: list[str], scope: ScopeConfig | None = None) -> Listing
 
 
 def list_segments(spark: Any, paths: list[str], scope: ScopeConfig | None = None) -> Listing:
-    """``*.log`` files under ``paths`` (files or directories, any Hadoop filesystem),
-    placed by ``place_segments``.
+    """``*.log`` files under ``paths`` (files, directories or globs, any Hadoop
+    filesystem), placed by ``place_segments``. Only ``*.log`` files are listed, so a
+    broker's other files (``meta.properties``, checkpoints, indexes) never reach the scan."""
+    return place_segments(list_log_files(spark, paths), scope)
 
-    The listing is Spark's own file index (``binaryFile``, content never read), which lists
-    on the driver like every Spark file source: a row per segment file, metadata-sized. Only
-    ``*.log`` files are listed, so a broker's other files (``meta.properties``, checkpoints,
-    indexes) never reach the scan."""
-    from pyspark.errors import AnalysisException
 
-    try:
-        uris = (
-            spark.read.format("binaryFile")
-            .option("pathGlobFilter", "*.log")
-            .option("recursiveFileLookup", "true")
-            .load(paths)
-            .inputFiles()
-        )
-    except AnalysisException as exc:
-        raise InputError(f"segment paths cannot be listed: {str(exc).splitlines()[0]}") from exc
-    return place_segments(list(uris), scope)
+def list_log_files(spark: Any, paths: list[str]) -> list[str]:
+    """Every ``*.log`` file under ``paths``, listed on the driver through the Hadoop
+    FileSystem of Spark's session (so any filesystem Spark reads: local, HDFS, S3A...).
+
+    Not Spark's file index (``binaryFile``): it drops every file and directory whose name
+    starts with ``_`` or ``.`` as a hidden or metadata file, and a topic such as
+    ``_schemas`` (Schema Registry) or ``_confluent-*`` would silently never be scanned. The
+    listing is metadata-sized: a few JVM calls per segment file."""
+    from py4j.protocol import Py4JJavaError
+
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    found: dict[str, None] = {}  # ordered, each file once however the paths overlap
+    for given in paths:
+        try:
+            path = jvm.org.apache.hadoop.fs.Path(given)
+            fs = path.getFileSystem(conf)
+            matches = fs.globStatus(path)
+            if not matches:
+                raise InputError(f"segment path does not exist: {given}")
+            for status in matches:
+                files = fs.listFiles(status.getPath(), True)
+                while files.hasNext():
+                    uri = files.next().getPath().toString()
+                    if uri.endswith(".log"):
+                        found[
+                            "file://" + uri[5:]
+                            if uri.startswith("file:/") and not uri.startswith("file://")
+                            else uri
+                        ] = None
+        except Py4JJavaError as exc:
+            first = str(exc.java_exception).splitlines()[0]
+            raise InputError(f"segment path {given} cannot be listed: {first}") from None
+    return list(found)
 
 
 def plan_ranges(listing: Listing, split_bytes: int) -> list[tuple[Any, ...]]:

@@ -1,0 +1,51 @@
+"""Which segment files a scan lists, through Spark's Hadoop filesystem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audit.collect.segments import list_log_files, list_segments
+from audit.errors import InputError
+
+SEGMENT = "00000000000000000000.log"
+
+
+def _touch(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"")
+    return path
+
+
+def test_topics_whose_names_start_with_an_underscore_or_a_dot_are_listed(spark: Any, tmp_path: Path) -> None:
+    """Spark's own file index hides names starting with '_' or '.', which would leave
+    topics like _schemas out of the scan without a word."""
+    for name in ("_schemas-0", "_confluent-command-0", ".odd-0", "orders-0"):
+        _touch(tmp_path / name / SEGMENT)
+        _touch(tmp_path / name / "00000000000000000000.index")  # not a segment: never listed
+    _touch(tmp_path / "orders-0" / "00000000000000000100.log")
+    listing = list_segments(spark, [str(tmp_path)])
+    topics = sorted({(f.topic, f.partition) for f in listing.files})
+    assert topics == [(".odd", 0), ("_confluent-command", 0), ("_schemas", 0), ("orders", 0)]
+    assert len(listing.files) == 5
+    newest = [f.uri for f in listing.files if f.is_last_segment and f.topic == "orders"]
+    assert [u.rsplit("/", 1)[-1] for u in newest] == ["00000000000000000100.log"]
+
+
+def test_paths_may_be_files_directories_or_globs_and_overlap(spark: Any, tmp_path: Path) -> None:
+    one = _touch(tmp_path / "a-0" / SEGMENT)
+    _touch(tmp_path / "b-0" / SEGMENT)
+    uris = list_log_files(spark, [str(one), str(tmp_path), str(tmp_path / "*-0")])
+    assert sorted(u.rsplit("/", 2)[-2] for u in uris) == ["a-0", "b-0"]  # each file once
+    assert all(u.startswith("file:///") for u in uris)
+
+
+def test_a_missing_path_or_an_unknown_filesystem_is_an_input_error(spark: Any, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"segment path does not exist: .*nope"):
+        list_log_files(spark, [str(tmp_path / "nope")])
+    with pytest.raises(InputError, match="segment path does not exist"):
+        list_log_files(spark, [str(tmp_path / "nothing-*")])
+    with pytest.raises(InputError, match='No FileSystem for scheme "nosuch"'):
+        list_log_files(spark, ["nosuch://bucket/topic-0"])
