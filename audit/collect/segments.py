@@ -2,14 +2,15 @@
 
 Where a mirror's segment files can be read (a broker's log dirs, a backup copy, tiered
 storage), batch-by-batch equality is the strongest proof that a byte-for-byte mirror did
-its job. The files can be anywhere Spark's ``binaryFile`` source can list; they are read
+its job. The files can be on any filesystem Spark's Hadoop configuration reaches; they are read
 by byte range (local files with ``os.pread``, anything else through ``pyarrow.fs``),
 never loaded whole, so a 1 GiB segment costs a task's header walk, not 1 GiB of memory.
 
 The job, all of it on Spark:
 
-1. list ``*.log`` files with ``binaryFile`` (the content column is never selected, so
-   nothing is read); the partition is the parent directory, ``<topic>-<partition>``; the
+1. list ``*.log`` files through the session's Hadoop FileSystem on the driver (nothing
+   is read; see ``list_log_files`` for why not ``binaryFile``); the partition is the
+   parent directory, ``<topic>-<partition>``; the
    replica directories Kafka sets aside (``-future``, ``-delete``, ``-stray``) and its
    metadata log are left out, the former each with an information row;
 2. split each file into byte ranges of about ``split_bytes`` at batch boundaries taken
