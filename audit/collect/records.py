@@ -175,10 +175,12 @@ def plan_records(
             ranges.append(r)
             charge((r.topic, r.partition), r.end - r.start)
         if deferred:
-            budget = " and ".join(
-                [f"{max_records} offsets"] * bool(max_records)
-                + [f"{max_bytes} bytes (estimated from partition sizes)"] * bool(max_bytes)
-            )
+            limits = []
+            if max_records:
+                limits.append(f"{max_records} offsets")
+            if max_bytes:
+                limits.append(f"{max_bytes} bytes (estimated from partition sizes)")
+            budget = " and ".join(limits)
             notes.append(
                 f"budget of {budget} reached: {sum(b - a for a, b in deferred.values())} offsets in "
                 f"{len(deferred)} partitions left for the next runs"
