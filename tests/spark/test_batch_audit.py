@@ -244,6 +244,77 @@ def test_each_damage_to_a_copy_is_caught_at_its_offset(spark: Any, tmp_path: Pat
     assert inv["CM-EPOCH-4"]["status"] == "pass"
 
 
+def test_transactions_left_open_below_the_lso_are_flagged_on_either_side(spark: Any, tmp_path: Path) -> None:
+    """Each side's copy loses one marker: the source the ABORT at 10 (pid 43's batch at 8
+    is left open), the destination the COMMIT at 5 (pid 42's batch at 3). Against
+    snapshots whose last stable offset is 11 (the broker's view: only pid 44's transaction
+    at 11 is open) both are below it and flagged, each at its own side and offset; pid
+    44's batch at the LSO is not. With each side's LSO at its oldest open batch (8 and 3,
+    what a broker holding these logs would report) the same batches are at or after it and
+    nothing is flagged: the comparison is strictly below."""
+    batches = _orders_0()
+    src_tree = source_tree(tmp_path / "src")
+    dst_tree = tmp_path / "dst"
+    shutil.copytree(src_tree, dst_tree)
+    for tree, marker in ((src_tree, batches[5]), (dst_tree, batches[2])):
+        seg = tree / "orders-0" / f"{0:020d}.log"
+        _rewrite(seg, marker, b"")
+        seg.with_suffix(".index").unlink()  # stale after the removal
+
+    def audit(name: str, src_lso: int, dst_lso: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        src, dst = write_pair(
+            tmp_path / name,
+            [
+                part("orders", 0, high_watermark=12, last_stable_offset=src_lso),
+                part("orders", 1, high_watermark=10),
+            ],
+            [
+                part("orders", 0, high_watermark=12, last_stable_offset=dst_lso),
+                part("orders", 1, high_watermark=10),
+            ],
+        )
+        _scan(spark, src_tree, src, None)
+        _scan(spark, dst_tree, dst, None)
+        run = tmp_path / name / "run"
+        txn3 = _audit(spark, src, dst, run)["invariants"]["CM-TXN-3"]
+        rows = pq.read_table(run / "compare" / "txn_closure.parquet").to_pylist()
+        return txn3, [r for r in rows if r["partition"] == 0 and not r["is_control"]]
+
+    def unclosed(txn3: dict[str, Any]) -> dict[str, Any]:
+        return next(c for c in txn3["checks"] if "below the last stable offset" in c["description"])
+
+    txn3, rows = audit("below", 11, 11)
+    assert txn3["status"] == "fail", txn3
+    check = unclosed(txn3)
+    assert check["unexpected"] == 2
+    assert {
+        (e["side"], e["partition"], e["base_offset"], e["last_stable_offset"]) for e in check["examples"]
+    } == {
+        ("source", 0, 8, 11),
+        ("destination", 0, 3, 11),
+    }
+    flagged = {(r["side"], r["base_offset"]): r["unclosed_below_lso"] for r in rows}
+    assert flagged == {
+        ("source", 3): False,  # closed by the COMMIT at 5
+        ("source", 8): True,
+        ("source", 11): False,  # open, but at the LSO
+        ("destination", 3): True,
+        ("destination", 8): False,  # closed by the ABORT at 10
+        ("destination", 11): False,
+    }
+
+    txn3, rows = audit("at", 8, 3)
+    assert txn3["status"] == "pass", txn3
+    assert unclosed(txn3)["unexpected"] == 0
+    assert not any(r["unclosed_below_lso"] for r in rows)
+    assert {(r["side"], r["base_offset"]) for r in rows if r["closing_offset"] is None} == {
+        ("source", 8),
+        ("source", 11),
+        ("destination", 3),
+        ("destination", 11),
+    }
+
+
 def test_destination_batch_epochs_above_dle_and_unequal_epochs(spark: Any, tmp_path: Path) -> None:
     src_tree = source_tree(tmp_path / "src")
     dst_tree = tmp_path / "dst"
