@@ -1,0 +1,148 @@
+"""Splitting a wire fetch by offset range, on hand-made batches behind a fake broker.
+
+A partition is fetched as many [start, end) ranges in different Spark tasks. Range
+boundaries fall anywhere, usually inside a batch, and each response may end inside one, so
+the batches of all ranges together must be the partition's batches exactly once each: none
+lost where a range starts mid-batch, none twice where a batch straddles a boundary.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import pytest
+
+from audit.collect.batch_format import ScanSink, walk
+from audit.collect.wire import FetchResult, FetchSession, fetch_range, plan_ranges
+from tests.batches import batch, control_batch
+
+START = 100  # a log start that is not 0, as after retention
+
+
+def _log() -> list[bytes]:
+    """Offsets 100..121: batches of 1 to 6 records, a transaction and its marker, a
+    compressed batch; sizes differ, so a byte budget cuts them at different places."""
+    return [
+        batch(100, [(b"a", b"1"), (b"b", b"2"), (b"c", b"3")]),
+        batch(103, [(b"d", b"4")]),
+        batch(
+            104,
+            [(b"t", bytes([i]) * 40) for i in range(5)],
+            transactional=True,
+            producer_id=7,
+            producer_epoch=1,
+        ),
+        control_batch(109, 1, producer_id=7, producer_epoch=1),
+        batch(110, [(b"z", b"y" * 200)] * 6, compression=1),
+        batch(116, [(b"e", b"5"), (b"f", b"6")]),
+        batch(118, [(b"g", b"7")] * 4),
+    ]
+
+
+def _last_offset(raw: bytes) -> int:
+    base, delta = struct.unpack_from(">q", raw)[0], struct.unpack_from(">i", raw, 23)[0]
+    return int(base + delta)
+
+
+class FakeBroker(FetchSession):
+    """Answers a Fetch as a broker does: from the batch holding the offset, whole batches
+    up to ``max_bytes``, the first one whole even if larger (KIP-74), and the byte budget
+    may end inside the next batch (the slice of the log is not cut at batch boundaries)."""
+
+    def __init__(self, log: list[bytes]) -> None:
+        self.log = log
+        self.high_watermark = _last_offset(log[-1]) + 1
+        self.asked: list[int] = []
+        self.cut_short = 0
+
+    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchResult:
+        self.asked.append(offset)
+        first = next((i for i, b in enumerate(self.log) if _last_offset(b) >= offset), len(self.log))
+        data = b"".join(self.log[first:])
+        size = max(max_bytes, len(self.log[first])) if first < len(self.log) else 0
+        if size < len(data) and size not in _boundaries(self.log[first:]):
+            self.cut_short += 1
+        return FetchResult(data[:size], 0, self.high_watermark, START)
+
+
+def _boundaries(log: list[bytes]) -> set[int]:
+    out, pos = set(), 0
+    for b in log:
+        pos += len(b)
+        out.add(pos)
+    return out
+
+
+def _without_position(sink: ScanSink) -> list[dict[str, Any]]:
+    """Rows minus ``position``: over the wire it is a place in one response, not in a file."""
+    return [{k: v for k, v in r.items() if k != "position"} for r in sink.rows()]
+
+
+def _whole() -> ScanSink:
+    data = b"".join(_log())
+    sink = ScanSink()
+    walk(
+        lambda p, n: data[p : p + n],
+        0,
+        len(data),
+        len(data),
+        sink,
+        topic="t",
+        partition=3,
+        file=None,
+        deep=True,
+    )
+    return sink
+
+
+def test_plan_ranges_cuts_each_partition_into_split_sized_ranges() -> None:
+    parts = [("t", 0, 5, 27), ("t", 1, 0, 10), ("u", 0, 7, 7)]
+    assert plan_ranges(parts, 10) == [
+        ("t", 0, 5, 15),
+        ("t", 0, 15, 25),
+        ("t", 0, 25, 27),
+        ("t", 1, 0, 10),
+    ]
+    assert plan_ranges(parts, 1_000_000) == [("t", 0, 5, 27), ("t", 1, 0, 10)]
+    assert plan_ranges(parts, 1) == [("t", 0, o, o + 1) for o in range(5, 27)] + [
+        ("t", 1, o, o + 1) for o in range(10)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("max_bytes", "ends_inside_a_batch"),
+    [
+        (1, False),  # each response is one whole batch (KIP-74)
+        (150, True),
+        (400, True),
+        (1 << 20, False),  # the whole rest of the log in each response
+    ],
+)
+def test_ranges_of_any_size_give_every_batch_exactly_once(max_bytes: int, ends_inside_a_batch: bool) -> None:
+    whole = _without_position(_whole())
+    assert [r["base_offset"] for r in whole] == [100, 103, 104, 109, 110, 116, 118]
+    mid_batch_starts = cut_short = 0
+    for split in range(1, 25):
+        broker = FakeBroker(_log())
+        sink = ScanSink()
+        for topic, partition, start, end in plan_ranges([("t", 3, START, broker.high_watermark)], split):
+            fetch_range(broker, topic, partition, start, end, sink, deep=True, max_bytes=max_bytes)
+        assert _without_position(sink) == whole, split
+        assert sink.issues == [], (split, sink.issues)
+        bases = {r["base_offset"] for r in whole}
+        mid_batch_starts += sum(o not in bases for o in broker.asked)
+        cut_short += broker.cut_short
+    # The paths the test is about were taken: ranges starting inside a batch, and (with a
+    # budget smaller than the log) responses ending inside one, then fetched again.
+    assert mid_batch_starts > 0
+    assert (cut_short > 0) == ends_inside_a_batch
+
+
+def test_a_range_inside_one_batch_yields_nothing_and_asks_once() -> None:
+    """[111, 114) lies inside the batch 110..115: that batch belongs to the range holding
+    110, so this range adds nothing, and one Fetch shows it (the batch ends past 114)."""
+    broker = FakeBroker(_log())
+    sink = ScanSink()
+    fetch_range(broker, "t", 3, 111, 114, sink, deep=False, max_bytes=1)
+    assert (len(sink), sink.issues, broker.asked) == (0, [], [111])
