@@ -278,7 +278,7 @@ def collect_batches(spark: Any, cfg: AuditConfig, role: Role, directory: Path) -
     """Add one side's batch tables to its snapshot, from wire or files per ``cfg.segments``."""
     from audit.collect.segments import ScanOptions, scan_segments
     from audit.collect.transactions import kafka_python_settings
-    from audit.collect.wire import fetch_batches
+    from audit.collect.wire import fetch_batches, plan_ranges
 
     seg = cfg.segments
     source = seg.source if role == "source" else seg.destination
@@ -306,16 +306,26 @@ def collect_batches(spark: Any, cfg: AuditConfig, role: Role, directory: Path) -
         settings = kafka_python_settings(cluster)
         if isinstance(settings, str):
             raise ConfigError(f"{role}: segments read: wire is not possible: {settings}")
+        partitions = wire_ranges(directory)
         scanned = fetch_batches(
             spark,
             settings,
-            wire_ranges(directory),
+            partitions,
             deep=seg.deep,
             split_offsets=seg.split_offsets,
             max_bytes=seg.fetch_max_bytes,
             timeout_ms=int(cluster.timeout_seconds * 1000),
         )
-        note = {"read": "wire", "bootstrap_servers": cluster.bootstrap_servers, "deep": seg.deep}
+        # How the fetch was cut, so a run can be told apart from one with other settings
+        # (and a test can see that its split was the one applied).
+        note = {
+            "read": "wire",
+            "bootstrap_servers": cluster.bootstrap_servers,
+            "deep": seg.deep,
+            "split_offsets": seg.split_offsets,
+            "offset_ranges": len(plan_ranges(partitions, seg.split_offsets)),
+            "fetch_max_bytes": seg.fetch_max_bytes,
+        }
     else:
         raise ConfigError(f"segments.{role}.read is 'none': nothing to collect")
     return write_batch_scan(spark, scanned, directory, role, note)
