@@ -171,25 +171,48 @@ def test_scan_equals_kafka_dump_log(sandbox: SandboxState, written: dict[str, An
     assert all(i["severity"] == "info" for i in issues), issues
 
 
-def _config(tmp: Path, sandbox: SandboxState) -> Path:
+def _config(tmp: Path, sandbox: SandboxState, extra: str = "") -> Path:
     path = tmp / "audit.yaml"
     path.write_text(
         f"source:\n  bootstrap_servers: {sandbox.cluster('source').bootstrap}\n  timeout_seconds: 20\n"
         f"destination:\n  bootstrap_servers: {sandbox.cluster('destination').bootstrap}\n"
         "  timeout_seconds: 20\n"
-        "spark:\n  master: local[2]\n  conf:\n    spark.sql.shuffle.partitions: '2'\n"
+        "spark:\n  master: local[2]\n  conf:\n    spark.sql.shuffle.partitions: '2'\n" + extra
     )
     return path
+
+
+# A split that cuts the transactional topic (5 transactions of 10 records and a marker:
+# 55 offsets) through its batches, and each codec's big batches into many ranges, most of
+# them inside one batch; a byte budget below most batches' size, so responses hold one
+# batch or end inside the next one and are fetched again.
+SPLIT_OFFSETS, FETCH_MAX_BYTES = 27, 1024
 
 
 def test_fetch_over_the_wire_equals_the_segment_scan(
     sandbox: SandboxState, written: dict[str, Any], tmp_path: Path
 ) -> None:
-    cfg = _config(tmp_path, sandbox)
+    """The wire tables equal the segment tables for the same partitions, batches and
+    markers cell by cell (minus where the bytes were: file and position), both with the
+    default split (one offset range per partition) and split into ranges of
+    ``SPLIT_OFFSETS``: no batch lost or fetched twice at a range boundary."""
+    # Only this module's topics: a session's other topics would be fetched in tiny ranges too.
+    scope = f"scope:\n  topics:\n    include: ['{written['plain']}', '{written['txn']}']\n"
+    cfg = _config(tmp_path, sandbox, scope)
+    split_dir = tmp_path / "split"
+    split_dir.mkdir()
+    split_cfg = _config(
+        split_dir,
+        sandbox,
+        scope + f"segments:\n  split_offsets: {SPLIT_OFFSETS}\n  fetch_max_bytes: {FETCH_MAX_BYTES}\n",
+    )
     assert run_cli("snapshot", "--config", str(cfg), "--out", str(tmp_path / "run")).returncode == 0
     snap = tmp_path / "run" / "source"
-    proc = run_cli("segments", "fetch", "--config", str(cfg), "--role", "source", "--out", str(snap))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    split_snap = tmp_path / "split-source"
+    shutil.copytree(snap, split_snap)
+    for config, out in ((cfg, snap), (split_cfg, split_snap)):
+        proc = run_cli("segments", "fetch", "--config", str(config), "--role", "source", "--out", str(out))
+        assert proc.returncode == 0, proc.stderr[-3000:]
     proc = run_cli(
         "segments", "scan", *map(str, written["dirs"]), "--out", str(tmp_path / "seg"), "--role", "source"
     )
@@ -197,25 +220,35 @@ def test_fetch_over_the_wire_equals_the_segment_scan(
     ours = {written["plain"], written["txn"]}
     drop = ("file", "position", "crc_valid")
 
-    def key(r: dict[str, Any]) -> tuple[str, int]:
-        return (r["topic"], r["base_offset"])
+    def cells(path: Path, offset: str) -> list[dict[str, Any]]:
+        return sorted(
+            ({k: v for k, v in r.items() if k not in drop} for r in _rows(path) if r["topic"] in ours),
+            key=lambda r: (r["topic"], r["partition"], r[offset]),
+        )
 
-    wire = sorted(
-        (
-            {k: v for k, v in r.items() if k not in drop}
-            for r in _rows(snap / "batches.parquet")
-            if r["topic"] in ours
-        ),
-        key=key,
-    )
-    seg = sorted(
-        ({k: v for k, v in r.items() if k not in drop} for r in _rows(tmp_path / "seg" / "batches.parquet")),
-        key=key,
-    )
-    assert len(wire) >= 10
-    assert wire == seg
-    manifest = json.loads((snap / "manifest.json").read_text())
-    assert manifest["notes"]["batches"]["read"] == "wire"
+    seg = cells(tmp_path / "seg" / "batches.parquet", "base_offset")
+    seg_markers = cells(tmp_path / "seg" / "markers.parquet", "offset")
+    assert len(seg) >= 10 and len(seg_markers) == 5
+    # The split really cuts through batches of both topics (the case under test).
+    for topic in ours:
+        batches = [r for r in seg if r["topic"] == topic]
+        start, end = batches[0]["base_offset"], batches[-1]["last_offset"] + 1
+        cuts = range(start + SPLIT_OFFSETS, end, SPLIT_OFFSETS)
+        assert any(b["base_offset"] < c <= b["last_offset"] for b in batches for c in cuts), topic
+
+    parts = _rows(snap / "partitions.parquet")
+    assert {p["topic"] for p in parts} == ours
+    for out, split in ((snap, 1_000_000), (split_snap, SPLIT_OFFSETS)):
+        assert cells(out / "batches.parquet", "base_offset") == seg, out.name
+        assert cells(out / "markers.parquet", "offset") == seg_markers, out.name
+        note = json.loads((out / "manifest.json").read_text())["notes"]["batches"]
+        assert note["read"] == "wire" and note["split_offsets"] == split
+        expected_ranges = sum(
+            -(-(p["high_watermark"] - p["log_start_offset"]) // split)
+            for p in parts
+            if p["high_watermark"] > p["log_start_offset"]
+        )
+        assert note["offset_ranges"] == expected_ranges
 
 
 def _batches_by_offset(out: Path) -> dict[tuple[str, int], dict[str, Any]]:
