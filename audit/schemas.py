@@ -16,7 +16,9 @@ SNAPSHOT_FORMAT = "mirror-audit-snapshot/1"
 @dataclass(frozen=True)
 class Column:
     name: str
-    type: str  # "string" | "int32" | "int64" | "double" | "boolean" | "ranges" (list of [start, end])
+    # "string" | "int32" | "int64" | "double" | "boolean" | "ranges" (list of [start, end])
+    # | "epoch_runs" (list of [start offset, leader epoch])
+    type: str
     nullable: bool = True
 
 
@@ -158,6 +160,10 @@ SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
         _c("checksum", "string", False),  # xxHash3-128 of the framed records in offset order
         _c("min_record_epoch", "int32"),
         _c("max_record_epoch", "int32"),
+        # Where the record leader epoch changes: (first offset, epoch) per run of equal
+        # epochs, so two chunks holding the same offsets agree on every offset's epoch
+        # exactly when their runs are equal.
+        _c("epoch_runs", "epoch_runs", False),
         _c("gap_count", "int64", False),  # offsets in the chunk with no record
         _c("gaps_checksum", "string", False),  # xxHash3-64 of every gap range
         _c("gaps", "ranges"),  # the first 100 gap ranges, [start, end] inclusive
@@ -193,6 +199,7 @@ def arrow_schema(table: str) -> Any:
         "double": pa.float64(),
         "boolean": pa.bool_(),
         "ranges": pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64())])),
+        "epoch_runs": pa.list_(pa.struct([("start", pa.int64()), ("epoch", pa.int32())])),
     }
     return pa.schema([pa.field(c.name, types[c.type], nullable=c.nullable) for c in SNAPSHOT_TABLES[table]])
 
@@ -208,6 +215,9 @@ def spark_schema(table: str) -> Any:
         "boolean": T.BooleanType(),
         "ranges": T.ArrayType(
             T.StructType([T.StructField("start", T.LongType()), T.StructField("end", T.LongType())])
+        ),
+        "epoch_runs": T.ArrayType(
+            T.StructType([T.StructField("start", T.LongType()), T.StructField("epoch", T.IntegerType())])
         ),
     }
     return T.StructType([T.StructField(c.name, types[c.type], c.nullable) for c in SNAPSHOT_TABLES[table]])
@@ -227,6 +237,7 @@ def pandas_dtype(type_: str) -> Any:
         "double": pd.Float64Dtype(),
         "boolean": pd.BooleanDtype(),
         "ranges": object,
+        "epoch_runs": object,
     }[type_]
 
 

@@ -6,7 +6,8 @@ consecutive runs line up too. Its checksum is xxHash3-128 over the records in of
 each framed as (offset, timestamp, key length or -1, value length or -1, header count,
 key, value, headers): order-sensitive, and a null key or value never equals an empty one.
 Offsets with no record (transaction markers, compacted or, under read_committed, aborted
-records) are the chunk's gaps, kept as ranges; record leader epochs as min and max.
+records) are the chunk's gaps, kept as ranges; record leader epochs as min and max and as
+runs (the offset where each new epoch begins), which pin the epoch of every offset.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class Chunk:
     last: int | None = None
     min_epoch: int | None = None
     max_epoch: int | None = None
+    epoch_runs: list[tuple[int, int]] = field(default_factory=list)  # (first offset, epoch)
     gap_count: int = 0
     gap_ranges: int = 0
     gaps: list[tuple[int, int]] = field(default_factory=list)
@@ -83,6 +85,7 @@ class Chunk:
             "checksum": self._hash.hexdigest(),
             "min_record_epoch": self.min_epoch,
             "max_record_epoch": self.max_epoch,
+            "epoch_runs": [{"start": o, "epoch": e} for o, e in self.epoch_runs],
             "gap_count": self.gap_count,
             "gaps_checksum": self._gap_hash.hexdigest(),
             "gaps": [{"start": lo, "end": hi} for lo, hi in self.gaps],
@@ -134,7 +137,8 @@ class RangeChunker:
         if c.first is None:
             c.first = offset
         c.last = offset
-        if epoch is not None and epoch >= 0:
+        if epoch is not None and epoch >= 0 and (not c.epoch_runs or c.epoch_runs[-1][1] != epoch):
+            c.epoch_runs.append((offset, epoch))
             c.min_epoch = epoch if c.min_epoch is None else min(c.min_epoch, epoch)
             c.max_epoch = epoch if c.max_epoch is None else max(c.max_epoch, epoch)
         self._expected = offset + 1
@@ -143,7 +147,8 @@ class RangeChunker:
         """:meth:`add` for a list of consumer messages, with the per-record work inlined:
         the hot loop of a record scan. The same bytes reach the hash as through
         :func:`frame` (hashing is streaming, so the parts may be fed one by one); count,
-        first, last and the epochs live in locals and are stored once per chunk, which
+        first, last and the epochs live in locals and are stored once per chunk (an epoch
+        run is appended where the epoch changes), which
         took the loop from 680 to about 535 ns a record with one header (measured with
         confluent-kafka ``Message`` objects)."""
         pack, hpack = _FRAME.pack, _HEADER.pack
@@ -151,6 +156,8 @@ class RangeChunker:
         upd = c._hash.update
         expected = self._expected
         count, first, last, lo_e, hi_e = c.count, c.first, c.last, c.min_epoch, c.max_epoch
+        runs = c.epoch_runs
+        run_e = runs[-1][1] if runs else None
         end = c.end
         for m in msgs:
             offset = m.offset()
@@ -162,6 +169,8 @@ class RangeChunker:
                 upd, end = c._hash.update, c.end
                 expected = self._expected
                 count, first, last, lo_e, hi_e = c.count, c.first, c.last, c.min_epoch, c.max_epoch
+                runs = c.epoch_runs
+                run_e = runs[-1][1] if runs else None
             if offset > expected:
                 c.gap(expected, offset - 1)
             key, value, headers = m.key(), m.value(), m.headers()
@@ -190,7 +199,10 @@ class RangeChunker:
                 first = offset
             last = offset
             epoch = m.leader_epoch()
-            if epoch is not None and epoch >= 0:
+            # One comparison a record: epochs change only at leader changes.
+            if epoch != run_e and epoch is not None and epoch >= 0:
+                runs.append((offset, epoch))
+                run_e = epoch
                 if lo_e is None or epoch < lo_e:
                     lo_e = epoch
                 if hi_e is None or epoch > hi_e:

@@ -4,7 +4,7 @@ A record scan reads the same chunks on both clusters, so chunks join on their bo
 chunk is ``same`` when checksum and gaps agree; on a compacted topic the two log cleaners
 legitimately keep different offsets, so a chunk whose narrowing found the records equal
 wherever both sides hold one is ``tolerated`` and its gaps are not compared, nor its record
-epochs (each side's min and max cover other records). A differing compacted chunk that was
+epochs (each side's epoch runs cover other records). A differing compacted chunk that was
 not narrowed (past ``records.narrow_max_chunks``) is ``unverified``: whether only
 compaction sets it apart is not known yet, so it neither fails CM-DATA-1 nor counts as
 verified, and the next run narrows it.
@@ -24,6 +24,7 @@ CHUNK_FIELDS = (
     "checksum",
     "min_record_epoch",
     "max_record_epoch",
+    "epoch_runs",
     "gap_count",
     "gaps_checksum",
     "compacted",
@@ -96,17 +97,12 @@ def compare_record_chunks(
                 F.col("dst_max_record_epoch") <= F.col("dst_leader_epoch"),
             ),
         )
-        .withColumn(
-            "epochs_equal",
-            F.when(
-                both,
-                F.col("src_min_record_epoch").eqNullSafe(F.col("dst_min_record_epoch"))
-                & F.col("src_max_record_epoch").eqNullSafe(F.col("dst_max_record_epoch")),
-            ),
-        )
-        # Per-chunk min and max stand for the epochs at each offset only where both sides
-        # hold the same records: on a compacted topic whose chunks differ (tolerated), each
-        # cleaner removed other records, and with them other epochs.
+        # The epoch runs pin the epoch of every offset a chunk holds: equal runs, equal
+        # epochs offset by offset (where both sides hold the same offsets).
+        .withColumn("epochs_equal", F.when(both, F.col("src_epoch_runs") == F.col("dst_epoch_runs")))
+        # That holds only where both sides hold the same records: on a compacted topic
+        # whose chunks differ (tolerated), each cleaner removed other records, and with
+        # them other epochs.
         .withColumn(
             "epochs_must_match",
             F.lit(cfg.mirror.preserves_batch_epochs) & both & (~F.col("compacted") | checksums_equal),

@@ -404,3 +404,23 @@ def test_a_differing_chunk_left_unnarrowed_is_unverified_on_a_compacted_topic_on
     assert data1["status"] == "fail"
     assert _examples(data1) == {("plain", 0, 10)}
     assert {(d["topic"], d["chunk_start"]) for d in data1["first_divergence"]} == {("plain", 10)}
+
+
+def test_epochs_are_compared_offset_by_offset_not_by_their_extremes(spark: Any, tmp_path: Path) -> None:
+    """A leader change the mirror placed at another offset: both chunks span epochs 3 to 4,
+    so their min and max agree, but the epoch runs do not."""
+    src = [replace(r, epoch=4) if r.offset >= 5 else r for r in log(10)]
+    dst = [replace(r, epoch=4) if r.offset >= 7 else r for r in log(10)]
+    parts = [Partition("moved", 0, src, dst, end=10, dle=4), Partition("kept", 0, src, src, end=10, dle=4)]
+    pair = write_records(tmp_path / "pair", parts)
+    cfg = parse_config("mirror:\n  preserves_batch_epochs: true\n", env={})
+    inv = _audit(*pair, tmp_path / "run", cfg)["invariants"]
+    rows = _statuses(tmp_path / "run")
+    moved = rows[("moved", 0, 0)]
+    assert (moved["src_min_record_epoch"], moved["src_max_record_epoch"]) == (3, 4)
+    assert (moved["dst_min_record_epoch"], moved["dst_max_record_epoch"]) == (3, 4)
+    assert [r["start"] for r in moved["dst_epoch_runs"]] == [0, 7]
+    assert moved["epochs_equal"] is False and rows[("kept", 0, 0)]["epochs_equal"] is True
+    unequal = _check(inv["CM-EPOCH-4"], "equal the source")
+    assert _examples(unequal) == {("moved", 0, 0)}
+    assert inv["CM-DATA-1"]["status"] == "pass"  # epochs are not in the checksum

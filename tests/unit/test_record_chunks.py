@@ -116,12 +116,24 @@ def test_gaps_inside_and_at_the_end_of_chunks_are_ranges() -> None:
     ]
 
 
-def test_record_epochs_are_kept_as_min_and_max() -> None:
+def _epochs(epochs: list[int | None]) -> dict[str, Any]:
     c = RangeChunker("t", 0, 0, 10, 10)
-    for i, e in enumerate([4, 4, 5, 7, 7]):
+    for i, e in enumerate(epochs):
         c.add(i, 1, b"k", b"v", None, e)
     (row,) = [x.row() for x in c.finish()]
+    return row
+
+
+def test_record_epochs_are_kept_as_min_max_and_the_runs_that_pin_every_offset() -> None:
+    row = _epochs([4, 4, None, 5, -1, 7, 7])  # None and -1: no epoch (old formats), skipped
     assert (row["min_record_epoch"], row["max_record_epoch"]) == (4, 7)
+    assert row["epoch_runs"] == [{"start": 0, "epoch": 4}, {"start": 3, "epoch": 5}, {"start": 5, "epoch": 7}]
+    # Same records, same min and max, but the leader changed at another offset: the runs
+    # tell the two apart, min and max cannot.
+    moved = _epochs([4, 4, None, 4, -1, 7, 7])
+    assert (moved["min_record_epoch"], moved["max_record_epoch"]) == (4, 7)
+    assert moved["epoch_runs"] != row["epoch_runs"]
+    assert moved["checksum"] == row["checksum"]  # epochs are not in the checksum
 
 
 def test_the_message_loop_hashes_exactly_like_add() -> None:
