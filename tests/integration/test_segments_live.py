@@ -45,6 +45,10 @@ COMPARED = (
     "record_count",
     "size_bytes",
     "position",
+    "base_sequence",
+    "magic",
+    "timestamp_type",
+    "max_timestamp_ms",
 )
 
 
@@ -52,19 +56,16 @@ COMPARED = (
 def written(sandbox: SandboxState) -> dict[str, Any]:
     """Two single-replica topics on source broker 1 with 1 MiB segments (Kafka's minimum), so
     several files and indexes per partition: one per codec, one transactional with commits
-    and aborts."""
+    and aborts whose timestamps the broker sets (LogAppendTime)."""
     bootstrap = sandbox.cluster("source").bootstrap
     suffix = uuid.uuid4().hex[:6]
     plain, txn = f"seg-codecs-{suffix}", f"seg-txn-{suffix}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for topic in (plain, txn):
-        admin.create_topics(
-            [
-                NewTopic(
-                    topic, num_partitions=1, replica_assignment=[[1]], config={"segment.bytes": str(1 << 20)}
-                )
-            ]
-        )[topic].result(timeout=60)
+    for topic, timestamps in ((plain, "CreateTime"), (txn, "LogAppendTime")):
+        config = {"segment.bytes": str(1 << 20), "message.timestamp.type": timestamps}
+        admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[1]], config=config)])[
+            topic
+        ].result(timeout=60)
     for codec in CODECS:
         p = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 20})
         for i in range(3000):  # random bytes: ~2.5 MB even compressed, so several 1 MiB segments
@@ -113,6 +114,11 @@ def _dump_log(sandbox: SandboxState, files: list[Path]) -> tuple[list[dict[str, 
                     "record_count": int(f["count"]),
                     "size_bytes": int(f["size"]),
                     "position": int(f["position"]),
+                    "base_sequence": int(f["baseSequence"]),
+                    "magic": int(f["magic"]),
+                    # printed as "<timestamp type>: <max timestamp>"
+                    "timestamp_type": "LogAppendTime" if "LogAppendTime" in f else "CreateTime",
+                    "max_timestamp_ms": int(f.get("LogAppendTime", f.get("CreateTime", "-2"))),
                 }
             )
         elif "endTxnMarker:" in line:
@@ -145,6 +151,7 @@ def test_scan_equals_kafka_dump_log(sandbox: SandboxState, written: dict[str, An
     ours = _rows(out / "batches.parquet")
     assert all(r["crc_valid"] for r in ours)
     assert {r["compression"] for r in ours} == set(CODECS)
+    assert {r["timestamp_type"] for r in ours} == {"CreateTime", "LogAppendTime"}
     mine = sorted(
         (
             {"file": Path(r["file"]).name, "dir": Path(r["file"]).parent.name} | {k: r[k] for k in COMPARED}
