@@ -103,6 +103,7 @@ def audited(sandbox: SandboxState, tmp_path_factory: pytest.TempPathFactory) -> 
             "dropped",
             "dup",
             "headers",
+            "tombstone",
             "retention",
             "aborted",
             "txnlost",
@@ -120,8 +121,11 @@ def audited(sandbox: SandboxState, tmp_path_factory: pytest.TempPathFactory) -> 
         "dropped": base[:70] + base[71:],
         "dup": [*base[:80], base[79], *base[80:]],
         "headers": [*base[:90], (base[90][0], base[90][1], [("trace", b"other")], base[90][3]), *base[91:]],
+        # A tombstone (null value) the mirror wrote as an empty value.
+        "tombstone": [*base[:39], (base[39][0], b"", base[39][2], base[39][3]), *base[40:]],
     }
-    for name in ("same", "payload", "dropped", "dup", "headers", "retention"):
+    assert base[39][1] is None
+    for name in ("same", "payload", "dropped", "dup", "headers", "tombstone", "retention"):
         _produce(src, t[name], base)
         _produce(dst, t[name], variants.get(name, base))
     # Retention on the destination: its first 30 records are gone (common range from 30).
@@ -214,12 +218,19 @@ def test_each_fault_is_localized_to_its_offset_and_kind(audited: dict[str, Any])
         "dropped": (70, "missing_record"),
         "dup": (80, "duplicate_record"),
         "headers": (90, "headers_differs"),
+        "tombstone": (39, "payload_differs"),
         # The destination lacks the aborted records and the abort marker: from offset 20 it
         # holds the committed records the source has at 26 and after.
         "txnlost": (20, "payload_differs"),
     }, found
     payload = _first(audited)["payload"]
     assert "changed" in payload["destination_record"] and "changed" not in payload["source_record"]
+    headers = _first(audited)["headers"]  # both sides' header values, not just their keys
+    assert "trace=90 (2 bytes)" in headers["source_record"]
+    assert "trace=other (5 bytes)" in headers["destination_record"]
+    tombstone = _first(audited)["tombstone"]
+    assert "value=null" in tombstone["source_record"]
+    assert "value= (0 bytes)" in tombstone["destination_record"]
 
 
 def test_identical_retention_cut_aborted_and_compacted_topics_pass(audited: dict[str, Any]) -> None:
