@@ -135,7 +135,8 @@ def make_manifest(
     }
 
 
-def _write_table(path: Path, table: str, rows: tuple[Any, ...]) -> None:
+def write_table(path: Path, table: str, rows: tuple[Any, ...]) -> None:
+    """One table of the contract into ``path`` (a directory), from its records."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -148,16 +149,16 @@ def write_snapshot(directory: str | Path, snap: Snapshot) -> Path:
     """Write the snapshot atomically: the directory appears only once complete."""
     target = Path(directory)
     with atomic_directory(target) as tmp:
-        _write_table(tmp, "partitions", snap.partitions)
-        _write_table(tmp, "groups", snap.groups)
-        _write_table(tmp, "group_offsets", snap.group_offsets)
+        write_table(tmp, "partitions", snap.partitions)
+        write_table(tmp, "groups", snap.groups)
+        write_table(tmp, "group_offsets", snap.group_offsets)
         for table, rows in (
             ("open_transactions", snap.open_transactions),
             ("mm2_offset_syncs", snap.mm2_offset_syncs),
             ("mm2_checkpoints", snap.mm2_checkpoints),
         ):
             if rows is not None:
-                _write_table(tmp, table, rows)
+                write_table(tmp, table, rows)
         atomic_write_json(tmp / "manifest.json", snap.manifest)
     return target
 

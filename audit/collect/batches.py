@@ -29,7 +29,7 @@ from audit.config import AuditConfig, redact_uri
 from audit.errors import ConfigError, InputError
 from audit.fsutil import atomic_directory, atomic_write_json, replace_path
 from audit.schemas import SNAPSHOT_TABLES
-from audit.snapshot import Role, Snapshot, make_manifest, read_manifest, write_snapshot
+from audit.snapshot import Role, Snapshot, make_manifest, read_manifest, write_snapshot, write_table
 
 log = logging.getLogger(__name__)
 
@@ -114,14 +114,22 @@ def write_batch_scan(
     """Run the scan and land its tables in ``directory``; returns the manifest note.
 
     ``role`` is required when ``directory`` is not a snapshot yet (its manifest says
-    otherwise); when it is one, a differing ``role`` is an error."""
+    otherwise); when it is one, a differing ``role`` is an error. A snapshot that a scan
+    made has its partitions derived again from the new batches: its log end and last
+    stable offset must be the new scan's, or CM-TXN-3 would judge the new batches against
+    the old LSO."""
     existing = (directory / "manifest.json").exists()
     if existing:
         manifest = read_manifest(directory, role)
+        derived = (manifest.get("scope") or {}).get("derived_from") == "log segments"
         with _staging(directory.parent) as staging:
             counts = _run(spark, scanned, staging)
             note = {**note, **counts, "finished_at": utc_now()}
-            for table in BATCH_TABLES:
+            tables = list(BATCH_TABLES)
+            if derived:
+                write_table(staging, "partitions", derived_partitions(spark, staging))
+                tables.append("partitions")
+            for table in tables:
                 replace_path(staging / f"{table}.parquet", directory / f"{table}.parquet")
         manifest.setdefault("notes", {})["batches"] = note
         atomic_write_json(directory / "manifest.json", manifest)

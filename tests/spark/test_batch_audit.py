@@ -107,9 +107,16 @@ def test_a_second_scan_of_the_same_directory_replaces_its_tables(spark: Any, tmp
     shutil.rmtree(tree / "orders-1")
     with pytest.raises(InputError, match="role is 'source'"):
         _scan(spark, tree, tmp_path / "snap", "destination")
+    # orders-0 now ends with pid 43's transaction (8-9) open, its abort marker not there yet:
+    # the snapshot's partitions, derived from the segments, follow the new scan (they were
+    # [0, 12) with the LSO at 11).
+    shutil.rmtree(tree / "orders-0")
+    _write_partition(tree, "orders-0", {0: _orders_0()[:5]})
     note = _scan(spark, tree, tmp_path / "snap", None)
-    assert note["batches"] == 7
+    assert note["batches"] == 5
     assert {r["partition"] for r in _table(tmp_path / "snap" / "batches.parquet")} == {0}
+    (p0,) = pq.read_table(tmp_path / "snap" / "partitions.parquet").to_pylist()
+    assert (p0["partition"], p0["high_watermark"], p0["last_stable_offset"]) == (0, 10, 8)
 
 
 def test_split_ranges_and_one_range_per_file_give_the_same_batches(spark: Any, tmp_path: Path) -> None:
