@@ -160,6 +160,7 @@ BATCH_HEADER_FIELDS = (
     "compression",
     "is_transactional",
     "is_control",
+    "control_type",  # a marker's type (0 ABORT, 1 COMMIT): a changed marker shows here
     "partition_leader_epoch",
     "record_count",
     "size_bytes",

@@ -230,6 +230,15 @@ def test_each_damage_to_a_copy_is_caught_at_its_offset(spark: Any, tmp_path: Pat
     diffs = next(c for c in data2["checks"] if "common offset range" in c["description"])
     got = {(e["partition"], e["base_offset"], e["batch_status"]) for e in diffs["examples"]}
     assert got == {(0, 6, "missing_on_destination"), (0, 5, "differs")}, diffs
+    # The report's first differing batch of orders-0: the marker at 5, both headers side by
+    # side, the fields that differ marked by their values.
+    (first,) = [d for d in data2["first_divergence"] if d["partition"] == 0]
+    assert (first["base_offset"], first["status"], first["differing_batches"]) == (5, "differs", 2)
+    fields = {f["name"]: (f["source"], f["destination"]) for f in first["fields"]}
+    assert fields["control_type"] == (1, 0)  # COMMIT on the source, ABORT on the copy
+    assert fields["crc"][0] != fields["crc"][1]
+    assert fields["last_offset"] == (5, 5) and fields["producer_id"] == (42, 42)
+    assert "crc" in first["differing_fields"]
     corrupt = next(c for c in data2["checks"] if "could be read" in c["description"] and not c["success"])
     ((side, kind, partition, position, file),) = {
         (e["side"], e["kind"], e["partition"], e["position"], e["file"]) for e in corrupt["examples"]
