@@ -34,6 +34,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -168,7 +169,7 @@ def main() -> None:
             ends = end_offsets(state.cluster("source").bootstrap, TOPIC)
             expected = 2 * sum(ends.values())
             spark = build_spark(SparkConfig(master="local[*]", conf={"spark.jars": ",".join(map(str, jars))}))
-            readers = {
+            readers: dict[str, Callable[[], int]] = {
                 "confluent": lambda: _confluent(spark, state, ends),
                 "spark-kafka": lambda: _spark_kafka(spark, state, ends),
                 "wire-epochs": lambda: _wire_epochs(spark, state, ends),

@@ -156,9 +156,9 @@ def _run(cmds: list[list[str]]) -> tuple[float, int]:
     elapsed = time.perf_counter() - started
     done.set()
     sampler.join()
-    for p, err in zip(procs, errors, strict=True):
+    for cmd, p, err in zip(cmds, procs, errors, strict=True):
         if p.returncode != 0:
-            raise SystemExit(f"{p.args[:4]} failed ({p.returncode}): {err[-800:]!r}")
+            raise SystemExit(f"{cmd[:4]} failed ({p.returncode}): {err[-800:]!r}")
     return elapsed, peak
 
 

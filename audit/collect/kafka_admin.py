@@ -23,7 +23,7 @@ from confluent_kafka import (
     TopicCollection,
     TopicPartition,
 )
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
+from confluent_kafka.admin import (
     AdminClient,
     OffsetSpec,
 )

@@ -685,7 +685,7 @@ def describe_compacted(cfg: AuditConfig, topics: list[str]) -> frozenset[str]:
     """Topics whose cleanup.policy (on the source) includes compact."""
     if not topics or cfg.source is None:
         return frozenset()
-    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    from confluent_kafka.admin import (
         AdminClient,
         ConfigResource,
         ResourceType,

@@ -27,7 +27,7 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
+from confluent_kafka.admin import (
     AdminClient,
     OffsetSpec,
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ INJECTED_FAILURES = {"CM-TOPIC-1", "CM-EPOCH-1", "CM-GROUP-1", "CM-GROUP-2", "CM
 INJECTED_WARNINGS = {"CM-TXN-1", "CM-EPOCH-2"}
 
 
-def _demo(tmp_path: Path, *flags: str) -> tuple[int, dict[str, object], str]:
+def _demo(tmp_path: Path, *flags: str) -> tuple[int, dict[str, Any], str]:
     proc = run_cli(
         "demo",
         *flags,
@@ -34,7 +35,7 @@ def _demo(tmp_path: Path, *flags: str) -> tuple[int, dict[str, object], str]:
     return proc.returncode, summary, proc.stdout + proc.stderr
 
 
-def _by_status(summary: dict[str, object], status: str) -> set[str]:
+def _by_status(summary: dict[str, Any], status: str) -> set[str]:
     invariants = summary["invariants"]
     assert isinstance(invariants, dict)
     return {k for k, v in invariants.items() if v["status"] == status}

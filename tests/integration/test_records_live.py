@@ -28,15 +28,17 @@ from audit.sandbox.state import SandboxState
 from tests.cli import run_cli
 
 T0 = int(time.time() * 1000) - 3_600_000  # recent: older records would fall to retention
-# key, value, headers, timestamp: a mirror keeps each record's own create time.
-Rec = tuple[bytes | None, bytes | None, list[tuple[str, bytes]] | None, int]
+# key, value, headers, timestamp: a mirror keeps each record's own create time. The headers
+# typed as Producer.produce takes them (a list is invariant, so list[tuple[str, bytes]] is not one).
+Headers = list[tuple[str, str | bytes | None]] | None
+Rec = tuple[bytes | None, bytes | None, Headers, int]
 
 
 def _records(n: int, tag: str, ts: int = T0) -> list[Rec]:
     out: list[Rec] = []
     for i in range(n):
         value = None if i % 17 == 5 else f"{tag}-{i}".encode()  # a tombstone now and then
-        headers = [("trace", f"{i}".encode())] if i % 3 == 0 else None
+        headers: Headers = [("trace", f"{i}".encode())] if i % 3 == 0 else None
         out.append((f"k{i % 11}".encode(), value, headers, ts + i))
     return out
 

@@ -97,7 +97,7 @@ def _dump_log(sandbox: SandboxState, files: list[Path]) -> tuple[list[dict[str, 
         if line.startswith("Dumping "):
             current = line.split(" ", 1)[1].strip()
         elif line.startswith("baseOffset:"):
-            f = dict(re.findall(r"(\w+): (\S+)", line))
+            f: dict[str, str] = dict(re.findall(r"(\w+): (\S+)", line))
             batches.append(
                 {
                     "file": Path(current).name,
@@ -135,7 +135,8 @@ def _dump_log(sandbox: SandboxState, files: list[Path]) -> tuple[list[dict[str, 
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
-    return pq.read_table(path).to_pylist()
+    rows: list[dict[str, Any]] = pq.read_table(path).to_pylist()
+    return rows
 
 
 def test_scan_equals_kafka_dump_log(sandbox: SandboxState, written: dict[str, Any], tmp_path: Path) -> None:

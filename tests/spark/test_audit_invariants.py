@@ -27,7 +27,7 @@ def faulty(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     src, dst = faulty_pair(root)
     outcome = audit_snapshots(src, dst, root / "run", CFG, readiness=True, engine=engine)
     assert outcome.summary["run"]["engine"] == engine
-    summary = json.loads((root / "run" / "summary.json").read_text())
+    summary: dict[str, Any] = json.loads((root / "run" / "summary.json").read_text())
     assert summary == json.loads(json.dumps(outcome.summary))
     return summary
 

@@ -19,6 +19,7 @@ from audit.collect.segments import ScanOptions, scan_segments
 from audit.config import AuditConfig, parse_config
 from audit.errors import InputError
 from audit.pipeline import audit_snapshots
+from audit.snapshot import Role
 from tests.batches import batch, control_batch, index
 from tests.snapshots import part, write_pair
 
@@ -63,9 +64,9 @@ def source_tree(root: Path) -> Path:
     return root
 
 
-def _scan(spark: Any, tree: Path, out: Path, role: str | None, deep: bool = False) -> dict[str, Any]:
+def _scan(spark: Any, tree: Path, out: Path, role: Role | None, deep: bool = False) -> dict[str, Any]:
     scanned = scan_segments(spark, [str(tree)], ScanOptions(deep=deep, split_bytes=200))
-    return write_batch_scan(spark, scanned, out, role, {"read": "files"})  # type: ignore[arg-type]
+    return write_batch_scan(spark, scanned, out, role, {"read": "files"})
 
 
 def _table(path: Path) -> list[dict[str, Any]]:
@@ -168,8 +169,8 @@ def test_a_live_log_dir_audits_its_current_replicas_only(spark: Any, tmp_path: P
     note = _scan(spark, dst_tree, tmp_path / "d", "destination")
     assert note["batches"] == 17 and note["issues"] == {"truncated": 1, "set_aside_replica": 3}
     issues = pq.read_table(tmp_path / "d" / "batch_scan_issues.parquet").to_pylist()
-    aside = sorted((i["file"].rsplit("-", 1)[-1], i["severity"]) for i in issues if i["partition"] == 0)
-    assert aside == [("delete", "info"), ("future", "info"), ("stray", "info")]
+    set_aside = sorted((i["file"].rsplit("-", 1)[-1], i["severity"]) for i in issues if i["partition"] == 0)
+    assert set_aside == [("delete", "info"), ("future", "info"), ("stray", "info")]
     inv = _audit(spark, tmp_path / "s", tmp_path / "d", tmp_path / "run")["invariants"]
     assert inv["CM-DATA-2"]["status"] == "pass", inv["CM-DATA-2"]
 

@@ -115,7 +115,7 @@ def _comparable(summary: dict[str, Any]) -> dict[str, Any]:
     """The summary minus what legitimately differs (when and how it ran); examples compared
     as sets, and only where every offending row is listed (beyond that, which rows are
     shown depends on each engine's row order)."""
-    out = json.loads(json.dumps(summary))
+    out: dict[str, Any] = json.loads(json.dumps(summary))
     out["run"].pop("started_at")
     out["run"].pop("engine")
     spark_only = {i.id for i in CLUSTER_MIRRORING if i.spark_only}

@@ -3,6 +3,7 @@ fetch leaves behind."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,8 @@ def test_pre_releases_and_odd_versions_are_tried_as_given(version: str) -> None:
 def test_missing_maven_is_a_clear_error_and_leaves_no_partial_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(jars.shutil, "which", lambda name: None)
+    # jars calls shutil.which through the shared shutil module, so patching it there is seen.
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(SandboxError, match=r"Maven is not installed: install it \(apt-get install maven\)"):
         jars.ensure_spark_kafka_jars("4.1.0", root=tmp_path)
     assert [p.name for p in tmp_path.rglob("*") if p.is_dir()] == ["spark-kafka-4.1.0"]

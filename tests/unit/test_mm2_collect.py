@@ -10,7 +10,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from audit.collect.kafka_admin import RawRecord
+from audit.collect.kafka_admin import KafkaAdmin, RawRecord
 from audit.collect.mm2 import collect_mm2
 from audit.config import Mm2Config, parse_config
 from audit.snapshot import Mm2CheckpointRecord, Snapshot, make_manifest, read_records, write_snapshot
@@ -32,7 +32,10 @@ def _ckpt(group: str, topic: str, up: int, down: int, offset: int, version: int 
     return RawRecord(0, offset, 2000 + offset, _s(group) + _s(topic) + struct.pack(">i", 0), value)
 
 
-class _Admin:
+class _Admin(KafkaAdmin):
+    """A KafkaAdmin that connects nowhere: ``read_topic`` (all ``collect_mm2`` calls)
+    returns the given records; ``__init__`` skips the real one and its client."""
+
     def __init__(self, role: str, topics: dict[str, list[RawRecord]]) -> None:
         self.role = role
         self.topics = topics
@@ -47,8 +50,8 @@ def test_default_names_and_locations() -> None:
     mm2 = Mm2Config()
     src = _Admin("source", {"mm2-offset-syncs.target.internal": [_sync("orders", 0, 10, 4, 0)]})
     dst = _Admin("destination", {"source.checkpoints.internal": [_ckpt("g", "orders", 10, 4, 0)]})
-    on_src = collect_mm2(src, "source", mm2)  # type: ignore[arg-type]
-    on_dst = collect_mm2(dst, "destination", mm2)  # type: ignore[arg-type]
+    on_src = collect_mm2(src, "source", mm2)
+    on_dst = collect_mm2(dst, "destination", mm2)
     assert src.read == ["mm2-offset-syncs.target.internal"]
     assert dst.read == ["source.checkpoints.internal"]
     assert on_src.checkpoints is None and on_dst.offset_syncs is None
@@ -65,7 +68,7 @@ def test_offset_syncs_on_the_target_and_custom_names() -> None:
         checkpoints_topic="custom.checkpoints",
     )
     dst = _Admin("destination", {})
-    tables = collect_mm2(dst, "destination", mm2)  # type: ignore[arg-type]
+    tables = collect_mm2(dst, "destination", mm2)
     assert dst.read == ["mm2-offset-syncs.dc2.internal", "custom.checkpoints"]
     assert tables.offset_syncs is None and tables.checkpoints is None  # both topics missing
     assert tables.notes["mm2_checkpoints"] == {"topic": "custom.checkpoints", "missing": True}
@@ -87,7 +90,7 @@ def test_corrupt_and_unknown_version_records_are_counted_not_fatal() -> None:
     ]
     tables = collect_mm2(
         _Admin("destination", {"source.checkpoints.internal": records}), "destination", Mm2Config()
-    )  # type: ignore[arg-type]
+    )
     assert tables.checkpoints is not None
     assert [c.record_offset for c in tables.checkpoints] == [0, 3]
     note = tables.notes["mm2_checkpoints"]

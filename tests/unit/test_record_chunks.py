@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import pytest
 
-from audit.collect.record_chunks import RangeChunker, chunk_bounds
+from audit.collect.record_chunks import Headers, RangeChunker, chunk_bounds
 from audit.collect.record_history import PartitionOutcome, RecordHistory
 from audit.collect.records import (
     _describe,
@@ -150,6 +150,16 @@ def test_the_message_loop_hashes_exactly_like_add() -> None:
     assert [c.row() for c in one.finish()] == [c.row() for c in bulk.finish()]
 
 
+def _is_headers(headers: object) -> TypeGuard[Headers]:
+    """Whether a message's headers are what :meth:`RangeChunker.add` takes: the stubs type
+    ``Message.headers()`` as anything ``produce`` accepts (a dict, str values), while a
+    message hands back the list of ``(str, bytes | None)`` pairs it holds."""
+    return headers is None or (
+        isinstance(headers, list)
+        and all(isinstance(k, str) and (v is None or isinstance(v, bytes)) for k, v in headers)
+    )
+
+
 def test_the_message_loop_hashes_confluent_messages_exactly_like_add() -> None:
     """Real confluent_kafka.Message objects, headers in every shape the loop inlines (a
     null, an empty and a non-empty value, several headers, a non-ASCII key), epochs that
@@ -179,7 +189,9 @@ def test_the_message_loop_hashes_confluent_messages_exactly_like_add() -> None:
     ]
     one = RangeChunker("t", 0, 3, 47, 10)
     for m in msgs:
-        one.add(m.offset(), m.timestamp()[1], m.key(), m.value(), m.headers(), m.leader_epoch())
+        offset, headers = m.offset(), m.headers()
+        assert offset is not None and _is_headers(headers)
+        one.add(offset, m.timestamp()[1], m.key(), m.value(), headers, m.leader_epoch())
     bulk = RangeChunker("t", 0, 3, 47, 10)
     for part in (msgs[:5], msgs[5:6], msgs[6:23], msgs[23:]):
         bulk.add_messages(part)

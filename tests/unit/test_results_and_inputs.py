@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -14,10 +15,12 @@ from audit.validate.results import CheckOutcome, fold, verdict
 from tests.snapshots import part, write_pair
 
 
-def _check(severity: str, success: bool, evaluated: int = 10, unexpected: int = 0) -> CheckOutcome:
+def _check(
+    severity: Literal["fail", "warn"], success: bool, evaluated: int = 10, unexpected: int = 0
+) -> CheckOutcome:
     return CheckOutcome(
         "X-1", severity, "d", success, evaluated, unexpected, ({"topic": "t"},) if not success else ()
-    )  # type: ignore[arg-type]
+    )
 
 
 def test_fold_fail_beats_warn_and_warn_never_fails() -> None:
