@@ -9,15 +9,12 @@ broker's log dirs (a "future" replica) is left out, since it is a copy in progre
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from typing import Any
 
-from audit.collect.transactions import kafka_python_settings
+from audit.collect.transactions import kafka_python_admin, kafka_python_settings
 from audit.config import ClusterConfig
 from audit.errors import ClusterError
-
-log = logging.getLogger(__name__)
 
 
 def replica_sizes(responses: Iterable[dict[str, Any]]) -> dict[tuple[str, int], int]:
@@ -43,12 +40,9 @@ def partition_sizes(role: str, cfg: ClusterConfig, topics: Iterable[str]) -> dic
     settings = kafka_python_settings(cfg)
     if isinstance(settings, str):
         raise ClusterError(f"{role} cluster: partition sizes unavailable: {settings}")
-    from kafka import KafkaAdminClient
-
-    admin = None
     try:
-        admin = KafkaAdminClient(**settings)
-        sizes = replica_sizes(admin.describe_log_dirs(sorted(set(topics))))
+        with kafka_python_admin(settings) as admin:
+            return replica_sizes(admin.describe_log_dirs(sorted(set(topics))))
     except Exception as exc:  # kafka-python raises many error types; all mean "not available"
         name = type(exc).__name__
         detail = str(exc) if str(exc).startswith(name) else f"{name}: {exc}"
@@ -57,13 +51,6 @@ def partition_sizes(role: str, cfg: ClusterConfig, topics: Iterable[str]) -> dic
             "them (DescribeLogDirs, DESCRIBE on the cluster): check the cluster and that grant, or "
             "budget with records.max_records_per_run"
         ) from None
-    finally:
-        if admin is not None:
-            try:
-                admin.close()
-            except Exception:  # closing a half-open client must not mask the result
-                log.debug("closing kafka-python admin client failed", exc_info=True)
-    return sizes
 
 
 def bytes_per_offset(

@@ -10,7 +10,8 @@ the last stable offset instead.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from audit.config import ClusterConfig
@@ -50,6 +51,22 @@ def kafka_python_settings(cfg: ClusterConfig) -> dict[str, Any] | str:
     return settings
 
 
+@contextmanager
+def kafka_python_admin(settings: dict[str, Any]) -> Iterator[Any]:
+    """A kafka-python admin client for one batch of calls, closed after them; a failure to
+    close a half-open client is logged, never raised over the calls' own result or error."""
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(**settings)
+    try:
+        yield admin
+    finally:
+        try:
+            admin.close()
+        except Exception:  # closing a half-open client must not mask the result
+            log.debug("closing kafka-python admin client failed", exc_info=True)
+
+
 def collect_open_transactions(
     role: str, cfg: ClusterConfig, open_partitions: Sequence[tuple[str, int]]
 ) -> tuple[list[OpenTransactionRecord] | None, str]:
@@ -58,56 +75,54 @@ def collect_open_transactions(
     if isinstance(settings, str):
         return None, f"unavailable: {settings}"
     try:
-        from kafka import KafkaAdminClient
         from kafka import TopicPartition as KTopicPartition
     except ImportError as exc:  # pragma: no cover - a dependency of the package
         return None, f"unavailable: kafka-python is not installed ({exc})"
-    admin = None
     try:
-        admin = KafkaAdminClient(**settings)
-        rows: list[OpenTransactionRecord] = []
-        by_broker = admin.list_transactions(state_filters=_OPEN_STATES)  # {broker id: [listing]}
-        ids = sorted({t.transactional_id for listings in by_broker.values() for t in listings})
-        described = admin.describe_transactions(ids) if ids else {}
-        for tid, d in described.items():
-            state = getattr(d.state, "value", str(d.state))
-            parts = sorted(d.topic_partitions) or [None]
-            for tp in parts:
-                rows.append(
-                    OpenTransactionRecord(
-                        side="coordinator",
-                        transactional_id=tid,
-                        producer_id=int(d.producer_id),
-                        producer_epoch=int(d.producer_epoch),
-                        state=state,
-                        topic=tp.topic if tp is not None else None,
-                        partition=tp.partition if tp is not None else None,
-                        start_offset=None,
-                        start_timestamp_ms=int(d.transaction_start_time_ms)
-                        if d.transaction_start_time_ms >= 0
-                        else None,
-                    )
-                )
-        if open_partitions:
-            producers = admin.describe_producers([KTopicPartition(t, p) for t, p in open_partitions])
-            for tp, state in producers.items():
-                for prod in state.active_producers:
-                    if prod.current_transaction_start_offset < 0:
-                        continue
+        with kafka_python_admin(settings) as admin:
+            rows: list[OpenTransactionRecord] = []
+            by_broker = admin.list_transactions(state_filters=_OPEN_STATES)  # {broker id: [listing]}
+            ids = sorted({t.transactional_id for listings in by_broker.values() for t in listings})
+            described = admin.describe_transactions(ids) if ids else {}
+            for tid, d in described.items():
+                state = getattr(d.state, "value", str(d.state))
+                parts = sorted(d.topic_partitions) or [None]
+                for tp in parts:
                     rows.append(
                         OpenTransactionRecord(
-                            side="partition",
-                            transactional_id=None,
-                            producer_id=int(prod.producer_id),
-                            producer_epoch=int(prod.producer_epoch),
-                            state="Ongoing",
-                            topic=tp.topic,
-                            partition=tp.partition,
-                            start_offset=int(prod.current_transaction_start_offset),
-                            start_timestamp_ms=None,
+                            side="coordinator",
+                            transactional_id=tid,
+                            producer_id=int(d.producer_id),
+                            producer_epoch=int(d.producer_epoch),
+                            state=state,
+                            topic=tp.topic if tp is not None else None,
+                            partition=tp.partition if tp is not None else None,
+                            start_offset=None,
+                            start_timestamp_ms=int(d.transaction_start_time_ms)
+                            if d.transaction_start_time_ms >= 0
+                            else None,
                         )
                     )
-        return rows, "collected with ListTransactions, DescribeTransactions and DescribeProducers"
+            if open_partitions:
+                producers = admin.describe_producers([KTopicPartition(t, p) for t, p in open_partitions])
+                for tp, state in producers.items():
+                    for prod in state.active_producers:
+                        if prod.current_transaction_start_offset < 0:
+                            continue
+                        rows.append(
+                            OpenTransactionRecord(
+                                side="partition",
+                                transactional_id=None,
+                                producer_id=int(prod.producer_id),
+                                producer_epoch=int(prod.producer_epoch),
+                                state="Ongoing",
+                                topic=tp.topic,
+                                partition=tp.partition,
+                                start_offset=int(prod.current_transaction_start_offset),
+                                start_timestamp_ms=None,
+                            )
+                        )
+            return rows, "collected with ListTransactions, DescribeTransactions and DescribeProducers"
     except Exception as exc:  # kafka-python raises many error types; all mean "not available"
         log.warning(
             "%s: transaction admin calls unavailable (%s); dating open transactions from the LSO record",
@@ -115,9 +130,3 @@ def collect_open_transactions(
             type(exc).__name__,
         )
         return None, f"unavailable: {type(exc).__name__}: {exc}"[:300]
-    finally:
-        if admin is not None:
-            try:
-                admin.close()
-            except Exception:  # closing a half-open client must not mask the result
-                log.debug("closing kafka-python admin client failed", exc_info=True)
