@@ -9,9 +9,12 @@ recomputed).
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from crc32c import crc32c
 from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from audit.collect.batch_format import ScanSink, walk
 
 ATTRIBUTES_AT = 21
 CRC_AT = 17
@@ -81,3 +84,23 @@ def legacy_entry(offset: int, magic: int = 1, payload: bytes = b"old") -> bytes:
 def index(entries: list[tuple[int, int]], preallocated: int = 0) -> bytes:
     """An offset index: (relative offset, position) entries, then zero padding."""
     return b"".join(struct.pack(">ii", o, p) for o, p in entries) + b"\x00" * (8 * preallocated)
+
+
+def walk_bytes(
+    data: bytes, *, topic: str = "t", partition: int = 0, file: str | None = None, **options: Any
+) -> ScanSink:
+    """The batches of a whole segment held in memory, walked as the scan walks a file
+    (``options``: ``deep``, ``chunk``, ``partial_tail_ok``)."""
+    sink = ScanSink()
+    walk(
+        lambda pos, n: data[pos : pos + n],
+        0,
+        len(data),
+        len(data),
+        sink,
+        topic=topic,
+        partition=partition,
+        file=file,
+        **options,
+    )
+    return sink

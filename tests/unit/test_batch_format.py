@@ -9,25 +9,11 @@ from kafka.record.default_records import DefaultRecordBatch
 
 from audit.collect.batch_format import ScanSink, marker_name, walk
 from audit.collect.segments import index_split_positions, plan_file
-from tests.batches import batch, control_batch, index, legacy_entry
+from tests.batches import batch, control_batch, index, legacy_entry, walk_bytes
 
 
 def _walk(data: bytes, deep: bool = False, tail_ok: bool = True, chunk: int = 4 << 20) -> ScanSink:
-    sink = ScanSink()
-    walk(
-        lambda pos, n: data[pos : pos + n],
-        0,
-        len(data),
-        len(data),
-        sink,
-        topic="t",
-        partition=0,
-        file="f.log",
-        deep=deep,
-        chunk=chunk,
-        partial_tail_ok=tail_ok,
-    )
-    return sink
+    return walk_bytes(data, file="f.log", deep=deep, chunk=chunk, partial_tail_ok=tail_ok)
 
 
 def test_header_fields_match_kafka_python_for_plain_compressed_and_transactional_batches() -> None:

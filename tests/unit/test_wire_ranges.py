@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from audit.collect.batch_format import ScanSink, walk
+from audit.collect.batch_format import ScanSink
 from audit.collect.wire import FetchResult, FetchSession, fetch_range, plan_ranges
-from tests.batches import batch, control_batch
+from tests.batches import batch, control_batch, walk_bytes
 
 START = 100  # a log start that is not 0, as after retention
 
@@ -80,20 +80,7 @@ def _without_position(sink: ScanSink) -> list[dict[str, Any]]:
 
 
 def _whole() -> ScanSink:
-    data = b"".join(_log())
-    sink = ScanSink()
-    walk(
-        lambda p, n: data[p : p + n],
-        0,
-        len(data),
-        len(data),
-        sink,
-        topic="t",
-        partition=3,
-        file=None,
-        deep=True,
-    )
-    return sink
+    return walk_bytes(b"".join(_log()), partition=3, deep=True)
 
 
 def test_plan_ranges_cuts_each_partition_into_split_sized_ranges() -> None:
