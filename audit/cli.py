@@ -242,7 +242,8 @@ def cmd_segments_scan(args: argparse.Namespace) -> int:
     cfg = _config(args)
     paths = [str(p) for p in args.paths]
     for p in paths:
-        if "://" not in p and not Path(p).exists():
+        # Before the Spark session starts; a URI or a glob is checked by the listing itself.
+        if "://" not in p and not any(c in p for c in "*?[{") and not Path(p).exists():
             raise UsageError(f"segment path {p} does not exist")
     opts = ScanOptions(
         deep=args.deep, split_bytes=cfg.segments.split_bytes if args.split_bytes is None else args.split_bytes

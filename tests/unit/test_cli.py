@@ -84,3 +84,22 @@ def test_segments_scan_split_bytes_defaults_to_the_config() -> None:
         .split_bytes
         == 4096
     )
+
+
+def test_segments_scan_refuses_a_missing_path_before_spark_but_leaves_a_glob_to_the_listing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import audit.spark_session
+    from audit.errors import UsageError
+
+    def no_spark(*_: object) -> None:
+        raise UsageError("a Spark session was asked for")
+
+    monkeypatch.setattr(audit.spark_session, "build_spark", no_spark)
+    out = str(tmp_path / "out")
+    assert main(["segments", "scan", str(tmp_path / "nope"), "--out", out, "--role", "source"]) == 2
+    err = capsys.readouterr().err
+    assert f"segment path {tmp_path / 'nope'} does not exist" in err and "Spark session" not in err
+    # a glob gets past the early check: the listing (in Spark) judges it
+    assert main(["segments", "scan", str(tmp_path / "orders-*"), "--out", out, "--role", "source"]) == 2
+    assert "a Spark session was asked for" in capsys.readouterr().err
