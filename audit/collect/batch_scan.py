@@ -72,11 +72,12 @@ def emit(sink: ScanSink, schema: Any, issues: Any, final: bool = False) -> Itera
 @dataclass(frozen=True)
 class BatchScan:
     """A scan ready to run: its rows (lazy), the accumulator its tasks report issues on,
-    and what planning learned (copies of a partition left out)."""
+    and what planning learned (copies of a partition left out, the ranges planned)."""
 
     rows: Any
     issues: Any
     duplicates: tuple[str, ...] = ()
+    ranges: int = 0
 
     def collected_issues(self) -> list[ScanIssue]:
         """The issues the tasks reported, each once, in file and position order (read after

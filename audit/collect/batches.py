@@ -286,7 +286,7 @@ def collect_batches(spark: Any, cfg: AuditConfig, role: Role, directory: Path) -
     """Add one side's batch tables to its snapshot, from wire or files per ``cfg.segments``."""
     from audit.collect.segments import ScanOptions, scan_segments
     from audit.collect.transactions import kafka_python_settings
-    from audit.collect.wire import fetch_batches, plan_ranges
+    from audit.collect.wire import fetch_batches
 
     seg = cfg.segments
     source = seg.source if role == "source" else seg.destination
@@ -314,11 +314,10 @@ def collect_batches(spark: Any, cfg: AuditConfig, role: Role, directory: Path) -
         settings = kafka_python_settings(cluster)
         if isinstance(settings, str):
             raise ConfigError(f"{role}: segments read: wire is not possible: {settings}")
-        partitions = wire_ranges(directory)
         scanned = fetch_batches(
             spark,
             settings,
-            partitions,
+            wire_ranges(directory),
             deep=seg.deep,
             split_offsets=seg.split_offsets,
             max_bytes=seg.fetch_max_bytes,
@@ -331,7 +330,7 @@ def collect_batches(spark: Any, cfg: AuditConfig, role: Role, directory: Path) -
             "bootstrap_servers": cluster.bootstrap_servers,
             "deep": seg.deep,
             "split_offsets": seg.split_offsets,
-            "offset_ranges": len(plan_ranges(partitions, seg.split_offsets)),
+            "offset_ranges": scanned.ranges,
             "fetch_max_bytes": seg.fetch_max_bytes,
         }
     else:

@@ -267,4 +267,4 @@ def fetch_batches(
         tasks = tasks.repartition(parallel)
     issues = issue_accumulator(spark)
     rows = tasks.mapInArrow(_fetch_task(settings, timeout_ms, deep, max_bytes, issues), scan_schema())
-    return BatchScan(rows, issues)
+    return BatchScan(rows, issues, ranges=len(ranges))
