@@ -34,6 +34,13 @@ def replica_sizes(responses: Iterable[dict[str, Any]]) -> dict[tuple[str, int], 
     return sizes
 
 
+# What to do when the sizes are missing, for every error that says so.
+_NEEDED = (
+    "records.max_bytes_per_run needs them (DescribeLogDirs, DESCRIBE on the cluster): check the "
+    "cluster and that grant, or budget with records.max_records_per_run"
+)
+
+
 def partition_sizes(role: str, cfg: ClusterConfig, topics: Iterable[str]) -> dict[tuple[str, int], int]:
     """Bytes on disk of every partition of ``topics`` on the ``role`` cluster. Raises
     ClusterError naming what to do when the cluster cannot or will not say."""
@@ -46,11 +53,7 @@ def partition_sizes(role: str, cfg: ClusterConfig, topics: Iterable[str]) -> dic
     except Exception as exc:  # kafka-python raises many error types; all mean "not available"
         name = type(exc).__name__
         detail = str(exc) if str(exc).startswith(name) else f"{name}: {exc}"
-        raise ClusterError(
-            f"{role} cluster: partition sizes unavailable ({detail}); records.max_bytes_per_run needs "
-            "them (DescribeLogDirs, DESCRIBE on the cluster): check the cluster and that grant, or "
-            "budget with records.max_records_per_run"
-        ) from None
+        raise ClusterError(f"{role} cluster: partition sizes unavailable ({detail}); {_NEEDED}") from None
 
 
 def bytes_per_offset(
@@ -58,3 +61,16 @@ def bytes_per_offset(
 ) -> dict[tuple[str, int], float]:
     """Average bytes per offset of each partition: its size over its [log start, end)."""
     return {tp: sizes[tp] / (hi - lo) for tp, (lo, hi) in spans.items() if tp in sizes and hi > lo}
+
+
+def estimated_bytes_per_offset(
+    role: str, cfg: ClusterConfig, spans: dict[tuple[str, int], tuple[int, int]]
+) -> dict[tuple[str, int], float]:
+    """Bytes per offset of the partitions in ``spans`` (their [log start, end) on the
+    ``role`` cluster), from their sizes on its disks. Raises ClusterError when the cluster
+    says nothing about any of them (DescribeLogDirs answers an unauthorized caller with no
+    log dirs rather than an error)."""
+    estimate = bytes_per_offset(partition_sizes(role, cfg, {t for t, _ in spans}), spans)
+    if spans and not estimate:
+        raise ClusterError(f"{role} cluster: DescribeLogDirs reported no partition sizes; {_NEEDED}")
+    return estimate

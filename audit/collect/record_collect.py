@@ -26,7 +26,7 @@ from audit.collect.records import (
 )
 from audit.collect.snapshot import utc_now
 from audit.config import AuditConfig
-from audit.errors import ClusterError, ConfigError
+from audit.errors import ConfigError
 from audit.fsutil import atomic_write_json, replace_path
 from audit.snapshot import PartitionRecord, read_manifest, read_records
 
@@ -127,19 +127,13 @@ def _plan(
     """The plan, asking the source for what the scope and budget need: offsets for the
     time windows, partition sizes for a byte budget."""
     from audit.collect.kafka_admin import KafkaAdmin
-    from audit.collect.log_dirs import bytes_per_offset, partition_sizes
+    from audit.collect.log_dirs import estimated_bytes_per_offset
 
     admin = KafkaAdmin("source", cfg.cluster("source"))
     per_offset = None
     if cfg.records.max_bytes_per_run:
-        sizes = partition_sizes("source", cfg.cluster("source"), {t for t, _ in common})
-        per_offset = bytes_per_offset(sizes, {tp: spans[tp] for tp in common if tp in spans})
-        if common and not per_offset:
-            raise ClusterError(
-                "source cluster: DescribeLogDirs reported no partition sizes for the topics to verify "
-                "(is DESCRIBE on the cluster granted?); records.max_bytes_per_run needs them: grant it "
-                "or budget with records.max_records_per_run"
-            )
+        in_plan = {tp: spans[tp] for tp in common if tp in spans}
+        per_offset = estimated_bytes_per_offset("source", cfg.cluster("source"), in_plan)
     plan = plan_records(common, cfg.records, verified, full, admin.offsets_for_times, runs, per_offset)
     compacted = describe_compacted(cfg, sorted({t for t, _ in common}))
     return dataclasses.replace(plan, compacted=compacted)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from audit.collect.log_dirs import bytes_per_offset, replica_sizes
+import pytest
+
+from audit.collect.log_dirs import bytes_per_offset, estimated_bytes_per_offset, replica_sizes
+from audit.config import ClusterConfig
+from audit.errors import ClusterError
 
 
 def test_the_largest_replica_counts_and_future_replicas_and_offline_dirs_do_not() -> None:
@@ -70,3 +74,18 @@ def test_bytes_per_offset_is_size_over_the_partitions_offsets() -> None:
     sizes = {("t", 0): 1200, ("t", 1): 50, ("gone", 0): 10}
     spans = {("t", 0): (100, 400), ("t", 1): (5, 5), ("unsized", 0): (0, 10)}
     assert bytes_per_offset(sizes, spans) == {("t", 0): 4.0}
+
+
+def test_a_cluster_that_reports_no_sizes_stops_the_byte_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DescribeLogDirs answers a caller without DESCRIBE on the cluster with no log dirs,
+    not an error: an estimate of nothing must not pass for an empty budget."""
+    from audit.collect import log_dirs
+
+    monkeypatch.setattr(log_dirs, "partition_sizes", lambda *_: {})
+    with pytest.raises(ClusterError, match=r"reported no partition sizes; .*max_records_per_run"):
+        estimated_bytes_per_offset("source", ClusterConfig("x:9092"), {("t", 0): (0, 10)})
+    monkeypatch.setattr(log_dirs, "partition_sizes", lambda *_: {("t", 0): 50})
+    assert estimated_bytes_per_offset("source", ClusterConfig("x:9092"), {("t", 0): (0, 10)}) == {
+        ("t", 0): 5.0
+    }
+    assert estimated_bytes_per_offset("source", ClusterConfig("x:9092"), {}) == {}
