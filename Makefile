@@ -6,6 +6,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+NATIVE_STAMP := $(VENV)/.native-installed
+# rustup installs cargo here; a non-login shell (CI) may not have it on PATH.
+export PATH := $(HOME)/.cargo/bin:$(PATH)
 PYTEST_ARGS ?=
 
 .PHONY: help venv test unit lint typecheck demo demo-healthy jars bench bench-segments bench-records bench-readers clean
@@ -21,42 +24,50 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-venv: $(STAMP)
+# The compiled record reader (native/: Rust, librdkafka built from the rdkafka-sys crate's
+# source, about a minute): optional for users (records.reader: auto falls back to
+# confluent-kafka), built here so the tests compare both readers.
+$(NATIVE_STAMP): $(STAMP) native/Cargo.toml native/Cargo.lock native/pyproject.toml native/src/lib.rs native/mirror_audit_native.pyi
+	@command -v cargo >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs) to build native/"; exit 2; }
+	$(BIN)/pip install --quiet ./native
+	touch $(NATIVE_STAMP)
+
+venv: $(STAMP) $(NATIVE_STAMP)
 
 jars: $(STAMP)
 	$(BIN)/python -c 'from audit.sandbox.jars import ensure_kafka_jars; print(ensure_kafka_jars())'
 
-test: $(STAMP) jars
+test: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/ruff check audit tests bench
 	$(BIN)/mypy
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-unit: $(STAMP)
+unit: $(STAMP) $(NATIVE_STAMP)
 	$(BIN)/pytest -m unit $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check audit tests bench
 
-typecheck: $(STAMP)
+typecheck: $(STAMP) $(NATIVE_STAMP)
 	$(BIN)/mypy
 
-demo: $(STAMP) jars
+demo: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/mirror-audit demo
 
-demo-healthy: $(STAMP) jars
+demo-healthy: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/mirror-audit demo --healthy
 
-bench: $(STAMP) jars
+bench: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/python bench/readiness.py
 
-bench-segments: $(STAMP) jars
+bench-segments: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/python bench/segments.py
 
-bench-records: $(STAMP) jars
+bench-records: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/python bench/records.py
 
-bench-readers: $(STAMP) jars
+bench-readers: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/python bench/record_readers.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache native/target

@@ -256,6 +256,10 @@ class RecordsConfig:
     # Mismatching chunks narrowed to their first divergent record per run.
     narrow_max_chunks: int = 50
     timeout_seconds: float = 120.0  # a range must make progress within this
+    # Who reads and checksums the records: "native" (the compiled reader, librdkafka without
+    # a Python object per record, package mirror-audit-native), "python" (confluent-kafka),
+    # "auto" (native where installed and able to use the cluster's settings). Equal rows.
+    reader: Literal["auto", "native", "python"] = "auto"
 
     def scope_for(self, topic: str) -> TopicRecordScope:
         for t in self.topics:

@@ -22,6 +22,7 @@ from audit.collect.records import (
     describe_compacted,
     narrow,
     plan_records,
+    resolve_reader,
     scan_records,
 )
 from audit.collect.snapshot import utc_now
@@ -66,7 +67,8 @@ def collect_records(
     started = utc_now()
     with tempfile.TemporaryDirectory(prefix=".records.", dir=destination.parent) as tmp:
         staging = Path(tmp)
-        rows, issues = scan_records(spark, plan, clients, cfg.records)
+        reader = resolve_reader(clients, cfg.records)
+        rows, issues = scan_records(spark, plan, clients, cfg.records, reader)
         clock = time.monotonic()
         rows.write.partitionBy("side").mode("overwrite").parquet(str(staging / "chunks"))
         log.info("records: both sides read and checksummed in %.1fs", time.monotonic() - clock)
@@ -94,6 +96,7 @@ def collect_records(
         "started_at": started,
         "finished_at": utc_now(),
         "isolation": cfg.records.isolation,
+        "reader": reader,
         "chunk_records": cfg.records.chunk_records,
         "full": full,
         "ranges": len(plan.ranges),

@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from audit.collect.log_dirs import partition_sizes
+from audit.collect.native_reader import ReaderName
 from audit.config import ClusterConfig
 from audit.errors import ClusterError
 from audit.sandbox.mirror import wait_transactions_settled
@@ -212,6 +213,8 @@ def _first(audited: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_each_fault_is_localized_to_its_offset_and_kind(audited: dict[str, Any]) -> None:
     assert audited["scan"].returncode == 0, audited["scan"].stderr[-3000:]
     assert audited["audit"].returncode == 1, audited["audit"].stderr[-3000:]
+    # records.reader auto, with the compiled reader installed (make test builds it).
+    assert audited["first_note"]["reader"] == "native"
     inv = audited["summary"]["invariants"]
     assert inv["CM-DATA-1"]["status"] == "fail"
     found = {name: (d["offset"], d["kind"]) for name, d in _first(audited).items()}
@@ -306,8 +309,12 @@ def test_a_byte_budget_reads_what_fits_and_leaves_the_rest(
     assert 0 < note["offsets_planned"] < audited["first_note"]["offsets_planned"]
 
 
+READERS = ("python", "native")
+
+
+@pytest.mark.parametrize("reader", READERS)
 def test_ranges_of_one_partition_read_in_waves_equal_one_range(
-    audited: dict[str, Any], sandbox: SandboxState
+    audited: dict[str, Any], sandbox: SandboxState, reader: ReaderName
 ) -> None:
     """A task holding several ranges of the same partition reads them in successive waves
     with one consumer (a partition finished in one wave is paused, and must read again in
@@ -318,10 +325,14 @@ def test_ranges_of_one_partition_read_in_waves_equal_one_range(
         {"bootstrap.servers": sandbox.cluster("source").bootstrap}, "read_uncommitted"
     )
     topic, other = audited["topics"]["aborted"], audited["topics"]["same"]
-    whole, failed = chunk_ranges(settings, [(topic, 0, 0, 126)], 50, 30)
+    whole, failed = chunk_ranges(settings, [(topic, 0, 0, 126)], 50, 30, reader)
     assert failed == []
     parts, failed = chunk_ranges(
-        settings, [(topic, 0, 0, 50), (other, 0, 0, 120), (topic, 0, 50, 100), (topic, 0, 100, 126)], 50, 30
+        settings,
+        [(topic, 0, 0, 50), (other, 0, 0, 120), (topic, 0, 50, 100), (topic, 0, 100, 126)],
+        50,
+        30,
+        reader,
     )
     assert failed == []
     got = [c for r, chunks in sorted(parts) if r[0] == topic for c in chunks]
@@ -352,7 +363,10 @@ def test_partition_sizes_for_the_byte_budget_are_the_replicas_bytes_on_disk(sand
         partition_sizes("source", ClusterConfig("127.0.0.1:1", timeout_seconds=2), [topic])
 
 
-def test_read_committed_turns_the_aborted_records_into_gaps(sandbox: SandboxState) -> None:
+@pytest.mark.parametrize("reader", READERS)
+def test_read_committed_turns_the_aborted_records_into_gaps(
+    sandbox: SandboxState, reader: ReaderName
+) -> None:
     """The scan's isolation level on a real aborted transaction: read_uncommitted returns
     the aborted records and only the abort marker is a gap; read_committed skips the records
     too, so the two scans differ by exactly the aborted records."""
@@ -366,9 +380,69 @@ def test_read_committed_turns_the_aborted_records_into_gaps(sandbox: SandboxStat
     seen: dict[str, tuple[list[tuple[int, int]], int]] = {}
     for isolation in ("read_uncommitted", "read_committed"):
         settings = consumer_settings({"bootstrap.servers": bootstrap}, isolation)
-        done, failed = chunk_ranges(settings, [(topic, 0, 0, 46)], 100, 30)
+        done, failed = chunk_ranges(settings, [(topic, 0, 0, 46)], 100, 30, reader)
         assert failed == [], failed
         (chunk,) = done[0][1]
         seen[isolation] = ([(g["start"], g["end"]) for g in chunk["gaps"]], chunk["record_count"])
     assert seen["read_uncommitted"] == ([(25, 25)], 45)
     assert seen["read_committed"] == ([(20, 25)], 40)
+
+
+def _ranges(bootstrap: str, topics: list[str]) -> list[tuple[str, int, int, int]]:
+    """[log start, end) of partition 0 of each topic."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "test-reader-unused"})
+    try:
+        return [(t, 0, *c.get_watermark_offsets(TopicPartition(t, 0), timeout=30)) for t in topics]
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
+def test_the_compiled_reader_gives_the_python_readers_rows(
+    audited: dict[str, Any], sandbox: SandboxState, isolation: str
+) -> None:
+    """The compiled reader (librdkafka, hashing in Rust) against confluent-kafka on every
+    topic of the fixture, both clusters: equal chunk rows, checksums, gaps (markers,
+    aborted records under read_committed, compaction holes), epoch runs and all; and a
+    range below the log start fails for both, the rest still read."""
+    from audit.collect.records import chunk_ranges, consumer_settings
+
+    for side in ("source", "destination"):
+        bootstrap = sandbox.cluster(side).bootstrap
+        settings = consumer_settings({"bootstrap.servers": bootstrap}, isolation)
+        ranges = _ranges(bootstrap, sorted(audited["topics"].values()))
+        gone = (audited["topics"]["retention"], 0, 0, 10) if side == "destination" else None
+        asked = ranges + ([gone] if gone else [])
+        python = chunk_ranges(settings, asked, 7, 30, "python")
+        native = chunk_ranges(settings, asked, 7, 30, "native")
+        assert sorted(native[0]) == sorted(python[0])
+        assert len(native[0]) == len(ranges) and sum(len(rows) for _, rows in native[0]) > 100
+        assert [r for r, _ in native[1]] == [r for r, _ in python[1]] == ([gone] if gone else [])
+        assert all(why for _, why in native[1])
+
+
+def test_the_compiled_reader_frames_nulls_empties_and_headers_like_python(sandbox: SandboxState) -> None:
+    """Null against empty key, value and header value, several headers, non-ASCII header
+    keys and binary values, across batches: each record alone in a chunk, so a framing
+    difference shows at its offset, and both readers' checksums agree everywhere."""
+    from audit.collect.records import chunk_ranges, consumer_settings
+
+    bootstrap = sandbox.cluster("source").bootstrap
+    topic = f"rec-frames-{uuid.uuid4().hex[:6]}"
+    _create(bootstrap, topic)
+    cases: list[tuple[bytes | None, bytes | None, Headers]] = [
+        (None, None, None),
+        (b"", b"", None),
+        (b"k", None, [("h", None)]),
+        (None, b"v", [("h", b"")]),
+        (b"\x00\xff", b"\x00" * 3, [("\u00fc", b"\x00\x01"), ("h", b"x"), ("h", None)]),
+        (b"k", b"v" * 5000, [("", b"empty key")]),
+    ]
+    shapes: list[Rec] = [(key, value, headers, T0 + i) for i, (key, value, headers) in enumerate(cases)]
+    _produce(bootstrap, topic, shapes)
+    settings = consumer_settings({"bootstrap.servers": bootstrap}, "read_uncommitted")
+    python = chunk_ranges(settings, [(topic, 0, 0, len(shapes))], 1, 30, "python")
+    native = chunk_ranges(settings, [(topic, 0, 0, len(shapes))], 1, 30, "native")
+    assert native == python
+    sums = [row["checksum"] for row in native[0][0][1]]
+    assert len(sums) == len(set(sums)) == len(shapes)

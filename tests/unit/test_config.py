@@ -115,6 +115,10 @@ def test_dollar_escape() -> None:
             "segments.source.read: must be one of 'none' | 'wire' | 'files', got 'disk'",
         ),
         ("segments:\n  split_bytes: 0\n", "segments.split_bytes: must be positive"),
+        (
+            "records:\n  reader: rust\n",
+            "records.reader: must be one of 'auto' | 'native' | 'python', got 'rust'",
+        ),
         ("segments:\n  split_bytes: -1\n", "segments.split_bytes: must be positive"),
         ("segments:\n  split_offsets: 0\n", "segments.split_offsets: must be positive"),
         ("segments:\n  fetch_max_bytes: 0\n", "segments.fetch_max_bytes: must be positive"),
@@ -143,6 +147,11 @@ def test_bad_config_names_the_key(text: str, fragment: str) -> None:
     assert fragment in message
     assert message.startswith("config file bad.yaml: ")
     assert "\n" not in message
+
+
+def test_records_reader_defaults_to_auto() -> None:
+    assert parse_config("", env={}).records.reader == "auto"
+    assert parse_config("records:\n  reader: python\n", env={}).records.reader == "python"
 
 
 def test_segments_section_reads_files_or_wire_per_side() -> None:
