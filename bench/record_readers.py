@@ -1,9 +1,13 @@
 """Benchmark: which reader should the record scan use? The two candidates issue 4 names,
-side by side in one run, in one warm Spark session, on the same topic of both clusters.
+and the compiled reader, side by side in one run, in one warm Spark session, on the same
+topic of both clusters.
 
-- confluent-kafka: the record scan as it ships (``scan_records``): Spark tasks read the
-  ranges of both clusters by assignment with confluent-kafka and build the full chunk rows
-  (framed-record xxHash3 checksum, gaps, per-record leader epochs);
+- the compiled reader (``records.reader: native``, the default where installed): the
+  record scan as it ships (``scan_records``), Spark tasks reading the ranges of both
+  clusters by assignment with librdkafka and hashing each record in Rust (native/);
+- confluent-kafka (``records.reader: python``): the same scan and the same chunk rows
+  (framed-record xxHash3 checksum, gaps, per-record leader epochs), a Python ``Message``
+  per record;
 - the Spark Kafka source: spark-sql-kafka-0-10 from Maven Central (the PySpark version,
   or the newest earlier patch of its line that Maven Central holds), JVM consumers in the
   same Spark tasks, a per-record xxhash64 over (offset, timestamp, key and value with
@@ -22,7 +26,8 @@ header, lz4 batches), --records per cluster. Each reader's records are counted a
 against the partitions' end offsets, so neither can win by reading less.
 
 Run: .venv/bin/python bench/record_readers.py [--records 5000000] [--rounds 2]. The last
-line is RESULT record-reader spark-kafka=<records/s> confluent=<records/s> ratio=<spark-kafka/confluent>.
+line is RESULT record-reader native=<records/s> confluent=<records/s> spark-kafka=<records/s>
+ratio=<native/confluent>.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from typing import Any
 from common import end_offsets, stop_on_sigterm
 from records import produce
 
+from audit.collect.native_reader import ReaderName
 from audit.collect.records import RecordPlan, RecordRange, scan_records
 from audit.collect.transactions import kafka_python_settings
 from audit.collect.wire import fetch_batches
@@ -56,13 +62,13 @@ TOPIC = "bench-readers"
 CHUNK = 100_000
 
 
-def _confluent(spark: Any, state: SandboxState, ends: dict[int, int]) -> int:
-    """The shipped scan of both clusters; the records it counted."""
+def _shipped(spark: Any, state: SandboxState, ends: dict[int, int], reader: ReaderName) -> int:
+    """The shipped scan of both clusters with one of its readers; the records it counted."""
     from pyspark.sql import functions as F
 
     plan = RecordPlan(tuple(RecordRange(TOPIC, p, 0, end, "new") for p, end in ends.items()))
     clients = {c.name: {"bootstrap.servers": c.bootstrap} for c in state.clusters}
-    rows, _ = scan_records(spark, plan, clients, RecordsConfig(chunk_records=CHUNK))
+    rows, _ = scan_records(spark, plan, clients, RecordsConfig(chunk_records=CHUNK), reader)
     return int(rows.agg(F.sum("record_count")).collect()[0][0])
 
 
@@ -161,7 +167,13 @@ def main() -> None:
     import pyspark
 
     version, jars = ensure_spark_kafka_jars(pyspark.__version__)
-    times: dict[str, list[float]] = {"confluent": [], "spark-kafka": [], "wire-epochs": [], "kcat": []}
+    times: dict[str, list[float]] = {
+        "native": [],
+        "confluent": [],
+        "spark-kafka": [],
+        "wire-epochs": [],
+        "kcat": [],
+    }
     with tempfile.TemporaryDirectory(prefix="bench-readers-") as tmp:
         root = Path(tmp)
         with running(SandboxOptions(workdir=root / "sandbox", heap_mb=1024)) as state:
@@ -170,7 +182,8 @@ def main() -> None:
             expected = 2 * sum(ends.values())
             spark = build_spark(SparkConfig(master="local[*]", conf={"spark.jars": ",".join(map(str, jars))}))
             readers: dict[str, Callable[[], int]] = {
-                "confluent": lambda: _confluent(spark, state, ends),
+                "native": lambda: _shipped(spark, state, ends, "native"),
+                "confluent": lambda: _shipped(spark, state, ends, "python"),
                 "spark-kafka": lambda: _spark_kafka(spark, state, ends),
                 "wire-epochs": lambda: _wire_epochs(spark, state, ends),
             }
@@ -194,7 +207,8 @@ def main() -> None:
         f"{expected:,} records (both clusters, {args.records:,} produced to each); spark-sql-kafka {version}"
     )
     for key, label in (
-        ("confluent", "confluent-kafka in Spark tasks (shipped)"),
+        ("native", "compiled reader in Spark tasks (default)"),
+        ("confluent", "confluent-kafka in Spark tasks"),
         ("spark-kafka", "Spark Kafka source + Spark SQL xxhash64"),
         ("wire-epochs", "  + batch headers by Fetch (record epochs)"),
         ("kcat", "kcat x 2 (reference)"),
@@ -205,8 +219,8 @@ def main() -> None:
     label = "Spark Kafka source with epochs (sum)"
     print(f"{label:44s} best {both:6.2f}s  {expected / both:>10,.0f} records/s")
     print(
-        f"RESULT record-reader spark-kafka={rate['spark-kafka']:.0f} confluent={rate['confluent']:.0f} "
-        f"ratio={rate['spark-kafka'] / rate['confluent']:.2f}"
+        f"RESULT record-reader native={rate['native']:.0f} confluent={rate['confluent']:.0f} "
+        f"spark-kafka={rate['spark-kafka']:.0f} ratio={rate['native'] / rate['confluent']:.2f}"
     )
 
 
