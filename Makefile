@@ -39,14 +39,18 @@ jars: $(STAMP)
 
 test: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/ruff check audit tests bench
+	cargo fmt --check --manifest-path native/Cargo.toml
+	cargo clippy --quiet --release --manifest-path native/Cargo.toml -- -D warnings
 	$(BIN)/mypy
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 unit: $(STAMP) $(NATIVE_STAMP)
 	$(BIN)/pytest -m unit $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: $(STAMP) $(NATIVE_STAMP)
 	$(BIN)/ruff check audit tests bench
+	cargo fmt --check --manifest-path native/Cargo.toml
+	cargo clippy --quiet --release --manifest-path native/Cargo.toml -- -D warnings
 
 typecheck: $(STAMP) $(NATIVE_STAMP)
 	$(BIN)/mypy

@@ -35,6 +35,8 @@ const MAX_GAP_RANGES: usize = 100;
 const BATCH: usize = 10_000;
 
 type Range = (String, i32, i64, i64);
+/// What a wave gives: each finished range with its chunks, and the ranges that failed with why.
+type WaveResult = (Vec<(Range, Vec<Chunk>)>, Vec<(Range, String)>);
 
 /// One chunk being built: the Rust twin of `record_chunks.Chunk`.
 struct Chunk {
@@ -316,12 +318,7 @@ impl Reader {
     }
 
     /// The body of `read_wave`, without the GIL: one range per partition read to its end.
-    fn wave(
-        &self,
-        wave: Vec<Range>,
-        size: i64,
-        timeout: f64,
-    ) -> Result<(Vec<(Range, Vec<Chunk>)>, Vec<(Range, String)>), String> {
+    fn wave(&self, wave: Vec<Range>, size: i64, timeout: f64) -> Result<WaveResult, String> {
         let mut done = Vec::new();
         let mut failed = Vec::new();
         let mut open: HashMap<(String, i32), Chunker> = HashMap::new();
@@ -391,7 +388,8 @@ impl Reader {
                 deadline = Instant::now() + limit;
             }
             if !open.is_empty() {
-                let asked: Vec<(&str, i32, i64)> = open.keys().map(|(t, p)| (t.as_str(), *p, -1001)).collect();
+                let asked: Vec<(&str, i32, i64)> =
+                    open.keys().map(|(t, p)| (t.as_str(), *p, -1001)).collect();
                 let finished: Vec<(String, i32)> = self
                     .positions(&asked)
                     .into_iter()
@@ -399,7 +397,8 @@ impl Reader {
                     .map(|(t, p, _)| (t, p))
                     .collect();
                 if !finished.is_empty() {
-                    let paused: Vec<(&str, i32, i64)> = finished.iter().map(|(t, p)| (t.as_str(), *p, -1001)).collect();
+                    let paused: Vec<(&str, i32, i64)> =
+                        finished.iter().map(|(t, p)| (t.as_str(), *p, -1001)).collect();
                     if let Ok(tpl) = Tpl::new(&paused) {
                         unsafe { rd::rd_kafka_pause_partitions(self.rk, tpl.0) };
                     }
@@ -480,7 +479,9 @@ impl Reader {
             }
         }
         // rd_kafka_new takes the conf on success only.
-        let rk = unsafe { rd::rd_kafka_new(rd::rd_kafka_type_t::RD_KAFKA_CONSUMER, conf, err.as_mut_ptr(), err.len()) };
+        let rk = unsafe {
+            rd::rd_kafka_new(rd::rd_kafka_type_t::RD_KAFKA_CONSUMER, conf, err.as_mut_ptr(), err.len())
+        };
         if rk.is_null() {
             unsafe { rd::rd_kafka_conf_destroy(conf) };
             return Err(SettingsError::new_err(errstr(&err)));
@@ -492,7 +493,6 @@ impl Reader {
 
     /// Reads one range per partition to its end (`records._read_wave`): returns each
     /// finished range with its chunk rows, and the ranges that failed with why.
-    #[allow(clippy::type_complexity)]
     fn read_wave<'py>(
         &self,
         py: Python<'py>,
