@@ -94,3 +94,13 @@ def resolve(choice: str, settings: dict[str, dict[str, Any]]) -> ReaderName:
             return "python"
     log.info("records: reading with the compiled reader (librdkafka %s)", module.librdkafka_version())
     return "native"
+
+
+def in_task(resolved: ReaderName, choice: str) -> ReaderName:
+    """The reader a Spark task uses: the driver's choice, except that under ``auto`` an
+    executor without the compiled package (a cluster whose nodes differ from the driver)
+    reads with confluent-kafka instead of failing its task."""
+    if resolved == "native" and choice == "auto" and load() is None:
+        log.warning("records: no compiled reader on this executor, reading with confluent-kafka")
+        return "python"
+    return resolved

@@ -482,10 +482,11 @@ def _scan_task(
             ):
                 by_side.setdefault(side, []).append((topic, partition, start, end))
                 compacted[topic] = bool(comp)
+        use = native_reader.in_task(reader, cfg.reader)
         try:
             for side, ranges in by_side.items():
                 settings = consumer_settings(clients[side], cfg.isolation)
-                done, failed = chunk_ranges(settings, ranges, cfg.chunk_records, cfg.timeout_seconds, reader)
+                done, failed = chunk_ranges(settings, ranges, cfg.chunk_records, cfg.timeout_seconds, use)
                 for (topic, partition, start, _), why in failed:
                     sink.issue("fetch_error", f"{side}: {why}"[:300], topic, partition, None, start)
                 rows = [

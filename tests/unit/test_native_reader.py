@@ -66,6 +66,14 @@ def test_a_missing_package_falls_back_on_auto_and_fails_on_native(monkeypatch: p
         native_reader.open_native(NOWHERE)
 
 
+def test_a_task_without_the_package_falls_back_only_on_auto(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert native_reader.in_task("native", "auto") == "native"
+    monkeypatch.setattr(native_reader, "load", lambda: None)
+    assert native_reader.in_task("native", "auto") == "python"
+    assert native_reader.in_task("native", "native") == "native"  # the task then fails, as asked
+    assert native_reader.in_task("python", "auto") == "python"
+
+
 def test_secret_values_never_reach_a_settings_message() -> None:
     settings = {**GSSAPI, "sasl.password": "hunter2", "sasl.username": "alice"}
     text = native_reader.settings_problem(
