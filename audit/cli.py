@@ -277,7 +277,7 @@ def cmd_records_scan(args: argparse.Namespace) -> int:
     note = collect_records(build_spark(cfg.spark), cfg, src, dst, run.resolve().parent, full=args.full)
     print(
         f"record chunks written to {src} and {dst}: {note['ranges']} ranges, "
-        f"{note['offsets_planned']} offsets per side ({note['isolation']})"
+        f"{note['offsets_planned']} offsets per side ({note['isolation']}, {note['reader']} reader)"
     )
     cov = (note.get("coverage") or {}).get("totals") or {}
     if cov:

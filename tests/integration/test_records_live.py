@@ -215,6 +215,7 @@ def test_each_fault_is_localized_to_its_offset_and_kind(audited: dict[str, Any])
     assert audited["audit"].returncode == 1, audited["audit"].stderr[-3000:]
     # records.reader auto, with the compiled reader installed (make test builds it).
     assert audited["first_note"]["reader"] == "native"
+    assert "(read_uncommitted, native reader)" in audited["scan"].stdout
     inv = audited["summary"]["invariants"]
     assert inv["CM-DATA-1"]["status"] == "fail"
     found = {name: (d["offset"], d["kind"]) for name, d in _first(audited).items()}
