@@ -333,8 +333,9 @@ impl Reader {
         let limit = Duration::from_secs_f64(timeout.max(0.0));
         let mut deadline = Instant::now() + limit;
         let mut buf: Vec<*mut rd::rd_kafka_message_t> = vec![ptr::null_mut(); BATCH];
-        // The chunker of the last message's partition: a fetched message set arrives
-        // partition by partition, so the map is looked up once per run, not per record.
+        // Topic names by handle, and the (topic, partition) of the last message kept: a
+        // fetched message set arrives partition by partition, so a name is made once per
+        // run of messages, not per record.
         let mut topics: HashMap<usize, String> = HashMap::new();
         while !open.is_empty() {
             let n = unsafe { rd::rd_kafka_consume_batch_queue(self.queue, 500, buf.as_mut_ptr(), BATCH) };
