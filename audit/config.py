@@ -531,6 +531,9 @@ def _check(obj: Any, path: str) -> None:
         for name in ("chunk_records", "split_records", "narrow_max_chunks"):
             if getattr(obj, name) < 1:
                 raise _KeyProblem(_join(path, name), "must be positive")
+        if obj.chunk_records > 2**31 - 1:
+            # Gap ranges are hashed as 32-bit offsets into their chunk (record_chunks).
+            raise _KeyProblem(_join(path, "chunk_records"), "must be at most 2147483647")
         if obj.split_records % obj.chunk_records:
             raise _KeyProblem(_join(path, "split_records"), "must be a multiple of chunk_records")
         for name in ("max_records_per_run", "max_bytes_per_run", "resample_chunks"):

@@ -115,6 +115,7 @@ def test_dollar_escape() -> None:
             "segments.source.read: must be one of 'none' | 'wire' | 'files', got 'disk'",
         ),
         ("segments:\n  split_bytes: 0\n", "segments.split_bytes: must be positive"),
+        ("records:\n  chunk_records: 3000000000\n", "records.chunk_records: must be at most 2147483647"),
         (
             "records:\n  reader: rust\n",
             "records.reader: must be one of 'auto' | 'native' | 'python', got 'rust'",
