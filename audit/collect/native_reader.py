@@ -78,9 +78,8 @@ def resolve(choice: str, settings: dict[str, dict[str, Any]]) -> ReaderName:
         return "python"
     for side, side_settings in settings.items():
         try:
-            module.Reader(as_strings(side_settings)).close()
-        except module.SettingsError as exc:
-            why = settings_problem(exc, side_settings)
+            open_native(side_settings).close()
+        except ValueError as why:
             if choice == "native":
                 raise ConfigError(
                     f"records.reader is native but its librdkafka cannot use the {side} settings ({why}): "
