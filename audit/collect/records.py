@@ -393,25 +393,21 @@ class _PythonWaves:
     def read_wave(
         self, wave: list[Range], size: int, timeout: float
     ) -> tuple[list[tuple[Range, list[dict[str, Any]]]], list[tuple[Range, str]]]:
-        done: list[tuple[Range, list[dict[str, Any]]]] = []
-        failed: list[tuple[Range, str]] = []
-        _read_wave(self.consumer, {(r[0], r[1]): r for r in wave}, size, timeout, done, failed)
-        return done, failed
+        return _read_wave(self.consumer, {(r[0], r[1]): r for r in wave}, size, timeout)
 
     def close(self) -> None:
         self.consumer.close()
 
 
 def _read_wave(
-    consumer: Any,
-    wave: dict[tuple[str, int], Range],
-    size: int,
-    timeout: float,
-    done: list[tuple[Range, list[dict[str, Any]]]],
-    failed: list[tuple[Range, str]],
-) -> None:
-    """Read one range per partition to its end, appending to ``done`` and ``failed``."""
+    consumer: Any, wave: dict[tuple[str, int], Range], size: int, timeout: float
+) -> tuple[list[tuple[Range, list[dict[str, Any]]]], list[tuple[Range, str]]]:
+    """Read one range per partition to its end: each finished range with its chunk rows,
+    and the ranges that failed with why."""
     from confluent_kafka import KafkaError, TopicPartition
+
+    done: list[tuple[Range, list[dict[str, Any]]]] = []
+    failed: list[tuple[Range, str]] = []
 
     chunkers = {tp: RangeChunker(r[0], r[1], r[2], r[3], size) for tp, r in wave.items()}
     open_ = dict(wave)
@@ -454,6 +450,7 @@ def _read_wave(
                 failed.append((r, f"no progress for {timeout:.0f}s at the range ending at {r[3]}"))
                 del open_[tp]
     consumer.unassign()
+    return done, failed
 
 
 def _scan_task(
