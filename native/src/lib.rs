@@ -424,6 +424,22 @@ impl Reader {
     }
 }
 
+/// A list of `{"start": a, <second>: b}` dicts: the struct lists of `record_chunks`
+/// (epoch runs, gap ranges).
+fn pairs<'py, B>(py: Python<'py>, items: &[(i64, B)], second: &str) -> PyResult<Bound<'py, PyList>>
+where
+    B: Copy + IntoPyObject<'py>,
+{
+    let out = PyList::empty(py);
+    for &(a, b) in items {
+        let d = PyDict::new(py);
+        d.set_item("start", a)?;
+        d.set_item(second, b)?;
+        out.append(d)?;
+    }
+    Ok(out)
+}
+
 fn chunk_row<'py>(py: Python<'py>, topic: &str, partition: i32, c: &Chunk) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("topic", topic)?;
@@ -436,24 +452,10 @@ fn chunk_row<'py>(py: Python<'py>, topic: &str, partition: i32, c: &Chunk) -> Py
     d.set_item("checksum", format!("{:032x}", c.hash.digest128()))?;
     d.set_item("min_record_epoch", c.min_epoch)?;
     d.set_item("max_record_epoch", c.max_epoch)?;
-    let runs = PyList::empty(py);
-    for (o, e) in &c.epoch_runs {
-        let r = PyDict::new(py);
-        r.set_item("start", o)?;
-        r.set_item("epoch", e)?;
-        runs.append(r)?;
-    }
-    d.set_item("epoch_runs", runs)?;
+    d.set_item("epoch_runs", pairs(py, &c.epoch_runs, "epoch")?)?;
     d.set_item("gap_count", c.gap_count)?;
     d.set_item("gaps_checksum", format!("{:016x}", c.gap_hash.digest()))?;
-    let gaps = PyList::empty(py);
-    for (lo, hi) in &c.gaps {
-        let g = PyDict::new(py);
-        g.set_item("start", lo)?;
-        g.set_item("end", hi)?;
-        gaps.append(g)?;
-    }
-    d.set_item("gaps", gaps)?;
+    d.set_item("gaps", pairs(py, &c.gaps, "end")?)?;
     d.set_item("gaps_truncated", c.gap_ranges > c.gaps.len())?;
     Ok(d)
 }
