@@ -37,11 +37,7 @@ venv: $(STAMP) $(NATIVE_STAMP)
 jars: $(STAMP)
 	$(BIN)/python -c 'from audit.sandbox.jars import ensure_kafka_jars; print(ensure_kafka_jars())'
 
-test: $(STAMP) $(NATIVE_STAMP) jars
-	$(BIN)/ruff check audit tests bench
-	cargo fmt --check --manifest-path native/Cargo.toml
-	cargo clippy --quiet --release --manifest-path native/Cargo.toml -- -D warnings
-	$(BIN)/mypy
+test: lint typecheck jars
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 unit: $(STAMP) $(NATIVE_STAMP)
