@@ -106,6 +106,14 @@ def _int_in(low: int, high: int | None = None) -> Callable[[str], int]:
 _PORT = _int_in(1, 65535)
 
 
+def _sasl_user(text: str) -> tuple[str, str]:
+    """``NAME:PASSWORD`` for ``sandbox up --sasl-user``."""
+    name, sep, password = text.partition(":")
+    if not sep or not name or not password:
+        raise argparse.ArgumentTypeError("give NAME:PASSWORD")
+    return name, password
+
+
 def _add_timeout(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument(
         "--timeout", type=float, default=120.0, metavar="S", help=f"seconds to wait for {what} (default 120)"
@@ -340,6 +348,7 @@ def cmd_sandbox_up(args: argparse.Namespace) -> int:
         ports=ports,
         heap_mb=args.heap_mb,
         start_timeout_seconds=args.timeout,
+        sasl_users=dict(args.sasl_user or []),
     )
     state = up(opts)
     _print_status(state)
@@ -415,11 +424,14 @@ def _print_status(state: object) -> None:
     from audit.sandbox.state import SandboxState, is_running
 
     assert isinstance(state, SandboxState)
-    rows = [("cluster", "bootstrap", "cluster id", "pids", "state")]
+    sasl = any(c.sasl_bootstrap for c in state.clusters)
+    rows = [("cluster", "bootstrap", *(("sasl bootstrap",) if sasl else ()), "cluster id", "pids", "state")]
     for c in state.clusters:
         alive = [is_running(n) for n in c.nodes]
         word = "running" if all(alive) else ("stopped" if not any(alive) else "degraded")
-        rows.append((c.name, c.bootstrap, c.cluster_id, ",".join(str(n.pid) for n in c.nodes), word))
+        pids = ",".join(str(n.pid) for n in c.nodes)
+        extra = (c.sasl_bootstrap or "-",) if sasl else ()
+        rows.append((c.name, c.bootstrap, *extra, c.cluster_id, pids, word))
     _print_table(rows)
     print(f"kafka {state.kafka_version}; work dir {state.workdir}")
 
@@ -566,6 +578,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--heap-mb", type=_int_in(64), default=512, metavar="MB", help="max heap per broker (default 512)"
+    )
+    p.add_argument(
+        "--sasl-user",
+        type=_sasl_user,
+        action="append",
+        metavar="NAME:PASSWORD",
+        help="also listen with SASL_PLAINTEXT (mechanism PLAIN) on a port of each broker's own, for "
+        "this login (repeatable); a local test login: the brokers' server.properties in the work "
+        "dir hold it",
     )
     _add_timeout(p, "the clusters")
     p.set_defaults(handler=cmd_sandbox_up)

@@ -12,6 +12,7 @@ import base64
 import contextlib
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -19,7 +20,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,10 @@ class SandboxOptions:
     start_timeout_seconds: float = 120.0
     # Extra broker settings for every node (e.g. small segments for segment tests).
     broker_properties: dict[str, str] = field(default_factory=dict)
+    # SASL/PLAIN users (name -> password): every broker then also listens with SASL_PLAINTEXT
+    # on a port of its own, so credentials are checked by a real broker. Brokers talk to each
+    # other and to the controller over PLAINTEXT either way.
+    sasl_users: dict[str, str] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- ports
@@ -107,10 +112,46 @@ def new_cluster_id() -> str:
             return text
 
 
+def _check_sasl_users(users: dict[str, str]) -> None:
+    """Names and passwords go into a JAAS line (``user_<name>="<password>"``): refuse what
+    would break its quoting rather than start brokers that reject every login."""
+    for name, password in users.items():
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", name):
+            raise SandboxError(f"SASL user name {name!r}: use letters, digits, '.', '_' or '-'")
+        if not password or any(c in password for c in '"\\;') or any(c.isspace() for c in password):
+            raise SandboxError(
+                f"SASL password of user {name!r}: give a non-empty one without quotes, backslashes, "
+                "';' or spaces"
+            )
+
+
+def _sasl_properties(users: dict[str, str]) -> dict[str, str]:
+    logins = " ".join(f'user_{name}="{password}"' for name, password in users.items())
+    return {
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+            f"org.apache.kafka.common.security.plain.PlainLoginModule required {logins};"
+        ),
+    }
+
+
 def _server_properties(
-    node_id: int, roles: str, port: int, controller_port: int, data_dir: Path, extra: dict[str, str]
+    node_id: int,
+    roles: str,
+    port: int,
+    controller_port: int,
+    data_dir: Path,
+    extra: dict[str, str],
+    sasl_port: int | None = None,
+    sasl_users: dict[str, str] | None = None,
 ) -> str:
     listeners = f"PLAINTEXT://127.0.0.1:{port}"
+    advertised = listeners
+    protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+    if sasl_port is not None:
+        listeners += f",SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
+        advertised += f",SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
+        protocols += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
     if "controller" in roles:
         listeners += f",CONTROLLER://127.0.0.1:{controller_port}"
     props = {
@@ -118,8 +159,8 @@ def _server_properties(
         "node.id": str(node_id),
         "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
         "listeners": listeners,
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "advertised.listeners": advertised,
+        "listener.security.protocol.map": protocols,
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
         "log.dirs": str(data_dir),
@@ -137,6 +178,8 @@ def _server_properties(
         "auto.leader.rebalance.enable": "false",
         "log.flush.interval.messages": "9223372036854775807",
     }
+    if sasl_port is not None:
+        props.update(_sasl_properties(sasl_users or {}))
     props.update(extra)
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
@@ -280,7 +323,8 @@ def _wait_ready(cluster: ClusterState, timeout: float) -> None:
                     f"{cluster.name} broker (node {node.node_id}) exited during start: {_exit_cause(node)}; "
                     f"see {node.log_path}"
                 )
-        if all(_port_open(n.port) for n in cluster.nodes):
+        ports = [p for n in cluster.nodes for p in (n.port, n.sasl_port) if p is not None]
+        if all(_port_open(p) for p in ports):
             count, cid = _broker_count(cluster.nodes[0].bootstrap, timeout=3)
             if count == len(cluster.nodes) and cid == cluster.cluster_id:
                 return
@@ -319,6 +363,7 @@ def up(opts: SandboxOptions) -> SandboxState:
         _remove_data(existing)
     if opts.brokers_per_cluster < 1:
         raise SandboxError("brokers per cluster must be at least 1")
+    _check_sasl_users(opts.sasl_users)
     for name, port in opts.ports.items():
         if not _port_free(port):
             raise SandboxError(
@@ -331,8 +376,9 @@ def up(opts: SandboxOptions) -> SandboxState:
     workdir.mkdir(parents=True, exist_ok=True)
 
     n = opts.brokers_per_cluster
-    free = iter(_free_ports(len(CLUSTER_NAMES) * (n + 1)))
-    plans: list[tuple[str, str, list[tuple[int, str, int, int, Path]]]] = []
+    sasl = bool(opts.sasl_users)
+    free = iter(_free_ports(len(CLUSTER_NAMES) * ((2 * n if sasl else n) + 1)))
+    plans: list[tuple[str, str, list[tuple[int, str, int, int, int | None, Path]]]] = []
     format_jobs: list[tuple[str, Path, str]] = []
     for name in CLUSTER_NAMES:
         cluster_id = new_cluster_id()
@@ -340,6 +386,7 @@ def up(opts: SandboxOptions) -> SandboxState:
         node_plans = []
         for node_id in range(1, n + 1):
             port = opts.ports[name] if node_id == 1 and name in opts.ports else next(free)
+            sasl_port = next(free) if sasl else None
             roles = "broker,controller" if node_id == 1 else "broker"
             node_dir = workdir / name / f"node-{node_id}"
             if node_dir.exists():
@@ -348,10 +395,17 @@ def up(opts: SandboxOptions) -> SandboxState:
             props_path = node_dir / "server.properties"
             props_path.write_text(
                 _server_properties(
-                    node_id, roles, port, controller_port, node_dir / "data", opts.broker_properties
+                    node_id,
+                    roles,
+                    port,
+                    controller_port,
+                    node_dir / "data",
+                    opts.broker_properties,
+                    sasl_port,
+                    opts.sasl_users,
                 )
             )
-            node_plans.append((node_id, roles, port, controller_port, node_dir))
+            node_plans.append((node_id, roles, port, controller_port, sasl_port, node_dir))
             format_jobs.append((cluster_id, props_path, f"{name} node {node_id}"))
         plans.append((name, cluster_id, node_plans))
 
@@ -360,7 +414,7 @@ def up(opts: SandboxOptions) -> SandboxState:
     clusters: list[ClusterState] = []
     for name, cluster_id, node_plans in plans:
         states = []
-        for node_id, roles, port, controller_port, node_dir in node_plans:
+        for node_id, roles, port, controller_port, sasl_port, node_dir in node_plans:
             log_path = node_dir / "broker.log"
             pid, ticks = _start_node(java, jars, opts.heap_mb, node_dir / "server.properties", log_path)
             states.append(
@@ -373,6 +427,7 @@ def up(opts: SandboxOptions) -> SandboxState:
                     ticks,
                     str(node_dir),
                     str(log_path),
+                    sasl_port,
                 )
             )
         clusters.append(ClusterState(name, cluster_id, tuple(states)))
@@ -446,9 +501,7 @@ def start_node(
     pid, ticks = _start_node(
         find_java(), state.jars, heap_mb, Path(node.node_dir) / "server.properties", Path(node.log_path)
     )
-    new_node = NodeState(
-        node.node_id, node.roles, node.port, node.controller_port, pid, ticks, node.node_dir, node.log_path
-    )
+    new_node = replace(node, pid=pid, start_ticks=ticks)
     new_state = state.with_node(cluster, new_node)
     save_state(new_state)
     _wait_ready(new_state.cluster(cluster), timeout)

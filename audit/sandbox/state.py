@@ -28,6 +28,7 @@ class NodeState:
     start_ticks: int
     node_dir: str
     log_path: str
+    sasl_port: int | None = None  # the SASL_PLAINTEXT listener, when the sandbox has one
 
     @property
     def bootstrap(self) -> str:
@@ -43,6 +44,13 @@ class ClusterState:
     @property
     def bootstrap(self) -> str:
         return ",".join(n.bootstrap for n in self.nodes)
+
+    @property
+    def sasl_bootstrap(self) -> str | None:
+        """The brokers' SASL/PLAIN listeners, or None when the sandbox was started without."""
+        if any(n.sasl_port is None for n in self.nodes):
+            return None
+        return ",".join(f"127.0.0.1:{n.sasl_port}" for n in self.nodes)
 
     def node(self, node_id: int) -> NodeState:
         for n in self.nodes:

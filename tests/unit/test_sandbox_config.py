@@ -1,0 +1,57 @@
+"""The sandbox's broker settings, without starting a broker (the live tests start them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from audit.cli import build_parser
+from audit.errors import SandboxError
+from audit.sandbox.cluster import _check_sasl_users, _server_properties
+
+
+def _props(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines())
+
+
+def test_a_sasl_listener_is_added_beside_plaintext_and_brokers_keep_plaintext_between_them() -> None:
+    props = _props(
+        _server_properties(1, "broker,controller", 9092, 9093, Path("/d"), {}, 9094, {"auditor": "pw1"})
+    )
+    assert props["listeners"] == (
+        "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093"
+    )
+    assert props["advertised.listeners"] == "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9094"
+    assert "SASL_PLAINTEXT:SASL_PLAINTEXT" in props["listener.security.protocol.map"].split(",")
+    assert props["inter.broker.listener.name"] == "PLAINTEXT"
+    assert props["sasl.enabled.mechanisms"] == "PLAIN"
+    assert props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] == (
+        'org.apache.kafka.common.security.plain.PlainLoginModule required user_auditor="pw1";'
+    )
+
+
+def test_without_sasl_users_there_is_no_sasl_listener() -> None:
+    props = _props(_server_properties(2, "broker", 9092, 9093, Path("/d"), {}))
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:9092"
+    assert not any(k.startswith("sasl.") or k.startswith("listener.name.") for k in props)
+
+
+@pytest.mark.parametrize(
+    "users",
+    [{"a b": "pw"}, {"": "pw"}, {"auditor": ""}, {"auditor": 'p"w'}, {"auditor": "p;w"}, {"auditor": "p w"}],
+)
+def test_a_login_that_would_break_the_jaas_line_is_refused(users: dict[str, str]) -> None:
+    with pytest.raises(SandboxError, match="SASL"):
+        _check_sasl_users(users)
+
+
+def test_sandbox_up_takes_repeatable_sasl_users_and_refuses_one_without_a_password(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = build_parser().parse_args(["sandbox", "up", "--sasl-user", "a:x:y", "--sasl-user", "b:z"])
+    assert dict(args.sasl_user) == {"a": "x:y", "b": "z"}
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["sandbox", "up", "--sasl-user", "nopassword"])
+    assert exc.value.code == 2
+    assert "NAME:PASSWORD" in capsys.readouterr().err
