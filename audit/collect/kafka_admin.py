@@ -74,6 +74,20 @@ class CommittedOffset:
     metadata: str | None
 
 
+# Where the admin client's librdkafka log lines go: nowhere. Each error among them also
+# reaches error_cb, and from there the one-line ClusterError; logged too, a wrong password
+# would print a line per retry before that message. (Without a logger librdkafka would
+# write them to stderr.)
+_SILENT = logging.getLogger("audit.collect.rdkafka.admin")
+_SILENT.addHandler(logging.NullHandler())
+_SILENT.propagate = False
+
+# Errors that say why no call can succeed (the broker refused the login or the TLS
+# handshake). The transport errors and "all brokers down" that follow are only their
+# consequence, so these lead the message whenever one was seen.
+_REFUSED = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL})
+
+
 def _enum_name(value: Any) -> str:
     name = getattr(value, "name", None)
     return str(name if name is not None else value).upper()
@@ -87,12 +101,12 @@ class KafkaAdmin:
         self.cfg = cfg
         self.timeout = cfg.timeout_seconds
         self._last_error: str | None = None
+        self._auth_error: str | None = None
         self._lock = threading.Lock()
-        quiet = logging.getLogger(f"audit.collect.rdkafka.{role}")
         settings: dict[str, Any] = {
             **cfg.client_settings(),
             "error_cb": self._on_error,
-            "logger": quiet,
+            "logger": _SILENT,
         }
         try:
             self._admin = AdminClient(settings)
@@ -105,15 +119,31 @@ class KafkaAdmin:
 
     def _on_error(self, err: KafkaError) -> None:
         with self._lock:
-            self._last_error = err.str()
+            if err.code() in _REFUSED:
+                self._auth_error = err.str()
+            else:
+                self._last_error = err.str()
 
     def _fail(self, call: str, exc: BaseException) -> ClusterError:
+        # librdkafka hands its error events to error_cb only from poll(); list_topics and
+        # the admin futures do not serve them. Without this, a wrong password surfaces as
+        # the call's own "Broker transport failure" and the reason is lost.
+        try:
+            self._admin.poll(0)
+        except Exception:  # the failure being reported matters more than this one
+            log.debug("serving the client's error callbacks failed", exc_info=True)
         detail = _describe(exc)
         hint = "check bootstrap_servers, network and credentials"
         if "AUTHORIZATION" in detail.upper():
             hint = "grant the auditor Describe (and DescribeConfigs) on the cluster, topics and groups"
         with self._lock:
-            last = self._last_error
+            last, refused = self._last_error, self._auth_error
+        if refused:
+            return ClusterError(
+                f"{self.role} cluster ({self.cfg.bootstrap_servers}): {call} failed: the cluster refused "
+                f"the connection: {refused}; check the credentials (sasl.username, sasl.password) and "
+                "security.protocol, sasl.mechanism and ssl.* in the cluster's properties"
+            )
         if last and last not in detail:
             detail = f"{detail} (last client error: {last})"
         return ClusterError(
@@ -195,6 +225,28 @@ class KafkaAdmin:
                 offset = ends[(tp.topic, tp.partition)].offset
             out[(tp.topic, tp.partition)] = offset
         return out
+
+    def compacted_topics(self, topics: Sequence[str]) -> frozenset[str]:
+        """Topics whose cleanup.policy includes compact. Best effort: config reads can be
+        refused (ACLs), and compaction is then taken as unknown, not as a failure."""
+        if not topics:
+            return frozenset()
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+        out = set()
+        try:
+            for res, fut in self._admin.describe_configs(resources, request_timeout=self.timeout).items():
+                policy = fut.result(timeout=self.timeout + 5).get("cleanup.policy")
+                if policy is not None and "compact" in str(policy.value):
+                    out.add(res.name)
+        except Exception as exc:
+            log.warning(
+                "%s: cleanup.policy could not be read (%s): topics treated as not compacted",
+                self.role,
+                _describe(exc),
+            )
+        return frozenset(out)
 
     def list_groups(self) -> list[GroupInfo]:
         listing = self._result(
@@ -337,6 +389,21 @@ class KafkaAdmin:
                 self.timeout,
             )
         return found
+
+
+def require_reachable(role: str, cfg: ClusterConfig, snapshot_cluster_id: str | None = None) -> None:
+    """One metadata call on the driver before Spark tasks read a cluster. A task that cannot
+    connect only times out (a refused login looks like a silent broker to a consumer), so
+    a wrong password or an unreachable cluster is caught here, in one line, instead of as
+    every range unreadable after the read timeout. With ``snapshot_cluster_id`` it also
+    refuses a cluster other than the one the snapshot was taken from: its offsets would be
+    read against another cluster's ranges."""
+    found = KafkaAdmin(role, cfg).cluster_id()
+    if snapshot_cluster_id and found and found != snapshot_cluster_id:
+        raise ClusterError(
+            f"{role} cluster ({cfg.bootstrap_servers}) is cluster {found}, but its snapshot was taken "
+            f"from cluster {snapshot_cluster_id}: give the configuration the snapshot was taken with"
+        )
 
 
 def _group_type(listing: Any) -> str:
