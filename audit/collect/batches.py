@@ -286,7 +286,7 @@ def collect_batches(spark: Any, cfg: AuditConfig, role: Role, directory: Path) -
     """Add one side's batch tables to its snapshot, from wire or files per ``cfg.segments``."""
     from audit.collect.segments import ScanOptions, scan_segments
     from audit.collect.transactions import kafka_python_settings
-    from audit.collect.wire import fetch_batches
+    from audit.collect.wire import check_reachable, fetch_batches
 
     seg = cfg.segments
     source = seg.source if role == "source" else seg.destination
@@ -314,6 +314,9 @@ def collect_batches(spark: Any, cfg: AuditConfig, role: Role, directory: Path) -
         settings = kafka_python_settings(cluster)
         if isinstance(settings, str):
             raise ConfigError(f"{role}: segments read: wire is not possible: {settings}")
+        timeout_ms = int(cluster.timeout_seconds * 1000)
+        taken_from = read_manifest(directory, role).get("cluster_id")
+        check_reachable(role, cluster, settings, timeout_ms, taken_from)
         scanned = fetch_batches(
             spark,
             settings,
@@ -321,7 +324,7 @@ def collect_batches(spark: Any, cfg: AuditConfig, role: Role, directory: Path) -
             deep=seg.deep,
             split_offsets=seg.split_offsets,
             max_bytes=seg.fetch_max_bytes,
-            timeout_ms=int(cluster.timeout_seconds * 1000),
+            timeout_ms=timeout_ms,
         )
         # How the fetch was cut, so a run can be told apart from one with other settings
         # (and a test can see that its split was the one applied).

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from audit.collect.batch_scan import BatchScan
+from audit.collect.kafka_admin import require_reachable
 from audit.collect.record_history import PartitionOutcome, RecordHistory
 from audit.collect.records import (
     RecordPlan,
     common_ranges,
-    describe_compacted,
     narrow,
     plan_records,
     resolve_reader,
@@ -63,6 +63,9 @@ def collect_records(
         output_root, (src_manifest.get("cluster_id"), dst_manifest.get("cluster_id"))
     )
     spans = {(p.topic, p.partition): (p.log_start_offset, p.high_watermark) for p in src_parts}
+    if common:
+        require_reachable("destination", cfg.cluster("destination"), dst_manifest.get("cluster_id"))
+        require_reachable("source", cfg.cluster("source"), src_manifest.get("cluster_id"))
     plan = _plan(cfg, common, history.partitions(topic_ids), history.runs, full, spans)
     started = utc_now()
     with tempfile.TemporaryDirectory(prefix=".records.", dir=destination.parent) as tmp:
@@ -138,7 +141,7 @@ def _plan(
         in_plan = {tp: spans[tp] for tp in common if tp in spans}
         per_offset = estimated_bytes_per_offset("source", cfg.cluster("source"), in_plan)
     plan = plan_records(common, cfg.records, verified, full, admin.offsets_for_times, runs, per_offset)
-    compacted = describe_compacted(cfg, sorted({t for t, _ in common}))
+    compacted = admin.compacted_topics(sorted({t for t, _ in common}))
     return dataclasses.replace(plan, compacted=compacted)
 
 

@@ -29,7 +29,7 @@ from audit.collect.batch_format import ScanSink
 from audit.collect.batch_scan import issue_accumulator
 from audit.collect.native_reader import ReaderName
 from audit.collect.record_chunks import RangeChunker, chunk_bounds, frame
-from audit.config import AuditConfig, RecordsConfig
+from audit.config import RecordsConfig
 from audit.errors import ClusterError
 
 log = logging.getLogger(__name__)
@@ -723,28 +723,3 @@ def narrow(spark: Any, mismatches: Any, clients: dict[str, dict[str, str]], cfg:
     picked = ranked.orderBy("n", "topic", "partition").limit(cfg.narrow_max_chunks).drop("n")
     picked = picked.repartition(max(1, spark.sparkContext.defaultParallelism))
     return picked.mapInArrow(_narrow_task(clients, cfg), spark_schema("record_divergences"))
-
-
-def describe_compacted(cfg: AuditConfig, topics: list[str]) -> frozenset[str]:
-    """Topics whose cleanup.policy (on the source) includes compact."""
-    if not topics or cfg.source is None:
-        return frozenset()
-    from confluent_kafka.admin import (
-        AdminClient,
-        ConfigResource,
-        ResourceType,
-    )
-
-    settings: dict[str, Any] = dict(cfg.source.client_settings())
-    admin = AdminClient(settings)
-    resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
-    out = set()
-    try:
-        for res, fut in admin.describe_configs(resources, request_timeout=cfg.source.timeout_seconds).items():
-            entries = fut.result(timeout=cfg.source.timeout_seconds + 5)
-            policy = entries.get("cleanup.policy")
-            if policy is not None and "compact" in str(policy.value):
-                out.add(res.name)
-    except Exception as exc:  # config reads can be refused (ACLs): compaction then unknown
-        log.warning("source: cleanup.policy could not be read (%s): topics treated as not compacted", exc)
-    return frozenset(out)

@@ -41,6 +41,9 @@ def kafka_python_settings(cfg: ClusterConfig) -> dict[str, Any] | str:
         "bootstrap_servers": cfg.bootstrap_servers.split(","),
         "client_id": "mirror-audit",
         "request_timeout_ms": int(cfg.timeout_seconds * 1000),
+        # kafka-python waits 30 s by default for a first broker, whatever the request timeout;
+        # an unreachable cluster or a refused login should cost the configured timeout only.
+        "bootstrap_timeout_ms": int(cfg.timeout_seconds * 1000),
     }
     for key, value in cfg.properties.items():
         if key in _PROPERTY_MAP:

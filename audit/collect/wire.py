@@ -21,6 +21,7 @@ from typing import Any
 
 from audit.collect.batch_format import ScanSink, walk
 from audit.collect.batch_scan import BatchScan, emit, issue_accumulator, scan_schema, scan_schema_arrow
+from audit.config import ClusterConfig
 from audit.errors import ClusterError
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,32 @@ class FetchSession:
             log.debug("closing the fetch session failed", exc_info=True)
 
 
+def check_reachable(
+    role: str,
+    cfg: ClusterConfig,
+    settings: dict[str, Any],
+    timeout_ms: int,
+    snapshot_cluster_id: str | None = None,
+) -> None:
+    """Fail on the driver, in one line and before any task runs, when the cluster cannot be
+    read over the wire. Without this a wrong password shows only in the tasks: kafka-python
+    reports a refused login as "Unable to bootstrap" after its bootstrap timeout, and the
+    failed job ends as an internal error. librdkafka is asked first because it says why (a
+    refused login, brokers down); kafka-python second, for what only it could get wrong (a
+    setting it maps differently). ``snapshot_cluster_id``: see ``require_reachable``."""
+    from audit.collect.kafka_admin import require_reachable
+
+    require_reachable(role, cfg, snapshot_cluster_id)
+    try:
+        FetchSession(settings, timeout_ms).close()
+    except Exception as exc:  # kafka-python raises its own hierarchy and OSError alike
+        raise ClusterError(
+            f"{role} cluster ({cfg.bootstrap_servers}): the wire reader (kafka-python) could not connect: "
+            f"{type(exc).__name__}: {exc}; librdkafka could with the same properties: check "
+            "security.protocol, sasl.mechanism and the ssl.* files"
+        ) from exc
+
+
 def fetch_range(
     session: FetchSession,
     topic: str,
@@ -194,20 +221,30 @@ def _fetch_task(
         schema = scan_schema_arrow()
         sink = ScanSink()
         session: FetchSession | None = None
+        # Why this task could not connect at all (the driver could: check_reachable): each
+        # of its ranges is then an unreadable range, not a failed job, and the connection is
+        # not retried per range, each retry costing the whole bootstrap timeout.
+        unreachable: str | None = None
         try:
             for rb in batches:
                 cols = rb.to_pydict()
                 for topic, partition, start, end in zip(
                     cols["topic"], cols["partition"], cols["start"], cols["end"], strict=True
                 ):
-                    if session is None:
-                        session = FetchSession(settings, timeout_ms)
+                    if session is None and unreachable is None:
+                        try:
+                            session = FetchSession(settings, timeout_ms)
+                        except Exception as exc:
+                            why = f"{type(exc).__name__}: {str(exc)[:200]}"
+                            unreachable = f"no connection from this task: {why}"
                     try:
+                        if session is None:
+                            raise ConnectionError(unreachable)
                         fetch_range(session, topic, partition, start, end, sink, deep, max_bytes)
                     except Exception as exc:  # one partition's failure must not stop the others
                         sink.issue(
                             "fetch_error",
-                            f"{type(exc).__name__}: {str(exc)[:200]}",
+                            f"{type(exc).__name__}: {str(exc)[:300]}",
                             topic,
                             partition,
                             None,
