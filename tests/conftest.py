@@ -7,6 +7,7 @@ runs in seconds without Java, and ``make test`` runs everything.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,10 +54,20 @@ def spark() -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
-def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """Real source and destination clusters, two brokers each (so leadership can move)."""
+def sasl_login() -> tuple[str, str]:
+    """The SASL/PLAIN user and password the sandbox's brokers accept, a new password per run
+    (so a test can look for it in whatever the auditor wrote)."""
+    return "auditor", "pw-" + secrets.token_hex(12)
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory, sasl_login: tuple[str, str]) -> Iterator[object]:
+    """Real source and destination clusters, two brokers each (so leadership can move), each
+    broker also listening with SASL_PLAINTEXT for ``sasl_login``."""
     from audit.sandbox.cluster import SandboxOptions, running
 
     workdir = Path(os.environ.get("MIRROR_AUDIT_TEST_SANDBOX_DIR") or tmp_path_factory.mktemp("sandbox"))
-    with running(SandboxOptions(workdir=workdir, brokers_per_cluster=2, heap_mb=512)) as state:
+    user, password = sasl_login
+    opts = SandboxOptions(workdir=workdir, brokers_per_cluster=2, heap_mb=512, sasl_users={user: password})
+    with running(opts) as state:
         yield state

@@ -1,0 +1,184 @@
+"""Credentials against real brokers: the sandbox's SASL_PLAINTEXT listeners check them.
+
+With the right password every part of a nightly run reads both clusters over SASL (the
+admin calls, the record readers, kafka-python's transaction calls and wire fetches) and
+the password appears nowhere in what the run writes or prints. With a wrong one each
+command that reads a cluster stops with one line that says the login was refused, before
+Spark tasks time out on a cluster they cannot log in to, and leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
+
+from audit.sandbox.mirror import mirror_once, wait_transactions_settled
+from audit.sandbox.state import SandboxState
+from audit.sandbox.traffic import Record, produce
+from tests.cli import run_cli
+
+
+def _sasl_bootstrap(sandbox: SandboxState, name: str) -> str:
+    bootstrap = sandbox.cluster(name).sasl_bootstrap
+    assert bootstrap, "the test sandbox was started without its SASL listeners"
+    return bootstrap
+
+
+def _config(
+    tmp: Path,
+    sandbox: SandboxState,
+    login: tuple[str, str],
+    topic: str,
+    *,
+    source: str = "source",
+    extra: str = "",
+) -> Path:
+    """A configuration that reads ``topic`` over SASL; ``source`` names the sandbox cluster
+    given as the source (the destination, to point the config at the wrong cluster)."""
+    user, password = login
+
+    def cluster(name: str) -> str:
+        return (
+            f"  bootstrap_servers: {_sasl_bootstrap(sandbox, name)}\n  timeout_seconds: 5\n"
+            "  properties:\n    security.protocol: SASL_PLAINTEXT\n    sasl.mechanism: PLAIN\n"
+            f"    sasl.username: {user}\n    sasl.password: {password}\n"
+        )
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    path = tmp / "audit.yaml"
+    path.write_text(
+        f"source:\n{cluster(source)}destination:\n{cluster('destination')}"
+        f"scope:\n  topics:\n    include: ['{topic}']\n  groups:\n    include: []\n"
+        "spark:\n  master: local[2]\n  conf:\n    spark.sql.shuffle.partitions: '2'\n"
+        f"output:\n  root: {tmp / 'reports'}\n{extra}"
+    )
+    return path
+
+
+def _create(bootstrap: str, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the result is in
+    admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[1, 2]])])[topic].result(
+        timeout=60
+    )
+
+
+def _topic_on_both(sandbox: SandboxState) -> str:
+    """A topic with the same ten records on both clusters (written over PLAINTEXT)."""
+    topic = f"sasl-{uuid.uuid4().hex[:8]}"
+    for name in ("source", "destination"):
+        bootstrap = sandbox.cluster(name).bootstrap
+        _create(bootstrap, topic)
+        produce(bootstrap, topic, [Record(b"k", b"v")] * 10, partition=0)
+    return topic
+
+
+def _mirrored_topic(sandbox: SandboxState) -> str:
+    """A topic with plain records and a committed transaction on the source, copied offset
+    for offset to the destination by the sandbox's mirror emulator (over PLAINTEXT)."""
+    topic = f"sasl-{uuid.uuid4().hex[:8]}"
+    src, dst = sandbox.cluster("source").bootstrap, sandbox.cluster("destination").bootstrap
+    for bootstrap in (src, dst):
+        _create(bootstrap, topic)
+    produce(src, topic, [Record(f"k{i}".encode(), f"v{i}".encode()) for i in range(30)], partition=0)
+    txn = Producer({"bootstrap.servers": src, "transactional.id": f"tx-{topic}"})
+    txn.init_transactions(30)
+    txn.begin_transaction()
+    for i in range(5):
+        txn.produce(topic, f"t{i}".encode(), partition=0)
+    txn.commit_transaction(30)
+    wait_transactions_settled(src, [topic])
+    mirror_once(src, dst, [topic])
+    return topic
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_nightly_run_over_sasl_reads_every_part_and_writes_no_password(
+    sandbox: SandboxState, sasl_login: tuple[str, str], tmp_path: Path
+) -> None:
+    topic = _mirrored_topic(sandbox)
+    extra = (
+        "records:\n  enabled: true\nsegments:\n  source:\n    read: wire\n  destination:\n    read: wire\n"
+    )
+    cfg = _config(tmp_path / "cfg", sandbox, sasl_login, topic, extra=extra)
+    run = tmp_path / "run"
+    proc = run_cli("nightly", "--config", str(cfg), "--out", str(run))
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]  # a verdict, not an error
+
+    summary = json.loads((run / "summary.json").read_text())
+    # Records read on both sides over SASL, by the compiled reader, and equal.
+    assert summary["invariants"]["CM-DATA-1"]["status"] == "pass"
+    for side in ("source", "destination"):
+        notes = json.loads((run / side / "manifest.json").read_text())["notes"]
+        assert notes["open_transactions"].startswith("collected"), notes["open_transactions"]  # kafka-python
+        assert notes["records"]["reader"] == "native" and notes["records"]["unreadable_ranges"] == 0
+        batches = notes["batches"]
+        assert batches["read"] == "wire" and batches["batch_scan_issues"] == 0, batches  # kafka-python
+        assert batches["batches"] >= 2 and batches["markers"] == 1, batches
+
+    password = sasl_login[1]
+    assert password not in proc.stdout + proc.stderr
+    written = {**_files(run), **_files(tmp_path / "cfg" / "reports")}
+    assert len(written) > 10
+    leaked = [name for name, data in written.items() if password.encode() in data]
+    assert leaked == []
+
+
+def test_a_wrong_password_stops_each_command_with_one_line_and_writes_nothing(
+    sandbox: SandboxState, sasl_login: tuple[str, str], tmp_path: Path
+) -> None:
+    user, password = sasl_login
+    topic = _topic_on_both(sandbox)
+    good = _config(tmp_path / "good", sandbox, sasl_login, topic, extra="records:\n  enabled: true\n")
+    wrong = "wrong-" + password
+    bad = _config(tmp_path / "bad", sandbox, (user, wrong), topic, extra="records:\n  enabled: true\n")
+    run = tmp_path / "run"
+    assert run_cli("snapshot", "--config", str(good), "--out", str(run)).returncode == 0
+    before = _files(run)
+
+    fetch = ("segments", "fetch", "--config", str(bad), "--role", "source", "--out", str(run / "source"))
+    for command, cluster in (
+        (("snapshot", "--config", str(bad), "--out", str(tmp_path / "snap")), "destination"),
+        (fetch, "source"),
+        (("records", "scan", "--config", str(bad), "--run", str(run)), "destination"),
+    ):
+        proc = run_cli(*command)
+        assert proc.returncode == 2, (command, proc.stderr[-3000:])
+        last = proc.stderr.strip().splitlines()[-1]
+        bootstrap = _sasl_bootstrap(sandbox, cluster)
+        assert last.startswith(f"mirror-audit: error: {cluster} cluster ({bootstrap}):"), (command, last)
+        assert "refused the connection" in last and "Authentication failed" in last, (command, last)
+        assert "Traceback" not in proc.stderr and "%3|" not in proc.stderr, command  # nor raw librdkafka
+        assert wrong not in proc.stdout + proc.stderr and password not in proc.stdout + proc.stderr
+    assert not (tmp_path / "snap").exists()
+    assert _files(run) == before  # the fetch and the scan added nothing to the snapshots
+
+
+def test_commands_refuse_a_cluster_other_than_the_one_their_snapshot_was_taken_from(
+    sandbox: SandboxState, sasl_login: tuple[str, str], tmp_path: Path
+) -> None:
+    """A configuration whose source is the destination cluster would read the destination's
+    records against the source snapshot's ranges: refused by cluster id, up front."""
+    topic = _topic_on_both(sandbox)
+    run = tmp_path / "run"
+    good = _config(tmp_path / "good", sandbox, sasl_login, topic)
+    assert run_cli("snapshot", "--config", str(good), "--out", str(run)).returncode == 0
+    swapped = _config(tmp_path / "swapped", sandbox, sasl_login, topic, source="destination")
+    before = _files(run)
+    for command in (
+        ("segments", "fetch", "--config", str(swapped), "--role", "source", "--out", str(run / "source")),
+        ("records", "scan", "--config", str(swapped), "--run", str(run)),
+    ):
+        proc = run_cli(*command)
+        assert proc.returncode == 2, (command, proc.stderr[-3000:])
+        last = proc.stderr.strip().splitlines()[-1]
+        assert last.startswith("mirror-audit: error: source cluster"), (command, last)
+        assert "but its snapshot was taken from cluster" in last, (command, last)
+    assert _files(run) == before
