@@ -16,6 +16,7 @@ from audit.collect.kafka_admin import KafkaAdmin
 from audit.collect.mm2 import collect_mm2
 from audit.collect.transactions import collect_open_transactions
 from audit.config import AuditConfig
+from audit.errors import ClusterError
 from audit.snapshot import (
     GroupOffsetRecord,
     GroupRecord,
@@ -54,6 +55,23 @@ def _in_scope(cfg: AuditConfig, role: Role, topic: str) -> bool:
     return cfg.scope.topic_in_scope(topic)
 
 
+def _nothing_in_scope(cfg: AuditConfig, bootstrap: str, listed: int) -> ClusterError:
+    """A source with no topic in scope is an error, not an empty audit: every invariant
+    would be skipped and the run would end PASS (readiness GO) having checked nothing. It
+    happens with a scope that matches nothing and, silently, with a principal that may not
+    Describe the topics: Kafka leaves the topics it may not describe out of the list."""
+    patterns = cfg.scope.topics
+    scope = f"include {list(patterns.include)}"
+    if patterns.exclude:
+        scope += f", exclude {list(patterns.exclude)}"
+    return ClusterError(
+        f"source cluster ({bootstrap}): no topic in scope: the cluster lists {listed} topics to the "
+        f"auditor and none is in scope.topics ({scope}; internal topics left out); check the "
+        "patterns, and that the auditor's principal may Describe the topics (Kafka lists only "
+        "those): see Permissions in the README"
+    )
+
+
 def collect_snapshot(cfg: AuditConfig, role: Role) -> Snapshot:
     """Read one cluster's partitions, groups and committed offsets (read-only)."""
     cluster_cfg = cfg.cluster(role)
@@ -61,7 +79,10 @@ def collect_snapshot(cfg: AuditConfig, role: Role) -> Snapshot:
     t0 = time.monotonic()
     admin = KafkaAdmin(role, cluster_cfg)
     cluster_id = admin.cluster_id()
-    topics = [t for t in admin.topic_names() if _in_scope(cfg, role, t)]
+    listed = admin.topic_names()
+    topics = [t for t in listed if _in_scope(cfg, role, t)]
+    if role == "source" and not topics:
+        raise _nothing_in_scope(cfg, cluster_cfg.bootstrap_servers, len(listed))
     infos = admin.describe_topics(topics)
     tps = [(t.name, p) for t in infos for p in sorted(t.leaders)]
 
