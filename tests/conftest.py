@@ -63,11 +63,19 @@ def sasl_login() -> tuple[str, str]:
 @pytest.fixture(scope="session")
 def sandbox(tmp_path_factory: pytest.TempPathFactory, sasl_login: tuple[str, str]) -> Iterator[object]:
     """Real source and destination clusters, two brokers each (so leadership can move), each
-    broker also listening with SASL_PLAINTEXT for ``sasl_login``."""
+    broker also listening with SASL_PLAINTEXT for ``sasl_login`` and for ``stranger`` (same
+    password), under Kafka's authorizer: PLAINTEXT clients may do anything, a SASL user only
+    what a test grants it."""
     from audit.sandbox.cluster import SandboxOptions, running
 
     workdir = Path(os.environ.get("MIRROR_AUDIT_TEST_SANDBOX_DIR") or tmp_path_factory.mktemp("sandbox"))
     user, password = sasl_login
-    opts = SandboxOptions(workdir=workdir, brokers_per_cluster=2, heap_mb=512, sasl_users={user: password})
+    opts = SandboxOptions(
+        workdir=workdir,
+        brokers_per_cluster=2,
+        heap_mb=512,
+        sasl_users={user: password, "stranger": password},
+        authorizer=True,
+    )
     with running(opts) as state:
         yield state

@@ -67,6 +67,10 @@ class SandboxOptions:
     # on a port of its own, so credentials are checked by a real broker. Brokers talk to each
     # other and to the controller over PLAINTEXT either way.
     sasl_users: dict[str, str] = field(default_factory=dict)
+    # Kafka's StandardAuthorizer on every node: PLAINTEXT clients (ANONYMOUS: the sandbox's
+    # own traffic, brokers, controller) stay super users; a SASL user may do only what an
+    # ACL grants it, as an auditor's principal on a secured cluster.
+    authorizer: bool = False
 
 
 # --------------------------------------------------------------------------- ports
@@ -144,6 +148,7 @@ def _server_properties(
     extra: dict[str, str],
     sasl_port: int | None = None,
     sasl_users: dict[str, str] | None = None,
+    authorizer: bool = False,
 ) -> str:
     listeners = f"PLAINTEXT://127.0.0.1:{port}"
     advertised = listeners
@@ -180,6 +185,9 @@ def _server_properties(
     }
     if sasl_port is not None:
         props.update(_sasl_properties(sasl_users or {}))
+    if authorizer:
+        props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+        props["super.users"] = "User:ANONYMOUS"
     props.update(extra)
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
@@ -403,6 +411,7 @@ def up(opts: SandboxOptions) -> SandboxState:
                     opts.broker_properties,
                     sasl_port,
                     opts.sasl_users,
+                    opts.authorizer,
                 )
             )
             node_plans.append((node_id, roles, port, controller_port, sasl_port, node_dir))

@@ -1,10 +1,13 @@
-"""Credentials against real brokers: the sandbox's SASL_PLAINTEXT listeners check them.
+"""Credentials and permissions against real brokers: the sandbox's SASL_PLAINTEXT listeners
+check the login, Kafka's authorizer the ACLs.
 
-With the right password every part of a nightly run reads both clusters over SASL (the
+With the right password, and only the read-only permissions the README lists
+(``AUDITOR_PERMISSIONS``), every part of a nightly run reads both clusters over SASL (the
 admin calls, the record readers, kafka-python's transaction calls and wire fetches) and
 the password appears nowhere in what the run writes or prints. With a wrong one each
 command that reads a cluster stops with one line that says the login was refused, before
-Spark tasks time out on a cluster they cannot log in to, and leaves nothing behind.
+Spark tasks time out on a cluster they cannot log in to, and leaves nothing behind. A
+principal without permissions sees no topic, which is an error, not an empty PASS.
 """
 
 from __future__ import annotations
@@ -13,14 +16,23 @@ import json
 import uuid
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from audit.sandbox.acls import grant
 from audit.sandbox.mirror import mirror_once, wait_transactions_settled
 from audit.sandbox.state import SandboxState
-from audit.sandbox.traffic import Record, produce
+from audit.sandbox.traffic import Record, commit_offsets, produce
 from tests.cli import run_cli
+
+
+@pytest.fixture(scope="module", autouse=True)
+def auditor_permissions(sandbox: SandboxState, sasl_login: tuple[str, str]) -> None:
+    """The auditor's principal gets the README's permissions on both clusters, no more."""
+    for name in ("source", "destination"):
+        grant(sandbox.cluster(name).bootstrap, f"User:{sasl_login[0]}")
 
 
 def _sasl_bootstrap(sandbox: SandboxState, name: str) -> str:
@@ -36,6 +48,7 @@ def _config(
     topic: str,
     *,
     source: str = "source",
+    group: str | None = None,
     extra: str = "",
 ) -> Path:
     """A configuration that reads ``topic`` over SASL; ``source`` names the sandbox cluster
@@ -49,11 +62,12 @@ def _config(
             f"    sasl.username: {user}\n    sasl.password: {password}\n"
         )
 
+    groups = f"'{group}'" if group else ""
     tmp.mkdir(parents=True, exist_ok=True)
     path = tmp / "audit.yaml"
     path.write_text(
         f"source:\n{cluster(source)}destination:\n{cluster('destination')}"
-        f"scope:\n  topics:\n    include: ['{topic}']\n  groups:\n    include: []\n"
+        f"scope:\n  topics:\n    include: ['{topic}']\n  groups:\n    include: [{groups}]\n"
         "spark:\n  master: local[2]\n  conf:\n    spark.sql.shuffle.partitions: '2'\n"
         f"output:\n  root: {tmp / 'reports'}\n{extra}"
     )
@@ -104,17 +118,22 @@ def test_a_nightly_run_over_sasl_reads_every_part_and_writes_no_password(
     sandbox: SandboxState, sasl_login: tuple[str, str], tmp_path: Path
 ) -> None:
     topic = _mirrored_topic(sandbox)
+    group = f"g-{topic}"
+    for name in ("source", "destination"):
+        commit_offsets(sandbox.cluster(name).bootstrap, group, {(topic, 0): 20})
     extra = (
         "records:\n  enabled: true\nsegments:\n  source:\n    read: wire\n  destination:\n    read: wire\n"
     )
-    cfg = _config(tmp_path / "cfg", sandbox, sasl_login, topic, extra=extra)
+    cfg = _config(tmp_path / "cfg", sandbox, sasl_login, topic, group=group, extra=extra)
     run = tmp_path / "run"
     proc = run_cli("nightly", "--config", str(cfg), "--out", str(run))
     assert proc.returncode in (0, 1), proc.stderr[-3000:]  # a verdict, not an error
 
     summary = json.loads((run / "summary.json").read_text())
-    # Records read on both sides over SASL, by the compiled reader, and equal.
-    assert summary["invariants"]["CM-DATA-1"]["status"] == "pass"
+    # Records read on both sides over SASL, by the compiled reader, and equal; the group and
+    # its offsets seen on both sides (a principal without group Describe sees no group).
+    for inv in ("CM-DATA-1", "CM-GROUP-1"):
+        assert summary["invariants"][inv]["status"] == "pass", summary["invariants"][inv]
     for side in ("source", "destination"):
         notes = json.loads((run / side / "manifest.json").read_text())["notes"]
         assert notes["open_transactions"].startswith("collected"), notes["open_transactions"]  # kafka-python
@@ -182,3 +201,22 @@ def test_commands_refuse_a_cluster_other_than_the_one_their_snapshot_was_taken_f
         assert last.startswith("mirror-audit: error: source cluster"), (command, last)
         assert "but its snapshot was taken from cluster" in last, (command, last)
     assert _files(run) == before
+
+
+def test_a_principal_without_permissions_sees_no_topic_and_gets_an_error_not_a_pass(
+    sandbox: SandboxState, sasl_login: tuple[str, str], tmp_path: Path
+) -> None:
+    """Kafka lists only the topics a principal may describe: to ``stranger`` (logged in, no
+    ACL) the clusters look empty, and an audit of nothing must not end PASS (or GO)."""
+    topic = _topic_on_both(sandbox)
+    cfg = _config(tmp_path, sandbox, ("stranger", sasl_login[1]), topic)
+    for command in (
+        ("nightly", "--config", str(cfg), "--out", str(tmp_path / "run")),
+        ("readiness", "--config", str(cfg), "--out", str(tmp_path / "ready")),
+    ):
+        proc = run_cli(*command)
+        assert proc.returncode == 2, (command, proc.stdout[-2000:], proc.stderr[-3000:])
+        last = proc.stderr.strip().splitlines()[-1]
+        assert last.startswith("mirror-audit: error: source cluster") and "no topic in scope" in last, last
+        assert "may Describe the topics" in last, last
+    assert not (tmp_path / "run").exists() and not (tmp_path / "ready").exists()
