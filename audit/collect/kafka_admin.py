@@ -226,6 +226,20 @@ class KafkaAdmin:
             out[(tp.topic, tp.partition)] = offset
         return out
 
+    def may_describe_cluster(self) -> bool | None:
+        """Whether this principal may Describe the cluster (None: the cluster would not say).
+        Without it Kafka's ListGroups answers only the groups the principal may Describe one
+        by one, and says nothing of the others."""
+        try:
+            desc = self._admin.describe_cluster(
+                include_authorized_operations=True, request_timeout=self.timeout
+            ).result(timeout=self.timeout + 5)
+        except Exception as exc:  # an old broker or a refused call: unknown, not an error
+            log.debug("%s: describe_cluster failed: %s", self.role, _describe(exc))
+            return None
+        ops = desc.authorized_operations
+        return ops is not None and any(_enum_name(op) in ("DESCRIBE", "ALL") for op in ops)
+
     def compacted_topics(self, topics: Sequence[str]) -> frozenset[str]:
         """Topics whose cleanup.policy includes compact. Best effort: config reads can be
         refused (ACLs), and compaction is then taken as unknown, not as a failure."""

@@ -123,6 +123,12 @@ def collect_snapshot(cfg: AuditConfig, role: Role) -> Snapshot:
     ]
     txns, txn_note = collect_open_transactions(role, cluster_cfg, [tp for tp in open_positions])
     notes: dict[str, object] = {"open_transactions": txn_note}
+    if not admin.may_describe_cluster():
+        notes["groups"] = (
+            f"only the {len(groups)} groups this principal may Describe: without Describe on the "
+            "cluster, Kafka lists no other group, and the group invariants cover these only"
+        )
+        log.warning("%s: %s (see Permissions in the README)", role, notes["groups"])
     mm2 = collect_mm2(admin, role, cfg.mirror.mm2) if cfg.mode == "mm2" else None
     if mm2 is not None:
         notes.update(mm2.notes)

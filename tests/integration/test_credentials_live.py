@@ -21,6 +21,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from audit.collect.permissions import Permission
 from audit.sandbox.acls import grant
 from audit.sandbox.mirror import mirror_once, wait_transactions_settled
 from audit.sandbox.state import SandboxState
@@ -137,6 +138,7 @@ def test_a_nightly_run_over_sasl_reads_every_part_and_writes_no_password(
     for side in ("source", "destination"):
         notes = json.loads((run / side / "manifest.json").read_text())["notes"]
         assert notes["open_transactions"].startswith("collected"), notes["open_transactions"]  # kafka-python
+        assert "groups" not in notes  # cluster Describe granted: every group listed
         assert notes["records"]["reader"] == "native" and notes["records"]["unreadable_ranges"] == 0
         batches = notes["batches"]
         assert batches["read"] == "wire" and batches["batch_scan_issues"] == 0, batches  # kafka-python
@@ -220,3 +222,14 @@ def test_a_principal_without_permissions_sees_no_topic_and_gets_an_error_not_a_p
         assert last.startswith("mirror-audit: error: source cluster") and "no topic in scope" in last, last
         assert "may Describe the topics" in last, last
     assert not (tmp_path / "run").exists() and not (tmp_path / "ready").exists()
+
+    # Allowed to describe topics but not the cluster: a snapshot, whose manifest and log say
+    # that the groups listed are only those the principal may describe (here: none).
+    for name in ("source", "destination"):
+        grant(sandbox.cluster(name).bootstrap, "User:stranger", [Permission("topic", "*", "DESCRIBE", "")])
+    proc = run_cli("snapshot", "--config", str(cfg), "--out", str(tmp_path / "snap"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for side in ("source", "destination"):
+        note = json.loads((tmp_path / "snap" / side / "manifest.json").read_text())["notes"]["groups"]
+        assert note.startswith("only the 0 groups this principal may Describe"), note
+        assert f"WARNING audit.collect.snapshot: {side}: only the 0 groups" in proc.stderr
