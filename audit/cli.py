@@ -349,6 +349,7 @@ def cmd_sandbox_up(args: argparse.Namespace) -> int:
         heap_mb=args.heap_mb,
         start_timeout_seconds=args.timeout,
         sasl_users=dict(args.sasl_user or []),
+        tls=args.tls,
     )
     state = up(opts)
     _print_status(state)
@@ -421,6 +422,7 @@ def cmd_sandbox_mm2_stop(args: argparse.Namespace) -> int:
 
 
 def _print_status(state: object) -> None:
+    from audit.sandbox.cluster import tls_ca
     from audit.sandbox.state import SandboxState, is_running
 
     assert isinstance(state, SandboxState)
@@ -434,6 +436,9 @@ def _print_status(state: object) -> None:
         rows.append((c.name, c.bootstrap, *extra, c.cluster_id, pids, word))
     _print_table(rows)
     print(f"kafka {state.kafka_version}; work dir {state.workdir}")
+    ca = tls_ca(state)
+    if ca is not None:
+        print(f"SASL listeners use TLS: trust {ca} (ssl.ca.location)")
 
 
 # --------------------------------------------------------------------------- parser
@@ -587,6 +592,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="also listen with SASL_PLAINTEXT (mechanism PLAIN) on a port of each broker's own, for "
         "this login (repeatable); a local test login: the brokers' server.properties in the work "
         "dir hold it",
+    )
+    p.add_argument(
+        "--tls",
+        action="store_true",
+        help="the SASL listeners speak TLS (SASL_SSL) with a self-signed certificate for 127.0.0.1, "
+        "made at start; clients trust it with ssl.ca.location WORKDIR/tls/ca.pem",
     )
     _add_timeout(p, "the clusters")
     p.set_defaults(handler=cmd_sandbox_up)

@@ -63,9 +63,9 @@ def sasl_login() -> tuple[str, str]:
 @pytest.fixture(scope="session")
 def sandbox(tmp_path_factory: pytest.TempPathFactory, sasl_login: tuple[str, str]) -> Iterator[object]:
     """Real source and destination clusters, two brokers each (so leadership can move), each
-    broker also listening with SASL_PLAINTEXT for ``sasl_login`` and for ``stranger`` (same
-    password), under Kafka's authorizer: PLAINTEXT clients may do anything, a SASL user only
-    what a test grants it."""
+    broker also listening with SASL_SSL (a self-signed certificate: ``tls_ca``) for
+    ``sasl_login`` and for ``stranger`` (same password), under Kafka's authorizer: PLAINTEXT
+    clients may do anything, a SASL user only what a test grants it."""
     from audit.sandbox.cluster import SandboxOptions, running
 
     workdir = Path(os.environ.get("MIRROR_AUDIT_TEST_SANDBOX_DIR") or tmp_path_factory.mktemp("sandbox"))
@@ -76,6 +76,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory, sasl_login: tuple[str, str
         heap_mb=512,
         sasl_users={user: password, "stranger": password},
         authorizer=True,
+        tls=True,
     )
     with running(opts) as state:
         yield state

@@ -140,8 +140,8 @@ class KafkaAdmin:
             last, refused = self._last_error, self._auth_error
         if refused:
             return ClusterError(
-                f"{self.role} cluster ({self.cfg.bootstrap_servers}): {call} failed: the cluster refused "
-                f"the connection: {refused}; check the credentials (sasl.username, sasl.password) and "
+                f"{self.role} cluster ({self.cfg.bootstrap_servers}): {call} failed: the connection was "
+                f"refused: {refused}; check the credentials (sasl.username, sasl.password) and "
                 "security.protocol, sasl.mechanism and ssl.* in the cluster's properties"
             )
         if last and last not in detail:

@@ -71,6 +71,9 @@ class SandboxOptions:
     # own traffic, brokers, controller) stay super users; a SASL user may do only what an
     # ACL grants it, as an auditor's principal on a secured cluster.
     authorizer: bool = False
+    # The SASL listeners speak TLS (SASL_SSL) with a self-signed certificate for 127.0.0.1
+    # made at start; clients trust it with ssl.ca.location = tls_ca(state).
+    tls: bool = False
 
 
 # --------------------------------------------------------------------------- ports
@@ -129,14 +132,46 @@ def _check_sasl_users(users: dict[str, str]) -> None:
             )
 
 
-def _sasl_properties(users: dict[str, str]) -> dict[str, str]:
+def _sasl_properties(users: dict[str, str], protocol: str) -> dict[str, str]:
     logins = " ".join(f'user_{name}="{password}"' for name, password in users.items())
     return {
         "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+        f"listener.name.{protocol.lower()}.plain.sasl.jaas.config": (
             f"org.apache.kafka.common.security.plain.PlainLoginModule required {logins};"
         ),
     }
+
+
+TLS_STORE_PASSWORD = "sandbox-tls"  # a throwaway key for loopback tests, not a secret
+
+
+def tls_ca(state: SandboxState) -> Path | None:
+    """The certificate to trust (``ssl.ca.location``) when the sandbox's SASL listeners use
+    TLS, else None."""
+    path = Path(state.workdir) / "tls" / "ca.pem"
+    return path if path.exists() else None
+
+
+def make_keystore(java: str, directory: Path) -> Path:
+    """A self-signed certificate for 127.0.0.1 (PKCS12 keystore for the brokers) and its PEM
+    (``ca.pem``, what clients trust), made with the JDK's keytool: no CA of the machine's is
+    involved, so a client that trusts anything else fails its TLS handshake."""
+    keytool = str(Path(java).resolve().parent / "keytool")
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    store = directory / "broker.p12"
+    common = ["-alias", "broker", "-keystore", str(store), "-storepass", TLS_STORE_PASSWORD]
+    key = ["-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=sandbox-broker", "-validity", "30"]
+    san = ["-ext", "SAN=ip:127.0.0.1,dns:localhost", "-storetype", "PKCS12"]
+    for args in (
+        ["-genkeypair", *common, *key, *san],
+        ["-exportcert", *common, "-rfc", "-file", str(directory / "ca.pem")],
+    ):
+        proc = subprocess.run([keytool, *args], capture_output=True, text=True, timeout=120, check=False)
+        if proc.returncode != 0:
+            raise SandboxError(f"keytool {args[0]} failed: {(proc.stderr or proc.stdout).strip()[-300:]}")
+    return store
 
 
 def _server_properties(
@@ -149,14 +184,16 @@ def _server_properties(
     sasl_port: int | None = None,
     sasl_users: dict[str, str] | None = None,
     authorizer: bool = False,
+    keystore: Path | None = None,
 ) -> str:
     listeners = f"PLAINTEXT://127.0.0.1:{port}"
     advertised = listeners
     protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+    sasl = "SASL_SSL" if keystore is not None else "SASL_PLAINTEXT"
     if sasl_port is not None:
-        listeners += f",SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
-        advertised += f",SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
-        protocols += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
+        listeners += f",{sasl}://127.0.0.1:{sasl_port}"
+        advertised += f",{sasl}://127.0.0.1:{sasl_port}"
+        protocols += f",{sasl}:{sasl}"
     if "controller" in roles:
         listeners += f",CONTROLLER://127.0.0.1:{controller_port}"
     props = {
@@ -184,7 +221,12 @@ def _server_properties(
         "log.flush.interval.messages": "9223372036854775807",
     }
     if sasl_port is not None:
-        props.update(_sasl_properties(sasl_users or {}))
+        props.update(_sasl_properties(sasl_users or {}, sasl))
+        if keystore is not None:
+            props["ssl.keystore.type"] = "PKCS12"
+            props["ssl.keystore.location"] = str(keystore)
+            props["ssl.keystore.password"] = TLS_STORE_PASSWORD
+            props["ssl.key.password"] = TLS_STORE_PASSWORD
     if authorizer:
         props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
         props["super.users"] = "User:ANONYMOUS"
@@ -372,6 +414,8 @@ def up(opts: SandboxOptions) -> SandboxState:
     if opts.brokers_per_cluster < 1:
         raise SandboxError("brokers per cluster must be at least 1")
     _check_sasl_users(opts.sasl_users)
+    if opts.tls and not opts.sasl_users:
+        raise SandboxError("TLS is for the SASL listeners: give SASL users too")
     for name, port in opts.ports.items():
         if not _port_free(port):
             raise SandboxError(
@@ -385,6 +429,9 @@ def up(opts: SandboxOptions) -> SandboxState:
 
     n = opts.brokers_per_cluster
     sasl = bool(opts.sasl_users)
+    keystore = make_keystore(java, workdir / "tls") if opts.tls else None
+    if keystore is None:
+        shutil.rmtree(workdir / "tls", ignore_errors=True)  # an earlier TLS sandbox's, now stale
     free = iter(_free_ports(len(CLUSTER_NAMES) * ((2 * n if sasl else n) + 1)))
     plans: list[tuple[str, str, list[tuple[int, str, int, int, int | None, Path]]]] = []
     format_jobs: list[tuple[str, Path, str]] = []
@@ -412,6 +459,7 @@ def up(opts: SandboxOptions) -> SandboxState:
                     sasl_port,
                     opts.sasl_users,
                     opts.authorizer,
+                    keystore,
                 )
             )
             node_plans.append((node_id, roles, port, controller_port, sasl_port, node_dir))

@@ -1,13 +1,14 @@
-"""Credentials and permissions against real brokers: the sandbox's SASL_PLAINTEXT listeners
-check the login, Kafka's authorizer the ACLs.
+"""Credentials and permissions against real brokers: the sandbox's SASL_SSL listeners check
+the certificate and the login, Kafka's authorizer the ACLs.
 
-With the right password, and only the read-only permissions the README lists
-(``AUDITOR_PERMISSIONS``), every part of a nightly run reads both clusters over SASL (the
-admin calls, the record readers, kafka-python's transaction calls and wire fetches) and
-the password appears nowhere in what the run writes or prints. With a wrong one each
-command that reads a cluster stops with one line that says the login was refused, before
-Spark tasks time out on a cluster they cannot log in to, and leaves nothing behind. A
-principal without permissions sees no topic, which is an error, not an empty PASS.
+With the right password and certificate, and only the read-only permissions the README
+lists (``AUDITOR_PERMISSIONS``), every part of a nightly run reads both clusters over
+SASL_SSL (the admin calls, the record readers, kafka-python's transaction calls and wire
+fetches) and the password appears nowhere in what the run writes or prints. With a wrong
+password or an untrusted certificate each command that reads a cluster stops with one line
+that says why, before Spark tasks time out on a cluster they cannot log in to, and leaves
+nothing behind. A principal without permissions sees no topic, which is an error, not an
+empty PASS.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from confluent_kafka.cimpl import NewTopic
 
 from audit.collect.permissions import Permission
 from audit.sandbox.acls import grant
+from audit.sandbox.cluster import make_keystore, tls_ca
+from audit.sandbox.jars import find_java
 from audit.sandbox.mirror import mirror_once, wait_transactions_settled
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, commit_offsets, produce
@@ -50,17 +53,21 @@ def _config(
     *,
     source: str = "source",
     group: str | None = None,
+    ca: Path | None = None,
     extra: str = "",
 ) -> Path:
-    """A configuration that reads ``topic`` over SASL; ``source`` names the sandbox cluster
-    given as the source (the destination, to point the config at the wrong cluster)."""
+    """A configuration that reads ``topic`` over SASL_SSL; ``source`` names the sandbox
+    cluster given as the source (the destination, to point the config at the wrong cluster),
+    ``ca`` the certificate to trust (default: the sandbox's)."""
     user, password = login
+    ca = ca or tls_ca(sandbox)
+    assert ca is not None, "the test sandbox was started without TLS"
 
     def cluster(name: str) -> str:
         return (
             f"  bootstrap_servers: {_sasl_bootstrap(sandbox, name)}\n  timeout_seconds: 5\n"
-            "  properties:\n    security.protocol: SASL_PLAINTEXT\n    sasl.mechanism: PLAIN\n"
-            f"    sasl.username: {user}\n    sasl.password: {password}\n"
+            "  properties:\n    security.protocol: SASL_SSL\n    sasl.mechanism: PLAIN\n"
+            f"    sasl.username: {user}\n    sasl.password: {password}\n    ssl.ca.location: {ca}\n"
         )
 
     groups = f"'{group}'" if group else ""
@@ -175,11 +182,27 @@ def test_a_wrong_password_stops_each_command_with_one_line_and_writes_nothing(
         last = proc.stderr.strip().splitlines()[-1]
         bootstrap = _sasl_bootstrap(sandbox, cluster)
         assert last.startswith(f"mirror-audit: error: {cluster} cluster ({bootstrap}):"), (command, last)
-        assert "refused the connection" in last and "Authentication failed" in last, (command, last)
+        assert "the connection was refused" in last and "Authentication failed" in last, (command, last)
         assert "Traceback" not in proc.stderr and "%3|" not in proc.stderr, command  # nor raw librdkafka
         assert wrong not in proc.stdout + proc.stderr and password not in proc.stdout + proc.stderr
     assert not (tmp_path / "snap").exists()
     assert _files(run) == before  # the fetch and the scan added nothing to the snapshots
+
+    # The right password, but trusting another certificate than the brokers': the client
+    # refuses the brokers, with the reason and the setting to look at.
+    other = make_keystore(find_java(), tmp_path / "other-tls").parent / "ca.pem"
+    untrusting = _config(tmp_path / "untrusting", sandbox, sasl_login, topic, ca=other)
+    proc = run_cli("snapshot", "--config", str(untrusting), "--out", str(tmp_path / "snap"))
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        f"mirror-audit: error: destination cluster ({_sasl_bootstrap(sandbox, 'destination')}):"
+    )
+    assert (
+        "SSL handshake failed" in last and "certificate verify failed" in last and "ssl.ca.location" in last
+    )
+    assert "Traceback" not in proc.stderr and password not in proc.stdout + proc.stderr
+    assert not (tmp_path / "snap").exists()
 
 
 def test_commands_refuse_a_cluster_other_than_the_one_their_snapshot_was_taken_from(

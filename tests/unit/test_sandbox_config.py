@@ -55,3 +55,16 @@ def test_sandbox_up_takes_repeatable_sasl_users_and_refuses_one_without_a_passwo
         build_parser().parse_args(["sandbox", "up", "--sasl-user", "nopassword"])
     assert exc.value.code == 2
     assert "NAME:PASSWORD" in capsys.readouterr().err
+
+
+def test_with_a_keystore_the_sasl_listener_speaks_tls() -> None:
+    props = _props(
+        _server_properties(
+            2, "broker", 9092, 9093, Path("/d"), {}, 9094, {"auditor": "pw1"}, keystore=Path("/t/broker.p12")
+        )
+    )
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9094"
+    assert "SASL_SSL:SASL_SSL" in props["listener.security.protocol.map"].split(",")
+    assert "listener.name.sasl_ssl.plain.sasl.jaas.config" in props
+    assert props["ssl.keystore.location"] == "/t/broker.p12" and props["ssl.keystore.type"] == "PKCS12"
+    assert props["inter.broker.listener.name"] == "PLAINTEXT"
