@@ -64,7 +64,7 @@ def sasl_login() -> tuple[str, str]:
 def sandbox(tmp_path_factory: pytest.TempPathFactory, sasl_login: tuple[str, str]) -> Iterator[object]:
     """Real source and destination clusters, two brokers each (so leadership can move), each
     broker also listening with SASL_SSL (a self-signed certificate: ``tls_ca``) for
-    ``sasl_login`` and for ``stranger`` (same password), under Kafka's authorizer: PLAINTEXT
+    ``sasl_login``, ``stranger`` and ``describer`` (same password), under Kafka's authorizer: PLAINTEXT
     clients may do anything, a SASL user only what a test grants it."""
     from audit.sandbox.cluster import SandboxOptions, running
 
@@ -74,7 +74,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory, sasl_login: tuple[str, str
         workdir=workdir,
         brokers_per_cluster=2,
         heap_mb=512,
-        sasl_users={user: password, "stranger": password},
+        sasl_users={user: password, "stranger": password, "describer": password},
         authorizer=True,
         tls=True,
     )

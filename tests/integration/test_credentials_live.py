@@ -17,6 +17,7 @@ import json
 import uuid
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
@@ -256,3 +257,32 @@ def test_a_principal_without_permissions_sees_no_topic_and_gets_an_error_not_a_p
         note = json.loads((tmp_path / "snap" / side / "manifest.json").read_text())["notes"]["groups"]
         assert note.startswith("only the 0 groups this principal may Describe"), note
         assert f"WARNING audit.collect.snapshot: {side}: only the 0 groups" in proc.stderr
+
+
+def test_a_principal_that_may_not_read_gets_each_range_unreadable_with_the_reason(
+    sandbox: SandboxState, sasl_login: tuple[str, str], tmp_path: Path
+) -> None:
+    """``describer`` may describe the topics but not read them: the snapshot works, and the
+    record scan (compiled reader) and the wire fetch (kafka-python) finish with every range
+    unreadable and the broker's reason, rather than waiting out their timeouts."""
+    for name in ("source", "destination"):
+        grant(sandbox.cluster(name).bootstrap, "User:describer", [Permission("topic", "*", "DESCRIBE", "")])
+    topic = _topic_on_both(sandbox)
+    cfg = _config(tmp_path, sandbox, ("describer", sasl_login[1]), topic, extra="records:\n  enabled: true\n")
+    run = tmp_path / "run"
+    assert run_cli("snapshot", "--config", str(cfg), "--out", str(run)).returncode == 0
+
+    proc = run_cli("records", "scan", "--config", str(cfg), "--run", str(run))
+    assert proc.returncode == 0, proc.stderr[-3000:]  # a collection step: the audit judges
+    note = json.loads((run / "source" / "manifest.json").read_text())["notes"]["records"]
+    assert note["reader"] == "native" and note["unreadable_ranges"] == 2, note  # a range per side
+    for issue in note["issues"]:
+        assert "Topic authorization failed" in issue["detail"], issue
+
+    proc = run_cli(
+        "segments", "fetch", "--config", str(cfg), "--role", "source", "--out", str(run / "source")
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    issues = pq.read_table(run / "source" / "batch_scan_issues.parquet").to_pylist()
+    assert [(i["topic"], i["kind"]) for i in issues] == [(topic, "fetch_error")]
+    assert "TopicAuthorizationFailedError" in issues[0]["detail"], issues
