@@ -28,6 +28,7 @@ from confluent_kafka.admin import (
     OffsetSpec,
 )
 
+from audit.collect.permissions import permissions_summary
 from audit.config import ClusterConfig
 from audit.errors import ClusterError
 
@@ -135,7 +136,10 @@ class KafkaAdmin:
         detail = _describe(exc)
         hint = "check bootstrap_servers, network and credentials"
         if "AUTHORIZATION" in detail.upper():
-            hint = "grant the auditor Describe (and DescribeConfigs) on the cluster, topics and groups"
+            hint = (
+                f"grant the auditor's principal the read-only ACLs under Permissions in the README "
+                f"({permissions_summary()})"
+            )
         with self._lock:
             last, refused = self._last_error, self._auth_error
         if refused:

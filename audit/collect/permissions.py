@@ -39,3 +39,17 @@ AUDITOR_PERMISSIONS: tuple[Permission, ...] = (
     ),
     Permission("transactional-id", "*", "DESCRIBE", "open transactions named by transactional id (CM-TXN-1)"),
 )
+
+
+def _operation_word(operation: str) -> str:
+    """kafka-acls' spelling of an AclOperation name: DESCRIBE_CONFIGS -> DescribeConfigs."""
+    return "".join(part.capitalize() for part in operation.split("_"))
+
+
+def permissions_summary(permissions: tuple[Permission, ...] = AUDITOR_PERMISSIONS) -> str:
+    """One line for error messages, so a refused call says what to grant rather than only
+    that something was refused: ``topic Describe, Read, DescribeConfigs; group Describe; ...``."""
+    by_resource: dict[str, list[str]] = {}
+    for p in permissions:
+        by_resource.setdefault(p.resource, []).append(_operation_word(p.operation))
+    return "; ".join(f"{resource} {', '.join(ops)}" for resource, ops in by_resource.items())
