@@ -237,19 +237,20 @@ def _fetch_task(
                         except Exception as exc:
                             why = f"{type(exc).__name__}: {str(exc)[:200]}"
                             unreachable = f"no connection from this task: {why}"
-                    try:
-                        if session is None:
-                            raise ConnectionError(unreachable)
-                        fetch_range(session, topic, partition, start, end, sink, deep, max_bytes)
-                    except Exception as exc:  # one partition's failure must not stop the others
-                        sink.issue(
-                            "fetch_error",
-                            f"{type(exc).__name__}: {str(exc)[:300]}",
-                            topic,
-                            partition,
-                            None,
-                            start,
-                        )
+                    if session is None:
+                        sink.issue("fetch_error", unreachable or "", topic, partition, None, start)
+                    else:
+                        try:
+                            fetch_range(session, topic, partition, start, end, sink, deep, max_bytes)
+                        except Exception as exc:  # one partition's failure must not stop the others
+                            sink.issue(
+                                "fetch_error",
+                                f"{type(exc).__name__}: {str(exc)[:300]}",
+                                topic,
+                                partition,
+                                None,
+                                start,
+                            )
                     yield from emit(sink, schema, issues)
         finally:
             if session is not None:

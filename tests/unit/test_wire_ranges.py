@@ -133,3 +133,47 @@ def test_a_range_inside_one_batch_yields_nothing_and_asks_once() -> None:
     sink = ScanSink()
     fetch_range(broker, "t", 3, 111, 114, sink, deep=False, max_bytes=1)
     assert (len(sink), sink.issues, broker.asked) == (0, [], [111])
+
+
+class _Issues:
+    """Stands in for the Spark accumulator a task reports its issues on."""
+
+    def __init__(self) -> None:
+        self.value: list[tuple[Any, ...]] = []
+
+    def add(self, items: list[tuple[Any, ...]]) -> None:
+        self.value.extend(items)
+
+
+def test_a_task_that_cannot_connect_marks_each_of_its_ranges_and_tries_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The driver could reach the cluster, this task cannot: every range it was given is a
+    ``fetch_error`` naming why, the task ends normally, and the connection is attempted once,
+    not once a range (each attempt costs the whole bootstrap timeout)."""
+    import pyarrow as pa
+
+    from audit.collect import wire
+    from audit.collect.transactions import kafka_python_settings
+    from audit.config import ClusterConfig
+
+    attempts: list[int] = []
+    real = wire.FetchSession
+
+    def counted(settings: dict[str, Any], timeout_ms: int) -> FetchSession:
+        attempts.append(1)
+        return real(settings, timeout_ms)
+
+    monkeypatch.setattr(wire, "FetchSession", counted)
+    settings = kafka_python_settings(ClusterConfig("127.0.0.1:9", timeout_seconds=0.5))
+    assert isinstance(settings, dict)
+    ranges = pa.RecordBatch.from_pydict(
+        {"topic": ["t", "t", "u"], "partition": [0, 0, 3], "start": [0, 50, 7], "end": [50, 90, 9]}
+    )
+    issues = _Issues()
+    rows = list(wire._fetch_task(settings, 500, False, 1 << 20, issues)(iter([ranges])))
+    assert sum(r.num_rows for r in rows) == 0
+    assert attempts == [1]
+    found = [(t[4], t[0], t[1], t[3]) for t in issues.value]  # ScanIssue: kind, topic, partition, offset
+    assert found == [("fetch_error", "t", 0, 0), ("fetch_error", "t", 0, 50), ("fetch_error", "u", 3, 7)]
+    assert all("no connection from this task: " in t[6] for t in issues.value), issues.value
