@@ -409,19 +409,21 @@ class KafkaAdmin:
         return found
 
 
-def require_reachable(role: str, cfg: ClusterConfig, snapshot_cluster_id: str | None = None) -> None:
+def require_reachable(role: str, cfg: ClusterConfig, snapshot_cluster_id: str | None = None) -> KafkaAdmin:
     """One metadata call on the driver before Spark tasks read a cluster. A task that cannot
     connect only times out (a refused login looks like a silent broker to a consumer), so
     a wrong password or an unreachable cluster is caught here, in one line, instead of as
     every range unreadable after the read timeout. With ``snapshot_cluster_id`` it also
     refuses a cluster other than the one the snapshot was taken from: its offsets would be
-    read against another cluster's ranges."""
-    found = KafkaAdmin(role, cfg).cluster_id()
+    read against another cluster's ranges. Returns the admin, for the caller's next calls."""
+    admin = KafkaAdmin(role, cfg)
+    found = admin.cluster_id()
     if snapshot_cluster_id and found and found != snapshot_cluster_id:
         raise ClusterError(
             f"{role} cluster ({cfg.bootstrap_servers}) is cluster {found}, but its snapshot was taken "
             f"from cluster {snapshot_cluster_id}: give the configuration the snapshot was taken with"
         )
+    return admin
 
 
 def _group_type(listing: Any) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.collect.batch_scan import BatchScan
-from audit.collect.kafka_admin import require_reachable
+from audit.collect.kafka_admin import KafkaAdmin, require_reachable
 from audit.collect.record_history import PartitionOutcome, RecordHistory
 from audit.collect.records import (
     RecordPlan,
@@ -63,10 +63,11 @@ def collect_records(
         output_root, (src_manifest.get("cluster_id"), dst_manifest.get("cluster_id"))
     )
     spans = {(p.topic, p.partition): (p.log_start_offset, p.high_watermark) for p in src_parts}
+    source_admin = None
     if common:
         require_reachable("destination", cfg.cluster("destination"), dst_manifest.get("cluster_id"))
-        require_reachable("source", cfg.cluster("source"), src_manifest.get("cluster_id"))
-    plan = _plan(cfg, common, history.partitions(topic_ids), history.runs, full, spans)
+        source_admin = require_reachable("source", cfg.cluster("source"), src_manifest.get("cluster_id"))
+    plan = _plan(cfg, source_admin, common, history.partitions(topic_ids), history.runs, full, spans)
     started = utc_now()
     with tempfile.TemporaryDirectory(prefix=".records.", dir=destination.parent) as tmp:
         staging = Path(tmp)
@@ -124,6 +125,7 @@ def collect_records(
 
 def _plan(
     cfg: AuditConfig,
+    admin: KafkaAdmin | None,
     common: dict[tuple[str, int], tuple[int, int]],
     verified: dict[tuple[str, int], dict[str, Any]],
     runs: int,
@@ -131,11 +133,11 @@ def _plan(
     spans: dict[tuple[str, int], tuple[int, int]],
 ) -> RecordPlan:
     """The plan, asking the source for what the scope and budget need: offsets for the
-    time windows, partition sizes for a byte budget."""
-    from audit.collect.kafka_admin import KafkaAdmin
+    time windows, partition sizes for a byte budget. ``admin``: the source's, when the
+    reachability check already opened one."""
     from audit.collect.log_dirs import estimated_bytes_per_offset
 
-    admin = KafkaAdmin("source", cfg.cluster("source"))
+    admin = admin or KafkaAdmin("source", cfg.cluster("source"))
     per_offset = None
     if cfg.records.max_bytes_per_run:
         in_plan = {tp: spans[tp] for tp in common if tp in spans}
