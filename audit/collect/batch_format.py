@@ -43,6 +43,7 @@ LOG_APPEND_TIME = DefaultRecordBase.TIMESTAMP_TYPE_MASK
 # Control record types (the key's second i16). 7 is the KIP-1279 prototype's pid-reset
 # record; any other value keeps its number.
 CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 7: "PID_RESET"}
+CLOSING_TYPES = (0, 1)  # the markers that end a transaction: ABORT and COMMIT
 _END_TXN_VALUE = struct.Struct(">hi")  # version i16, coordinatorEpoch i32
 
 # Issue kinds and how much they weigh: "error" is data that cannot be trusted, "warn" is

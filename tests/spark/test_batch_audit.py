@@ -391,3 +391,40 @@ def test_without_batches_the_batch_invariants_are_skipped_as_not_collected(
     for inv_id in ("CM-DATA-2", "CM-TXN-2", "CM-TXN-3", "CM-EPOCH-4"):
         assert inv[inv_id]["status"] == "skipped"
         assert inv[inv_id]["reason"].startswith("not collected"), inv[inv_id]
+
+
+def test_only_abort_and_commit_close_a_transaction(spark: Any) -> None:
+    """A failover writes the KIP-1279 prototype's pid-reset control record (type 7) next to
+    the ABORTs that close in-flight transactions. A pid-reset right after an ABORT of the
+    same epoch is not a second close, does not close a transaction itself, and does not hide
+    a real second close behind it."""
+    from audit.compare.batch_tables import transaction_closure
+
+    rows = [  # base_offset, producer_id, producer_epoch, is_control, control_type
+        (0, 50, 2, False, None),
+        (1, 50, 2, True, 0),  # ABORT closes 0
+        (2, 50, 2, True, 7),  # pid-reset after it: a clean failover
+        (3, 50, 3, False, None),
+        (4, 50, 3, True, 7),  # pid-reset: 3 is still open here
+        (5, 50, 3, True, 1),  # COMMIT closes 3
+        (6, 50, 3, True, 7),
+        (7, 50, 3, True, 1),  # a second COMMIT of epoch 3, the reset at 6 between
+        (8, 51, 0, False, None),
+        (9, 51, 0, True, 7),  # only a pid-reset after 8: left open
+    ]
+    batches = spark.createDataFrame(
+        [("t", 0, o, pid, epoch, True, control, ctype) for o, pid, epoch, control, ctype in rows],
+        "topic string, partition int, base_offset long, producer_id long, producer_epoch int, "
+        "is_transactional boolean, is_control boolean, control_type int",
+    )
+    got = {r["base_offset"]: r for r in transaction_closure(batches).collect()}
+    assert {o: got[o]["closing_offset"] for o in (0, 3, 8)} == {0: 1, 3: 5, 8: None}
+    assert {o: got[o]["closes_twice"] for o in (1, 2, 4, 5, 6, 7, 9)} == {
+        1: False,
+        2: False,
+        4: False,
+        5: False,
+        6: False,
+        7: True,
+        9: False,
+    }
