@@ -19,13 +19,13 @@ posix_fadvise DONTNEED: no root needed) before each timed run of each side, so a
 read from the disk, as a nightly audit of older segments or of a backup copy does.
 
 Once, for the record: the whole `mirror-audit segments scan` command in a fresh process
-(Spark session start included). Rates are MB of segment per second; the best round of
-each side is reported.
+(Spark session start included); and the floors under any run, whatever the data (ours over
+one empty segment; three 1-row Parquet writes), beside the time each target allows. Rates
+are MB of segment per second; the best round of each side is reported.
 
 Run: .venv/bin/python bench/segments.py [--size-gb 2] [--batch-bytes 16384] [--cold]. The
-last line
-is RESULT segment-scan ours=<MB/s> baseline=<MB/s> ratio=<ours/baseline>; the line before
-it is RESULT segment-deep-crc ours=<MB/s> baseline=<MB/s> ratio=<ours/baseline>.
+last line is RESULT segment-scan ours=<MB/s> baseline=<MB/s> ratio=<ours/baseline>; the line
+before it is RESULT segment-deep-crc ours=<MB/s> baseline=<MB/s> ratio=<ours/baseline>.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from common import stop_on_sigterm
 from confluent_kafka import Producer
@@ -109,6 +110,28 @@ def _timed(cmd: list[str]) -> float:
     return elapsed
 
 
+def _floors(spark: Any, root: Path, rounds: int = 5) -> dict[str, float]:
+    """What a run costs whatever the data, in the warm session: ours over one empty segment
+    file (every step and table, no batch), and three 1-row Parquet writes (the tables a
+    scan must write, with nothing to scan). Printed beside the time the targets allow, so
+    a run shows whether a target is reachable at this size at all."""
+    empty = root / "empty" / f"{TOPIC}-0"
+    empty.mkdir(parents=True)
+    (empty / "00000000000000000000.log").touch()
+    found: dict[str, list[float]] = {"empty": [], "parquet": []}
+    for i in range(rounds):
+        out = root / "floors" / str(i)
+        started = time.perf_counter()
+        write_batch_scan(spark, scan_segments(spark, [str(empty.parent)], ScanOptions()), out, "source", {})
+        found["empty"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        for table in ("batches", "markers", "issues"):
+            spark.range(1).write.mode("overwrite").parquet(str(root / "floors" / f"{table}-{i}"))
+        found["parquet"].append(time.perf_counter() - started)
+    shutil.rmtree(root / "floors", ignore_errors=True)
+    return {k: min(v) for k, v in found.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-gb", type=float, default=2.0, help="GiB of segments to write (default 2)")
@@ -153,6 +176,7 @@ def main() -> None:
                 return elapsed, int(note["batches"])
 
             ours(False)  # Python workers and JIT warm, as in a running nightly session
+            floors = _floors(spark, root)
             times: dict[str, list[float]] = {"ours": [], "dump-log": [], "deep": [], "cat": []}
             batches = 0
             for i in range(args.rounds):
@@ -195,6 +219,18 @@ def main() -> None:
         print(f"{label:40s} best {best[key]:6.2f}s  {rate[key]:8.0f} MB/s  all {runs}")
     label = "mirror-audit segments scan (fresh CLI)"
     print(f"{label:40s}      {cli:6.2f}s  {mb / cli:8.0f} MB/s  (Spark session start included)")
+    print(
+        f"{'ours on one empty segment (fixed cost)':40s} best {floors['empty']:6.2f}s   "
+        "listing, planning, the Spark stage, every table written, no batch"
+    )
+    print(
+        f"{'three 1-row Parquet writes (Spark floor)':40s} best {floors['parquet']:6.2f}s   "
+        "the same warm session, no scan at all"
+    )
+    print(
+        f"{'time the targets allow':40s} header scan {best['dump-log'] / 10:.2f}s (kafka-dump-log / 10), "
+        f"deep scan {best['cat'] * 2:.2f}s (cat x 2)"
+    )
     print(
         f"RESULT segment-deep-crc ours={rate['deep']:.0f} baseline={rate['cat']:.0f} "
         f"ratio={rate['deep'] / rate['cat']:.2f}"
