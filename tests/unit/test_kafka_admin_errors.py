@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from audit.collect.kafka_admin import KafkaAdmin
-from audit.collect.permissions import AUDITOR_PERMISSIONS
+from audit.collect.permissions import AUDITOR_PERMISSIONS, _operation_word
 from audit.config import ClusterConfig
 
 
@@ -28,8 +28,7 @@ def test_an_authorization_failure_names_the_permissions_to_grant(admin: KafkaAdm
     assert "GROUP_AUTHORIZATION_FAILED" in message
     assert "Permissions in the README" in message
     for p in AUDITOR_PERMISSIONS:
-        word = "".join(part.capitalize() for part in p.operation.split("_"))
-        assert word in message and p.resource in message, (p, message)
+        assert _operation_word(p.operation) in message and p.resource in message, (p, message)
     assert "\n" not in message
 
 
