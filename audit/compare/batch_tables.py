@@ -162,10 +162,11 @@ def compare_markers(
 
 
 def transaction_closure(batches: Any) -> Any:
-    """Transactional batches (data and control) with, for each data batch, the offset and
-    type of the first ABORT or COMMIT of the same producer after it (``closing_offset``, null if
-    none), and for each marker whether the producer's previous transactional batch was a
-    marker of the same producer epoch (``closes_twice``: a transaction closed twice).
+    """Transactional batches (data and control) with, for each data batch, the offset of
+    the first ABORT or COMMIT of the same producer after it (``closing_offset``, null if
+    none), and for each ABORT or COMMIT whether the producer's previous data batch or
+    ABORT/COMMIT was an ABORT/COMMIT of the same producer epoch (``closes_twice``: a
+    transaction closed twice).
 
     Only ABORT and COMMIT close a transaction. Other control types (the KIP-1279
     prototype's pid-reset, 7, written at a failover next to the ABORTs that close in-flight
