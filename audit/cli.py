@@ -18,6 +18,7 @@ from audit.compare.run import Engine
 from audit.config import AuditConfig, load_config
 from audit.errors import AuditError, ExitCode, UsageError
 from audit.logs import mask_secrets, register_secrets, setup_logging
+from audit.paths import hadoop_path, is_glob, is_uri, local_path
 
 log = logging.getLogger("audit.cli")
 
@@ -27,32 +28,41 @@ Handler = Callable[[argparse.Namespace], int]
 # --------------------------------------------------------------------------- shared options
 
 
+def _path(text: str) -> Path:
+    """An argparse type for a local path: ``~`` expanded and made absolute from the current
+    directory here, so that nothing later resolves it against another one."""
+    try:
+        return local_path(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _add_config(p: argparse.ArgumentParser, required: bool = False) -> None:
     p.add_argument(
         "--config",
         metavar="FILE",
-        type=Path,
+        type=_path,
         required=required,
         help="YAML configuration (see conf/audit.example.yaml)",
     )
 
 
 def _add_snapshot_dirs(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--source", metavar="DIR", type=Path, help="source snapshot directory (offline use)")
+    p.add_argument("--source", metavar="DIR", type=_path, help="source snapshot directory (offline use)")
     p.add_argument(
-        "--destination", metavar="DIR", type=Path, help="destination snapshot directory (offline use)"
+        "--destination", metavar="DIR", type=_path, help="destination snapshot directory (offline use)"
     )
 
 
 def _add_out(p: argparse.ArgumentParser, required: bool, what: str) -> None:
-    p.add_argument("--out", metavar="DIR", type=Path, required=required, help=what)
+    p.add_argument("--out", metavar="DIR", type=_path, required=required, help=what)
 
 
 def _add_workdir(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--workdir",
         metavar="DIR",
-        type=Path,
+        type=_path,
         help="sandbox work directory (default: $MIRROR_AUDIT_SANDBOX_DIR or "
         "~/.local/state/kafka-mirror-audit/sandbox)",
     )
@@ -164,12 +174,13 @@ def cmd_nightly(args: argparse.Namespace) -> int:
 
 
 def cmd_readiness(args: argparse.Namespace) -> int:
-    from audit.pipeline import audit_snapshots, nightly
+    from audit.pipeline import audit_snapshots, new_run_dir, nightly
 
     cfg = _config(args)
     if args.source is not None or args.destination is not None:
         src, dst = _snapshot_dirs(args)
-        outcome = audit_snapshots(src, dst, args.out, cfg, readiness=True, engine=_engine(args, cfg))
+        out = args.out if args.out is not None else new_run_dir(cfg)
+        outcome = audit_snapshots(src, dst, out, cfg, readiness=True, engine=_engine(args, cfg))
     elif args.config is None:
         raise UsageError("readiness needs --config FILE (live clusters) or --source DIR --destination DIR")
     else:
@@ -229,16 +240,32 @@ def _print_table(rows: Sequence[Sequence[str]], indent: str = "") -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from audit.sandbox.demo import run_demo
+    from audit.sandbox import demo, demo_mm2
 
+    if args.expect_faults and args.healthy:
+        raise UsageError("--expect-faults checks the injected faults: the --healthy demo injects none")
     if args.mode == "mm2":
-        from audit.sandbox.demo_mm2 import run_mm2_demo
-
-        outcome = run_mm2_demo(healthy=args.healthy, out=args.out, keep=args.keep, workdir=args.workdir)
+        injected = demo_mm2.INJECTED
+        outcome = demo_mm2.run_mm2_demo(
+            healthy=args.healthy, out=args.out, keep=args.keep, workdir=args.workdir
+        )
     else:
-        outcome = run_demo(healthy=args.healthy, out=args.out, keep=args.keep, workdir=args.workdir)
+        injected = demo.INJECTED
+        outcome = demo.run_demo(healthy=args.healthy, out=args.out, keep=args.keep, workdir=args.workdir)
     print_outcome(outcome.summary, outcome.report)
-    return outcome.exit_code
+    if not args.expect_faults:
+        return outcome.exit_code
+    problems = injected.problems(outcome.summary)
+    if problems:
+        print("demo: the audit did not catch exactly the injected faults:")
+        for line in problems:
+            print(f"  {line}")
+        return ExitCode.FAILED
+    print(
+        f"demo: the injected faults were caught ({', '.join(sorted(injected.fail))} failed) and "
+        "nothing else failed: the demo did what it is for"
+    )
+    return ExitCode.OK
 
 
 def cmd_segments_scan(args: argparse.Namespace) -> int:
@@ -248,10 +275,10 @@ def cmd_segments_scan(args: argparse.Namespace) -> int:
     from audit.spark_session import build_spark
 
     cfg = _config(args)
-    paths = [str(p) for p in args.paths]
+    paths = [hadoop_path(p) for p in args.paths]
     for p in paths:
         # Before the Spark session starts; a URI or a glob is checked by the listing itself.
-        if "://" not in p and not any(c in p for c in "*?[{") and not Path(p).exists():
+        if not is_uri(p) and not is_glob(p) and not Path(p).exists():
             raise UsageError(f"segment path {p} does not exist")
     opts = ScanOptions(
         deep=args.deep, split_bytes=cfg.segments.split_bytes if args.split_bytes is None else args.split_bytes
@@ -483,12 +510,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("readiness", help="pre-failover GO / NO-GO check with expected loss and reprocessing")
     _add_config(p)
     _add_snapshot_dirs(p)
-    _add_out(p, True, "run directory to write summary.json and the report into")
+    _add_out(
+        p,
+        False,
+        "run directory to write summary.json and the report into (default: a new timestamped "
+        "directory under output.root, as nightly)",
+    )
     _add_engine(p, "local")
     p.set_defaults(handler=cmd_readiness)
 
     p = sub.add_parser("demo", help="run the sandbox end to end on the embedded default")
     p.add_argument("--healthy", action="store_true", help="inject no faults")
+    p.add_argument(
+        "--expect-faults",
+        action="store_true",
+        help="exit 0 when the audit caught exactly the injected faults (the verdict FAIL on "
+        "them and on nothing else), 1 otherwise; without it the exit code is the verdict's, "
+        "1 for the faulty demo's FAIL ('make demo' passes it)",
+    )
     p.add_argument(
         "--mode",
         choices=("cluster-mirroring", "mm2"),
@@ -562,7 +601,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--run",
         metavar="RUN_DIR",
-        type=Path,
+        type=_path,
         required=True,
         help="the run directory holding source/ and destination/ snapshots (from 'mirror-audit snapshot'); "
         "its parent keeps the incremental history",
@@ -650,18 +689,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args))
     except AuditError as exc:
+        message = str(exc)
         if args.verbose:
             log.exception("details")
-        print(f"mirror-audit: error: {mask_secrets(str(exc))}", file=sys.stderr)
-        return ExitCode.ERROR
     except KeyboardInterrupt:
-        print("mirror-audit: interrupted", file=sys.stderr)
-        return ExitCode.ERROR
+        message = "interrupted"
+    except OSError as exc:
+        if exc.filename is None:
+            return _internal_error()
+        # A path the environment refuses (permissions, a full disk, a file where a
+        # directory should be): the user's to fix, so one line naming it.
+        where = exc.filename if exc.filename2 is None else f"{exc.filename} -> {exc.filename2}"
+        message = f"{where}: {exc.strerror or exc}"
+        if args.verbose:
+            log.exception("details")
     except Exception:
-        # A bug, not a user error: keep the traceback, but never exit 1 (that means "invariant failed").
-        log.exception("internal error")
-        print("mirror-audit: error: internal error (a bug): see the traceback above", file=sys.stderr)
-        return ExitCode.ERROR
+        return _internal_error()
+    print(f"mirror-audit: error: {mask_secrets(message)}", file=sys.stderr)
+    return ExitCode.ERROR
+
+
+def _internal_error() -> int:
+    """A bug, not a user error: keep the traceback, but never exit 1 (that means "invariant
+    failed"). Called from an exception handler."""
+    log.exception("internal error")  # noqa: LOG004 (only ever called inside an except block)
+    print("mirror-audit: error: internal error (a bug): see the traceback above", file=sys.stderr)
+    return ExitCode.ERROR
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 import yaml
 
 from audit.errors import ConfigError
+from audit.paths import config_path, local_path
 
 Mode = Literal["cluster-mirroring", "mm2"]
 
@@ -277,7 +278,18 @@ class SparkConfig:
 
 @dataclass(frozen=True)
 class OutputConfig:
+    # Where runs are written; relative to the configuration file's directory (without a
+    # configuration file: to the current directory).
     root: str = "reports"
+
+
+@dataclass(frozen=True)
+class ValidationConfig:
+    """Where the Great Expectations suites come from: an operator's own directory of
+    ``cm_*.json`` / ``mm2_*.json`` suites, or (None) ``$MIRROR_AUDIT_EXPECTATIONS``, else
+    the suites shipped with the package."""
+
+    expectations_dir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -294,6 +306,7 @@ class AuditConfig:
     records: RecordsConfig = field(default_factory=RecordsConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
+    validation: ValidationConfig = field(default_factory=ValidationConfig)
 
     def cluster(self, role: Literal["source", "destination"]) -> ClusterConfig:
         """The named cluster, or a config error saying which section to add."""
@@ -335,20 +348,33 @@ def _plain(value: Any) -> Any:
 
 
 def load_config(path: str | os.PathLike[str] | None, env: Mapping[str, str] | None = None) -> AuditConfig:
-    """Read, expand and validate a YAML file; ``None`` gives the defaults."""
+    """Read, expand and validate a YAML file; ``None`` gives the defaults.
+
+    Paths inside the file (``output.root``, ``segments.*.paths``,
+    ``validation.expectations_dir``, client properties naming files such as
+    ``ssl.ca.location``) are taken relative to the file's directory and made absolute here."""
     if path is None:
         return AuditConfig()
-    p = Path(path)
+    p = local_path(path)
+    if p.is_dir():
+        raise ConfigError(f"config file {p} is a directory: give the YAML file inside it")
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"config file {p} does not exist") from None
     except OSError as exc:
         raise ConfigError(f"config file {p} cannot be read: {exc.strerror}") from exc
-    return parse_config(text, origin=str(p), env=os.environ if env is None else env)
+    return parse_config(text, origin=str(p), env=os.environ if env is None else env, base_dir=p.parent)
 
 
-def parse_config(text: str, origin: str = "<config>", env: Mapping[str, str] | None = None) -> AuditConfig:
+def parse_config(
+    text: str,
+    origin: str = "<config>",
+    env: Mapping[str, str] | None = None,
+    base_dir: Path | None = None,
+) -> AuditConfig:
+    """``base_dir``: the directory relative paths in the text are taken from (None: left
+    as written, for callers that resolve them later against the current directory)."""
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -363,7 +389,43 @@ def parse_config(text: str, origin: str = "<config>", env: Mapping[str, str] | N
         cfg: AuditConfig = _build(AuditConfig, expanded, "")
     except _KeyProblem as exc:
         raise ConfigError(f"config file {origin}: {exc}") from None
-    return cfg
+    return cfg if base_dir is None else anchor_paths(cfg, base_dir)
+
+
+# librdkafka client properties whose values are files (ssl.ca.location,
+# ssl.certificate.location, ssl.key.location, ssl.keystore.location, ssl.crl.location,
+# sasl.kerberos.keytab); ``probe`` is ssl.ca.location's word for the system's CAs.
+_FILE_PROPERTY = re.compile(r"(^|\.)location$|^sasl\.kerberos\.keytab$")
+
+
+def anchor_paths(cfg: AuditConfig, base: Path) -> AuditConfig:
+    """The configuration with every path in it made absolute from ``base`` (``~`` expanded;
+    URIs such as ``s3a://`` untouched)."""
+
+    def cluster(c: ClusterConfig | None) -> ClusterConfig | None:
+        if c is None:
+            return None
+        props = {
+            k: config_path(v, base) if _FILE_PROPERTY.search(k) and v and v != "probe" else v
+            for k, v in c.properties.items()
+        }
+        return dataclasses.replace(c, properties=props)
+
+    def side(b: BatchSourceConfig) -> BatchSourceConfig:
+        return dataclasses.replace(b, paths=tuple(config_path(p, base) for p in b.paths))
+
+    seg = cfg.segments
+    expectations = cfg.validation.expectations_dir
+    return dataclasses.replace(
+        cfg,
+        source=cluster(cfg.source),
+        destination=cluster(cfg.destination),
+        segments=dataclasses.replace(seg, source=side(seg.source), destination=side(seg.destination)),
+        output=dataclasses.replace(cfg.output, root=config_path(cfg.output.root, base)),
+        validation=dataclasses.replace(
+            cfg.validation, expectations_dir=None if expectations is None else config_path(expectations, base)
+        ),
+    )
 
 
 class _KeyProblem(Exception):

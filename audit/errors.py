@@ -34,6 +34,10 @@ class InputError(AuditError):
     """An input file (snapshot, segment, run directory) is missing, corrupt or malformed."""
 
 
+class OutputError(AuditError):
+    """An output path (run directory, output root, snapshot directory) cannot be written."""
+
+
 class SandboxError(AuditError):
     """The local sandbox could not be fetched, started, inspected or stopped."""
 

@@ -12,6 +12,7 @@ from typing import Any
 from audit.compare.run import Engine
 from audit.config import AuditConfig
 from audit.errors import ConfigError, ExitCode
+from audit.paths import local_path, writable_directory
 from audit.snapshot import read_manifest
 
 log = logging.getLogger(__name__)
@@ -47,13 +48,15 @@ def audit_snapshots(
     from audit.report.html import render_report
     from audit.report.summary import build_summary, load_history, write_summary
     from audit.validate.readiness import readiness_figures
-    from audit.validate.run import run_validation
+    from audit.validate.run import mode_suites, run_validation
 
     _check_mode(cfg, engine)
+    suites = mode_suites(cfg)
+    source, destination, run_dir = local_path(source), local_path(destination), local_path(run_dir)
     src_manifest = read_manifest(source, "source")
     dst_manifest = read_manifest(destination, "destination")
     started = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    run_dir.mkdir(parents=True, exist_ok=True)
+    writable_directory(run_dir, "run directory")
     clock = _StageClock()
     if engine == "local":
         compared = run_compare_local(source, destination, run_dir, cfg)
@@ -65,7 +68,7 @@ def audit_snapshots(
         compare = run_compare_mm2 if cfg.mode == "mm2" else run_compare
         compared = compare(spark, source, destination, run_dir, cfg)
     clock.done(f"compare ({engine})")
-    results = run_validation(compared, run_dir, cfg)
+    results = run_validation(compared, run_dir, cfg, suites=suites)
     clock.done("validate (Great Expectations)")
     figures = readiness_figures(compared) if readiness else None
     plan = None
@@ -173,8 +176,15 @@ def _details(source: Path, manifest: dict[str, Any]) -> dict[str, dict[str, Any]
 
 
 def new_run_dir(cfg: AuditConfig) -> Path:
+    """A new timestamped run directory under ``output.root`` (absolute: a relative root is
+    taken from the current directory when no configuration file anchored it)."""
+    root = writable_directory(local_path(cfg.output.root), "output root (output.root)")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    return Path(cfg.output.root) / stamp
+    run_dir, n = root / stamp, 1
+    while run_dir.exists():  # two runs started within the same second
+        n += 1
+        run_dir = root / f"{stamp}-{n}"
+    return run_dir
 
 
 def nightly(
@@ -187,9 +197,12 @@ def nightly(
     """Snapshot both clusters (destination first) into the run directory, then audit."""
     from audit.collect.snapshot import import_dependencies, take_snapshots
     from audit.validate.gx import import_in_background
+    from audit.validate.run import mode_suites
 
     _check_mode(cfg, engine)
-    run_dir = out or new_run_dir(cfg)
+    mode_suites(cfg)  # a missing or broken suite directory fails before the clusters are read
+    run_dir = local_path(out) if out is not None else new_run_dir(cfg)
+    writable_directory(run_dir, "run directory")
     import_dependencies()
     import_in_background()  # GX's import overlaps the snapshot's network waits
     src, dst = take_snapshots(cfg, run_dir)

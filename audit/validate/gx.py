@@ -13,10 +13,12 @@ import os
 import sys
 import threading
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from audit.errors import ConfigError
+from audit.paths import local_path
 from audit.validate.results import MAX_EXAMPLES, CheckOutcome
 
 log = logging.getLogger(__name__)
@@ -54,12 +56,23 @@ def _join_background_import() -> None:
         thread.join()
 
 
-def default_expectations_dir() -> Path:
-    """``$MIRROR_AUDIT_EXPECTATIONS`` or the repository's ``expectations/`` folder."""
+def shipped_expectations_dir() -> Path:
+    """The suites that come with the package: the repository's top-level ``expectations/``
+    (where operators read and edit them), which ``audit/expectations`` links to in a
+    checkout and the wheel carries as package data under the same name."""
+    return Path(str(resources.files("audit").joinpath("expectations")))
+
+
+def expectations_dir(configured: str | None = None) -> tuple[Path, str]:
+    """Where the suites are read from, and what named it (for error messages):
+    ``validation.expectations_dir``, else ``$MIRROR_AUDIT_EXPECTATIONS``, else the
+    shipped suites."""
+    if configured:
+        return Path(configured), "validation.expectations_dir"
     explicit = os.environ.get("MIRROR_AUDIT_EXPECTATIONS")
     if explicit:
-        return Path(explicit)
-    return Path(__file__).resolve().parents[2] / "expectations"
+        return local_path(explicit), "$MIRROR_AUDIT_EXPECTATIONS"
+    return shipped_expectations_dir(), "the suites shipped with the package"
 
 
 @dataclass(frozen=True)
@@ -88,9 +101,12 @@ def load_suite_file(path: Path) -> SuiteFile:
     return SuiteFile(str(raw.get("name") or path.stem), str(table), path, raw)
 
 
-def load_suites(directory: Path, prefix: str) -> list[SuiteFile]:
+def load_suites(directory: Path, prefix: str, origin: str = "expectations directory") -> list[SuiteFile]:
+    """Every ``<prefix>*.json`` suite of ``directory``; ``origin`` says who named the
+    directory, so a wrong one is fixed where it was set."""
     if not directory.is_dir():
-        raise ConfigError(f"expectations directory {directory} does not exist")
+        what = "does not exist" if not directory.exists() else "is not a directory"
+        raise ConfigError(f"expectations directory {directory} ({origin}) {what}")
     return [load_suite_file(p) for p in sorted(directory.glob(f"{prefix}*.json"))]
 
 
@@ -118,7 +134,8 @@ class GxRunner:
                 "show_how_to_buttons": False,
                 "store_backend": {
                     "class_name": "TupleFilesystemStoreBackend",
-                    "base_directory": str(docs_dir),
+                    # GX refuses a relative base directory without a root directory.
+                    "base_directory": str(docs_dir.absolute()),
                 },
                 "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
             },

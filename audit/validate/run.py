@@ -12,7 +12,8 @@ from audit.config import AuditConfig
 from audit.errors import ConfigError
 from audit.fsutil import atomic_write_json
 from audit.validate.catalogue import catalogue
-from audit.validate.gx import GxRunner, default_expectations_dir, load_suites
+from audit.validate.gx import GxRunner, SuiteFile, load_suites
+from audit.validate.gx import expectations_dir as find_expectations
 from audit.validate.results import CheckOutcome, InvariantResult, fold, skipped
 
 log = logging.getLogger(__name__)
@@ -157,15 +158,32 @@ INDEX_COLUMNS = {
 SUITE_PREFIX = {"cluster-mirroring": "cm_", "mm2": "mm2_"}
 
 
-def run_validation(
-    compared: Compared, run_dir: Path, cfg: AuditConfig, expectations_dir: Path | None = None
-) -> list[InvariantResult]:
-    """The same suites judge either engine's tables (GX runs on Spark and on pandas)."""
-    suites = load_suites(expectations_dir or default_expectations_dir(), SUITE_PREFIX[cfg.mode])
+def mode_suites(cfg: AuditConfig, expectations_dir: Path | None = None) -> list[SuiteFile]:
+    """The suites of the configured mode, read and checked: called before any work, so a
+    missing or broken suite directory costs no snapshot or Spark job."""
+    if expectations_dir is not None:
+        directory, origin = expectations_dir, "given"
+    else:
+        directory, origin = find_expectations(cfg.validation.expectations_dir)
+    prefix = SUITE_PREFIX[cfg.mode]
+    suites = load_suites(directory, prefix, origin)
     if not suites:
         raise ConfigError(
-            f"no expectation suites for mode {cfg.mode} in {expectations_dir or default_expectations_dir()}"
+            f"no expectation suites for mode {cfg.mode} ({prefix}*.json) in {directory} ({origin})"
         )
+    return suites
+
+
+def run_validation(
+    compared: Compared,
+    run_dir: Path,
+    cfg: AuditConfig,
+    expectations_dir: Path | None = None,
+    suites: list[SuiteFile] | None = None,
+) -> list[InvariantResult]:
+    """The same suites judge either engine's tables (GX runs on Spark and on pandas)."""
+    if suites is None:
+        suites = mode_suites(cfg, expectations_dir)
     parameters = dataclasses.asdict(cfg.thresholds)
     runner = GxRunner(run_dir / "validation" / "data_docs", compared.engine)
     by_invariant: dict[str, list[CheckOutcome]] = defaultdict(list)

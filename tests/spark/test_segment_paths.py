@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from audit.collect.segments import list_log_files, list_segments
@@ -49,3 +50,33 @@ def test_a_missing_path_or_an_unknown_filesystem_is_an_input_error(spark: Any, t
         list_log_files(spark, [str(tmp_path / "nothing-*")])
     with pytest.raises(InputError, match='No FileSystem for scheme "nosuch"'):
         list_log_files(spark, ["nosuch://bucket/topic-0"])
+
+
+@pytest.mark.parametrize("kind", ["relative", "tilde", "file-uri", "glob"])
+def test_segments_scan_takes_each_kind_of_path_from_the_command_line(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """A relative or ``~`` path is made absolute before Spark sees it; a ``file:`` URI and
+    a glob reach Hadoop as written; ``--out`` may be relative too. Each kind finds the same
+    batches as an absolute path."""
+    from audit.cli import main
+    from tests.spark.test_batch_audit import source_tree
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    tree = source_tree((home if kind == "tilde" else work) / "logs")
+    given = {
+        "relative": "logs",
+        "tilde": "~/logs",
+        "file-uri": f"file://{tree}",
+        # As written: a relative glob would be resolved by Hadoop against the JVM's working
+        # directory (the session here is the suite's, started elsewhere).
+        "glob": f"{tree}/orders-*",
+    }[kind]
+    assert main(["segments", "scan", given, "--out", "snap", "--role", "source"]) == 0
+    batches = pq.read_table(work / "snap" / "batches.parquet").to_pylist()
+    assert len(batches) == 17  # what test_batch_audit's scan of the same tree finds
+    assert all(r["file"].startswith(f"file://{tree}/") for r in batches)

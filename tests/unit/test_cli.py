@@ -103,3 +103,29 @@ def test_segments_scan_refuses_a_missing_path_before_spark_but_leaves_a_glob_to_
     # a glob gets past the early check: the listing (in Spark) judges it
     assert main(["segments", "scan", str(tmp_path / "orders-*"), "--out", out, "--role", "source"]) == 2
     assert "a Spark session was asked for" in capsys.readouterr().err
+
+
+def test_injected_faults_are_caught_only_when_exactly_they_fail_and_warn() -> None:
+    from audit.sandbox.injected import InjectedFaults
+
+    injected = InjectedFaults(fail=frozenset({"A", "B"}), warn=frozenset({"W"}))
+
+    def summary(**statuses: str) -> dict[str, object]:
+        return {"invariants": {k: {"status": v} for k, v in statuses.items()}}
+
+    assert injected.problems(summary(A="fail", B="fail", W="warn", C="pass", D="skipped")) == []
+    assert injected.problems(summary(A="fail", B="pass", W="warn")) == ["expected to fail but did not: B"]
+    assert injected.problems(summary(A="fail", B="fail", C="fail", W="warn")) == [
+        "failed without an injected fault: C"
+    ]
+    assert injected.problems(summary(A="fail", B="fail", W="pass", X="warn")) == [
+        "expected to warn but did not: W",
+        "warned without an injected fault: X",
+    ]
+    # Warnings outside the promise are not judged when the demo makes none.
+    assert InjectedFaults(fail=frozenset({"A"})).problems(summary(A="fail", X="warn")) == []
+
+
+def test_expect_faults_with_the_healthy_demo_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--healthy", "--expect-faults"]) == 2
+    assert "the --healthy demo injects none" in capsys.readouterr().err

@@ -273,6 +273,7 @@ def test_example_config_is_valid_and_documents_every_key() -> None:
         "records",
         "spark",
         "output",
+        "validation",
     ):
         assert f"\n{section}:" in text
     for key in Thresholds.__dataclass_fields__:
