@@ -18,6 +18,7 @@ _FOLDER_MARKERS = {
     "unit": pytest.mark.unit,
     "spark": pytest.mark.spark,
     "integration": pytest.mark.integration,
+    "packaging": pytest.mark.packaging,
 }
 
 

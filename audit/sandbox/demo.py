@@ -29,6 +29,7 @@ from audit.config import AuditConfig, ClusterConfig, OutputConfig, RecordsConfig
 from audit.errors import SandboxError
 from audit.pipeline import RunOutcome, nightly
 from audit.sandbox.cluster import SandboxOptions, default_workdir, down, start_node, stop_node, up
+from audit.sandbox.injected import InjectedFaults
 from audit.sandbox.mirror import SourceRecord, mirror_once, sync_group_offsets, wait_transactions_settled
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, client_conf, commit_offsets, produce, require_fresh_demo
@@ -39,6 +40,12 @@ TOPICS = {"orders": 3, "payments": 1, "audit-log": 3}
 GROUPS = ("billing", "analytics", "shipping")
 EPOCH_BUMPS = 3  # the destination leads the source's leader epochs by this much
 CORRUPTED = ("orders", 2, 42)  # the faulty demo's mirror writes this record differently
+# What the faults above make the audit say; CM-EPOCH-2 warns as a consequence of the epoch
+# fault (DLE below SLE is also short of headroom).
+INJECTED = InjectedFaults(
+    fail=frozenset({"CM-TOPIC-1", "CM-EPOCH-1", "CM-GROUP-1", "CM-GROUP-2", "CM-DATA-1"}),
+    warn=frozenset({"CM-TXN-1", "CM-EPOCH-2"}),
+)
 
 
 def _create(bootstrap: str, topic: str, assignment: list[list[int]]) -> None:

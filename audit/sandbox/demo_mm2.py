@@ -28,6 +28,7 @@ from audit.errors import SandboxError
 from audit.pipeline import RunOutcome, nightly
 from audit.sandbox import mm2
 from audit.sandbox.cluster import SandboxOptions, default_workdir, down, up
+from audit.sandbox.injected import InjectedFaults
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import (
     Record,
@@ -50,6 +51,8 @@ COMMITS = {
 OPTIONS = mm2.Mm2Options(
     topics="orders|payments", groups="billing|analytics|shipping", sync_group_offsets=True
 )
+# What the faults above make the audit fail (warnings are not part of this demo's promise).
+INJECTED = InjectedFaults(fail=frozenset({"MM2-CKPT-2", "MM2-READY-1", "CM-GROUP-2"}))
 
 
 def _remote(topic: str) -> str:

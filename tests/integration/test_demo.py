@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,32 +45,65 @@ def _by_status(summary: dict[str, Any], status: str) -> set[str]:
     return {k for k, v in invariants.items() if v["status"] == status}
 
 
-@pytest.mark.parametrize("healthy", [True, False], ids=["healthy", "faulty"])
-def test_demo(tmp_path: Path, healthy: bool) -> None:
-    code, summary, output = _demo(tmp_path, *(["--healthy"] if healthy else []))
-    assert summary, output[-3000:]
+REPO = Path(__file__).resolve().parents[2]
+OLD = 946_684_800  # 2000-01-01: older than any build stamp
+
+
+@pytest.fixture(scope="module")
+def fresh_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The checkout as a fresh clone has it (tracked and new files; no reports, no build
+    output), its ``.venv`` this test run's own environment, built: every file older than
+    the environment's build stamps, as after a first ``make``, so ``make demo`` goes
+    straight to the demo and runs the Makefile's own command, in the tree's root."""
+    tree = tmp_path_factory.mktemp("clone") / "kafka-mirror-audit"
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        src, dst = REPO / name, tree / name
+        if not src.exists() and not src.is_symlink():
+            continue  # deleted in the working tree
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            dst.symlink_to(os.readlink(src))
+        else:
+            shutil.copy2(src, dst)
+            os.utime(dst, (OLD, OLD))
+    venv = Path(sys.prefix)
+    for stamp in (".installed", ".native-installed"):
+        assert (venv / stamp).exists(), f"run the suite through make (no {venv / stamp})"
+    (tree / ".venv").symlink_to(venv)
+    assert not any((tree / "reports").glob("*/")), "a fresh tree has no runs"
+    return tree
+
+
+def _readme_command(tree: Path, tmp_path: Path, argv: list[str]) -> tuple[int, dict[str, Any], str, Path]:
+    """Run a README command verbatim in the tree's root; the sandbox's work dir goes to a
+    temporary directory through the README's environment variable, not a flag."""
+    env = {**os.environ, "MIRROR_AUDIT_SANDBOX_DIR": str(tmp_path / "sandbox")}
+    proc = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, timeout=900, check=False)
+    output = proc.stdout + proc.stderr
+    reports = [ln.removeprefix("report: ") for ln in proc.stdout.splitlines() if ln.startswith("report: ")]
+    assert reports, output[-3000:]
+    report = Path(reports[-1])
+    summary_path = report.parent.parent / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     assert not (tmp_path / "sandbox" / "state.json").exists()  # torn down
-    if healthy:
-        assert code == 0, output[-3000:]
-        assert summary["verdict"] == "PASS", {k: v["status"] for k, v in summary["invariants"].items()}
-        assert _by_status(summary, "fail") == set() and _by_status(summary, "warn") == set()
-        assert {
-            "CM-TOPIC-1",
-            "CM-EPOCH-1",
-            "CM-EPOCH-2",
-            "CM-LAG-1",
-            "CM-GROUP-1",
-            "CM-GROUP-2",
-            # Record level: the emulator keeps offsets, timestamps, keys, values, headers and
-            # the transaction markers' offsets, so every chunk and every gap matches.
-            "CM-DATA-1",
-            "CM-TXN-2",
-            "CM-EPOCH-4",
-        } <= _by_status(summary, "pass")
-        coverage = summary["invariants"]["CM-DATA-1"]["coverage"]["totals"]
-        assert coverage["mismatched"] == 0 and coverage["not_verified"] == 0 and coverage["verified"] > 0
-        return
-    assert code == 1, output[-3000:]
+    return proc.returncode, summary, output, report
+
+
+def test_make_demo_from_a_fresh_tree_catches_exactly_its_faults_and_exits_0(
+    fresh_tree: Path, tmp_path: Path
+) -> None:
+    code, summary, output, report = _readme_command(fresh_tree, tmp_path, ["make", "demo"])
+    assert code == 0, output[-3000:]
+    assert "Error" not in output.replace("ERROR", "")  # make printed no error
+    # The default relative output root, under the tree the command ran in.
+    assert report.is_relative_to(fresh_tree / "reports") and report.is_file()
+    assert "verdict: FAIL" in output and "the injected faults were caught" in output
     assert summary["verdict"] == "FAIL"
     assert _by_status(summary, "fail") == INJECTED_FAILURES
     assert _by_status(summary, "warn") == INJECTED_WARNINGS
@@ -89,9 +126,35 @@ def test_demo(tmp_path: Path, healthy: bool) -> None:
     )
     assert "9999" in first["destination_record"] and "9999" not in first["source_record"]
     assert inv["CM-TXN-2"]["status"] == "pass"  # the gaps (markers) still line up
-    report = (tmp_path / "run" / "report" / "index.html").read_text()
-    assert "demo-left-open" in report
-    assert "First divergence per partition" in report and "payload_differs" in report
+    html = report.read_text()
+    assert "demo-left-open" in html
+    assert "First divergence per partition" in html and "payload_differs" in html
+    assert (report.parent.parent / "validation" / "data_docs" / "index.html").is_file()
+
+
+def test_the_healthy_demo_from_a_fresh_tree_passes_with_exit_0(fresh_tree: Path, tmp_path: Path) -> None:
+    code, summary, output, report = _readme_command(
+        fresh_tree, tmp_path, [str(fresh_tree / ".venv" / "bin" / "mirror-audit"), "demo", "--healthy"]
+    )
+    assert code == 0, output[-3000:]
+    assert report.is_relative_to(fresh_tree / "reports") and report.is_file()
+    assert summary["verdict"] == "PASS", {k: v["status"] for k, v in summary["invariants"].items()}
+    assert _by_status(summary, "fail") == set() and _by_status(summary, "warn") == set()
+    assert {
+        "CM-TOPIC-1",
+        "CM-EPOCH-1",
+        "CM-EPOCH-2",
+        "CM-LAG-1",
+        "CM-GROUP-1",
+        "CM-GROUP-2",
+        # Record level: the emulator keeps offsets, timestamps, keys, values, headers and
+        # the transaction markers' offsets, so every chunk and every gap matches.
+        "CM-DATA-1",
+        "CM-TXN-2",
+        "CM-EPOCH-4",
+    } <= _by_status(summary, "pass")
+    coverage = summary["invariants"]["CM-DATA-1"]["coverage"]["totals"]
+    assert coverage["mismatched"] == 0 and coverage["not_verified"] == 0 and coverage["verified"] > 0
 
 
 @pytest.mark.parametrize("healthy", [True, False], ids=["healthy", "faulty"])
