@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from audit import __version__
-from audit.compare.run import Engine
+from audit.compare.engines import EngineName
 from audit.config import AuditConfig, load_config
 from audit.errors import AuditError, ExitCode, UsageError
 from audit.logs import mask_secrets, register_secrets, setup_logging
 from audit.paths import hadoop_path, is_glob, is_uri, local_path
+from audit.profiles import profile_of
 
 log = logging.getLogger("audit.cli")
 
@@ -77,22 +78,19 @@ def _add_role(p: argparse.ArgumentParser) -> None:
 
 
 def _add_engine(p: argparse.ArgumentParser, default: str) -> None:
-    p.set_defaults(default_engine=default)
     p.add_argument(
         "--engine",
         choices=("spark", "local"),
-        help="what computes the comparison tables: 'spark' (the distributed jobs, any size) or "
-        "'local' (pandas in this process: no JVM start, for answers in seconds; partition and "
-        f"group-offset metadata fits in memory). Same suites, same files. Default: {default} "
-        "(spark in mode mm2, which runs on Spark only)",
+        default=default,
+        help="what computes the comparison tables: 'spark' (Spark SQL, any size, local[*] or a "
+        "cluster) or 'local' (DuckDB in this process: no JVM start, for answers in seconds; "
+        "partition and group-offset metadata fits in memory). The same queries, suites and "
+        f"files. Default: {default}",
     )
 
 
-def _engine(args: argparse.Namespace, cfg: AuditConfig) -> Engine:
-    """The --engine given, else the command's default; mode mm2 has only the Spark engine."""
-    if args.engine is not None:
-        return args.engine  # type: ignore[no-any-return]
-    return "spark" if cfg.mode == "mm2" else args.default_engine
+def _engine(args: argparse.Namespace, cfg: AuditConfig) -> EngineName:
+    return args.engine  # type: ignore[no-any-return]
 
 
 def _int_in(low: int, high: int | None = None) -> Callable[[str], int]:
@@ -147,9 +145,10 @@ def _snapshot_dirs(args: argparse.Namespace) -> tuple[Path, Path]:
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
     from audit.collect.snapshot import take_snapshots
+    from audit.profiles import profile_of
 
     cfg = _config(args)
-    src, dst = take_snapshots(cfg, args.out)
+    src, dst = take_snapshots(cfg, args.out, profile_of(cfg).snapshot)
     print(f"snapshots written: {dst} (taken first), {src}")
     return ExitCode.OK
 
@@ -275,6 +274,7 @@ def cmd_segments_scan(args: argparse.Namespace) -> int:
     from audit.spark_session import build_spark
 
     cfg = _config(args)
+    profile_of(cfg).require_data_level("segments scan")
     paths = [hadoop_path(p) for p in args.paths]
     for p in paths:
         # Before the Spark session starts; a URI or a glob is checked by the listing itself.
@@ -301,6 +301,7 @@ def cmd_records_scan(args: argparse.Namespace) -> int:
     from audit.spark_session import build_spark
 
     cfg = _config(args)
+    profile_of(cfg).require_data_level("records scan")
     run = args.run
     src, dst = run / "source", run / "destination"
     for d in (src, dst):
@@ -337,6 +338,7 @@ def cmd_segments_fetch(args: argparse.Namespace) -> int:
     from audit.spark_session import build_spark
 
     cfg = _config(args)
+    profile_of(cfg).require_data_level("segments fetch")
     wire = BatchSourceConfig(read="wire")
     seg = cfg.segments
     seg = replace(

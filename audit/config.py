@@ -20,6 +20,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
+from audit import regex
 from audit.errors import ConfigError
 from audit.paths import config_path, local_path
 
@@ -102,9 +103,7 @@ class PatternSet:
     exclude: tuple[str, ...] = ()
 
     def matches(self, name: str) -> bool:
-        return any(re.fullmatch(p, name) for p in self.include) and not any(
-            re.fullmatch(p, name) for p in self.exclude
-        )
+        return regex.any_full_match(self.include, name) and not regex.any_full_match(self.exclude, name)
 
 
 @dataclass(frozen=True)
@@ -114,16 +113,22 @@ class ScopeConfig:
     include_internal_topics: bool = False
 
     def topic_in_scope(self, topic: str) -> bool:
-        if not self.include_internal_topics and any(re.fullmatch(p, topic) for p in INTERNAL_TOPIC_PATTERNS):
+        if not self.include_internal_topics and regex.any_full_match(INTERNAL_TOPIC_PATTERNS, topic):
             return False
         return self.topics.matches(topic)
+
+    def mm2_topic_in_scope(self, topic: str) -> bool:
+        """Mode mm2: MirrorMaker 2's heartbeats topics and their replicas are left out too."""
+        if not self.include_internal_topics and regex.any_full_match(MM2_INTERNAL_TOPIC_PATTERNS, topic):
+            return False
+        return self.topic_in_scope(topic)
 
     def group_in_scope(self, group_id: str) -> bool:
         return self.groups.matches(group_id)
 
     def group_excluded(self, group_id: str) -> bool:
         """Named by an exclude pattern (as opposed to merely not included)."""
-        return any(re.fullmatch(p, group_id) for p in self.groups.exclude)
+        return regex.any_full_match(self.groups.exclude, group_id)
 
 
 @dataclass(frozen=True)
@@ -264,7 +269,7 @@ class RecordsConfig:
 
     def scope_for(self, topic: str) -> TopicRecordScope:
         for t in self.topics:
-            if re.fullmatch(t.pattern, topic):
+            if regex.full_match(t.pattern, topic):
                 return t
         return TopicRecordScope()
 
@@ -564,8 +569,8 @@ def _check(obj: Any, path: str) -> None:
         for kind in ("include", "exclude"):
             for i, pattern in enumerate(getattr(obj, kind)):
                 try:
-                    re.compile(pattern)
-                except re.error as exc:
+                    regex.check(pattern)
+                except regex.PatternError as exc:
                     raise _KeyProblem(
                         f"{_join(path, kind)}[{i}]", f"invalid regex {pattern!r}: {exc}"
                     ) from None
@@ -584,8 +589,8 @@ def _check(obj: Any, path: str) -> None:
             )
     elif isinstance(obj, TopicRecordScope):
         try:
-            re.compile(obj.pattern)
-        except re.error as exc:
+            regex.check(obj.pattern)
+        except regex.PatternError as exc:
             raise _KeyProblem(_join(path, "pattern"), f"invalid regex {obj.pattern!r}: {exc}") from None
         if obj.last_offsets < 1 or obj.window_seconds <= 0:
             raise _KeyProblem(path, "last_offsets and window_seconds must be positive")

@@ -1,4 +1,8 @@
-"""The jobs: collect -> compare -> validate -> report, each stage reading the previous one's files."""
+"""The jobs: collect -> compare -> validate -> report, each stage reading the previous one's files.
+
+The mode's profile (``audit.profiles``) says what each stage does for the configured mode;
+the engine (``audit.compare.engines``) says who computes the comparison tables.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +13,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from audit.compare.run import Engine
+from audit.compare.engines import EngineName
+from audit.compare.run import Compared
 from audit.config import AuditConfig
-from audit.errors import ConfigError, ExitCode
+from audit.errors import ExitCode
 from audit.paths import local_path, writable_directory
+from audit.profiles import Profile, profile_of
 from audit.snapshot import read_manifest
 
 log = logging.getLogger(__name__)
-
 
 @dataclass(frozen=True)
 class RunOutcome:
@@ -29,55 +34,55 @@ class RunOutcome:
         return ExitCode.FAILED if self.summary["verdict"] == "FAIL" else ExitCode.OK
 
 
+def compare_snapshots(
+    source: Path, destination: Path, run_dir: Path, cfg: AuditConfig, engine: EngineName = "spark"
+) -> Compared:
+    """The compare stage alone: the mode's comparison tables of two snapshot directories,
+    computed by ``engine`` into ``run_dir/compare``."""
+    from audit.compare.run import new_tables, run_compare
+
+    prof = profile_of(cfg)
+    data_level = prof.data_level if engine == "spark" else None
+    tables = new_tables(engine, cfg)
+    return run_compare(tables, prof.comparisons, prof.inputs, source, destination, run_dir, cfg, data_level)
+
+
 def audit_snapshots(
     source: Path,
     destination: Path,
     run_dir: Path,
     cfg: AuditConfig,
     readiness: bool = False,
-    engine: Engine = "spark",
+    engine: EngineName = "spark",
 ) -> RunOutcome:
     """Audit two snapshot directories into ``run_dir`` (summary.json is written last).
 
-    ``engine`` computes the comparison tables: Spark by default; "local" (pandas in this
-    process) for readiness, where an answer is needed before a JVM could start. The same GX
-    suites judge both, and both write the same files.
+    ``engine`` computes the comparison tables: Spark by default; "local" (DuckDB in this
+    process) for readiness, where an answer is needed before a JVM could start. Both run the
+    same queries, the same suites judge both, and both write the same files.
     """
-    from audit.compare.run import run_compare, run_compare_local, run_compare_mm2
     from audit.report.data import collect_report_data
+    from audit.report.details import invariant_details
     from audit.report.html import render_report
     from audit.report.summary import build_summary, load_history, write_summary
     from audit.validate.readiness import readiness_figures
     from audit.validate.run import mode_suites, run_validation
 
-    _check_mode(cfg, engine)
-    suites = mode_suites(cfg)
+    prof = profile_of(cfg)
+    suites = mode_suites(cfg, prof.suite_prefix)
     source, destination, run_dir = local_path(source), local_path(destination), local_path(run_dir)
     src_manifest = read_manifest(source, "source")
     dst_manifest = read_manifest(destination, "destination")
     started = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     writable_directory(run_dir, "run directory")
     clock = _StageClock()
-    if engine == "local":
-        compared = run_compare_local(source, destination, run_dir, cfg)
-    else:
-        from audit.spark_session import build_spark
-
-        spark = build_spark(cfg.spark)
-        clock.done("spark session")
-        compare = run_compare_mm2 if cfg.mode == "mm2" else run_compare
-        compared = compare(spark, source, destination, run_dir, cfg)
+    compared = compare_snapshots(source, destination, run_dir, cfg, engine)
     clock.done(f"compare ({engine})")
-    results = run_validation(compared, run_dir, cfg, suites=suites)
+    results = run_validation(compared, run_dir, cfg, suites, prof.catalogue)
     clock.done("validate (Great Expectations)")
-    figures = readiness_figures(compared) if readiness else None
-    plan = None
-    if readiness and cfg.mode == "mm2":
-        from audit.report.failover_plan import write_failover_plan
-
-        bootstrap = cfg.destination.bootstrap_servers if cfg.destination else None
-        plan = write_failover_plan(compared.frames["mm2_group_offsets"], run_dir, bootstrap)
-    data = collect_report_data(compared)
+    figures = readiness_figures(compared, prof.figures) if readiness else None
+    plan = _failover_plan(prof, compared, run_dir, cfg) if readiness else None
+    data = collect_report_data(compared, prof.slices)
     clock.done("readiness figures and report data")
     run_info = {
         "started_at": started,
@@ -91,24 +96,10 @@ def audit_snapshots(
         "total_lag_records": data.totals["total_lag_records"],
         "thresholds": cfg.redacted()["thresholds"],
     }
-    details = _details(source, src_manifest)
-    if compared.engine == "spark" and "batch_diffs" in compared.frames:
-        from audit.report.data import first_batch_divergence
-
-        details["CM-DATA-2"] = {"first_divergence": first_batch_divergence(compared)}
-    if compared.engine == "spark" and "record_chunk_diffs" in compared.frames:
-        from audit.report.data import first_record_divergence
-
-        records_note = (dst_manifest.get("notes") or {}).get("records") or {}
-        details["CM-DATA-1"] = {
-            "first_divergence": first_record_divergence(compared),
-            "coverage": records_note.get("coverage"),
-            "isolation": records_note.get("isolation"),
-            "unreadable_ranges": _unreadable_ranges(records_note),
-        }
+    details = invariant_details(compared, source, src_manifest, dst_manifest)
     summary = build_summary(results, cfg.mode, run_info, figures, details)
     if plan is not None:
-        summary["failover_plan"] = plan.to_json()
+        summary["failover_plan"] = plan
     history = [*load_history(run_dir.parent, exclude=run_dir), {"dir": run_dir.name, **summary}]
     report = render_report(
         summary,
@@ -123,29 +114,16 @@ def audit_snapshots(
     return RunOutcome(run_dir, summary, report)
 
 
-def _unreadable_ranges(records_note: dict[str, Any]) -> dict[str, Any]:
-    """The record scan's ranges that could not be read, from its manifest note: their
-    chunks are absent on that side and show as missing there, which without this would
-    read as lost data rather than as a read that failed."""
-    issues = records_note.get("issues") or []
-    first = [
-        {
-            "topic": i.get("topic"),
-            "partition": i.get("partition"),
-            "offset": i.get("position"),
-            "detail": i.get("detail"),
-        }
-        for i in issues[:20]
-    ]
-    return {"total": int(records_note.get("unreadable_ranges", len(issues))), "first": first}
+def _failover_plan(
+    prof: Profile, compared: Compared, run_dir: Path, cfg: AuditConfig
+) -> dict[str, Any] | None:
+    """Mode mm2's readiness: the offsets translating each group's latest checkpoint would set."""
+    if not prof.failover_plan:
+        return None
+    from audit.report.failover_plan import write_failover_plan
 
-
-def _check_mode(cfg: AuditConfig, engine: Engine) -> None:
-    """Before any work: what this version cannot judge must not look like it ran."""
-    if cfg.mode != "mm2":
-        return
-    if engine != "spark":
-        raise ConfigError("mode 'mm2' runs on the Spark engine only in this version: use --engine spark")
+    bootstrap = cfg.destination.bootstrap_servers if cfg.destination else None
+    return write_failover_plan(compared, run_dir, bootstrap).to_json()
 
 
 class _StageClock:
@@ -158,21 +136,6 @@ class _StageClock:
         now = time.monotonic()
         log.info("%s: %.1fs", stage, now - self._last)
         self._last = now
-
-
-def _details(source: Path, manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """CM-TXN-1 names the open transactions as `kafka-transactions find-hanging` does
-    (transactional id, producer id/epoch, partition, start), coordinator and partition side,
-    where the source allowed the transaction admin calls; otherwise says why not."""
-    from dataclasses import asdict
-
-    from audit.snapshot import OpenTransactionRecord, check_table, read_records
-
-    note = (manifest.get("notes") or {}).get("open_transactions", "not collected")
-    if not check_table(source, "open_transactions"):
-        return {"CM-TXN-1": {"open_transactions": [], "open_transactions_source": note}}
-    rows = [asdict(r) for r in read_records(source, "open_transactions", OpenTransactionRecord)]
-    return {"CM-TXN-1": {"open_transactions": rows[:50], "open_transactions_source": note}}
 
 
 def new_run_dir(cfg: AuditConfig) -> Path:
@@ -191,7 +154,7 @@ def nightly(
     cfg: AuditConfig,
     out: Path | None = None,
     readiness: bool = False,
-    engine: Engine = "spark",
+    engine: EngineName = "spark",
     full_records: bool = False,
 ) -> RunOutcome:
     """Snapshot both clusters (destination first) into the run directory, then audit."""
@@ -199,13 +162,19 @@ def nightly(
     from audit.validate.gx import import_in_background
     from audit.validate.run import mode_suites
 
-    _check_mode(cfg, engine)
-    mode_suites(cfg)  # a missing or broken suite directory fails before the clusters are read
+    prof = profile_of(cfg)
+    mode_suites(
+        cfg, prof.suite_prefix
+    )  # a missing or broken suite directory fails before the clusters are read
+    if cfg.segments.enabled() and not readiness:
+        prof.require_data_level("segments")
+    if cfg.records.enabled and not readiness:
+        prof.require_data_level("records")
     run_dir = local_path(out) if out is not None else new_run_dir(cfg)
     writable_directory(run_dir, "run directory")
     import_dependencies()
     import_in_background()  # GX's import overlaps the snapshot's network waits
-    src, dst = take_snapshots(cfg, run_dir)
+    src, dst = take_snapshots(cfg, run_dir, prof.snapshot)
     if cfg.segments.enabled() and not readiness:
         _collect_batches(cfg, src, dst)
     if cfg.records.enabled and not readiness:

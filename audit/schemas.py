@@ -8,7 +8,7 @@ read these files, so a column is added here or nowhere.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 SNAPSHOT_FORMAT = "mirror-audit-snapshot/1"
 
@@ -189,7 +189,323 @@ SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
 REQUIRED_TABLES = ("partitions", "groups", "group_offsets")
 
 
-def arrow_schema(table: str) -> Any:
+def _side(prefix: str, table: str, skip: tuple[str, ...] = ()) -> tuple[Column, ...]:
+    """A snapshot table's columns as one side of a comparison: ``src_topic_id`` and so on."""
+    return tuple(_c(prefix + c.name, c.type) for c in SNAPSHOT_TABLES[table] if c.name not in skip)
+
+
+def _pick(prefix: str, table: str, names: tuple[str, ...]) -> tuple[Column, ...]:
+    """Some of a snapshot table's columns, in the order given, under a side's prefix."""
+    by_name = {c.name: c for c in SNAPSHOT_TABLES[table]}
+    return tuple(_c(prefix + n, by_name[n].type) for n in names)
+
+
+_PARTITION_KEY = ("topic", "partition")
+_GROUP_OFFSET_KEY = ("group_id", "topic", "partition")
+# What the batch comparison keeps of each side's batch (compare/batches.py): the fields a
+# byte-for-byte copy keeps, then the ones shown beside them, then the kind of batch.
+BATCH_SIDE = (
+    "last_offset",
+    "crc",
+    "producer_id",
+    "producer_epoch",
+    "attributes",
+    "partition_leader_epoch",
+    "record_count",
+    "size_bytes",
+    "base_sequence",
+    "file",
+    "position",
+    "is_control",
+    "is_transactional",
+    "compression",
+    "control_type",
+)
+MARKER_SIDE = (
+    "marker",
+    "control_type",
+    "coordinator_epoch",
+    "producer_id",
+    "producer_epoch",
+    "file",
+    "position",
+)
+CHUNK_SIDE = (
+    "record_count",
+    "first_offset",
+    "last_offset",
+    "checksum",
+    "min_record_epoch",
+    "max_record_epoch",
+    "epoch_runs",
+    "gap_count",
+    "gaps_checksum",
+    "compacted",
+)
+
+# The comparison tables (``<run>/compare/*.parquet``): both engines cast their results to
+# these columns, in this order, so the files are the same whoever computed them. A derived
+# column is declared here and computed in its comparison's definition (audit/compare/),
+# nowhere else.
+COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
+    "partitions": (
+        _c("topic", "string"),
+        _c("partition", "int32"),
+        *_side("src_", "partitions", _PARTITION_KEY),
+        _c("src_present", "boolean"),
+        *_side("dst_", "partitions", _PARTITION_KEY),
+        _c("dst_present", "boolean"),
+        _c("in_scope", "boolean"),
+        _c("lag_records", "int64"),
+        _c("lag_seconds", "double"),
+        _c("epoch_headroom", "int32"),
+        _c("src_retained_records", "int64"),
+        _c("backlog_within_half_retention", "boolean"),
+        _c("src_open_txn", "boolean"),
+        _c("open_txn_age_seconds", "double"),
+        _c("streams_internal_topic", "boolean"),
+    ),
+    "topics": (
+        _c("topic", "string"),
+        _c("in_scope", "boolean"),
+        _c("src_partition_count", "int64"),
+        _c("dst_partition_count", "int64"),
+        _c("src_topic_id", "string"),
+        _c("dst_topic_id", "string"),
+        _c("dst_present", "boolean"),
+        _c("topic_mirrored", "boolean"),
+    ),
+    "group_offsets": (
+        _c("group_id", "string"),
+        _c("topic", "string"),
+        _c("partition", "int32"),
+        *_side("src_", "group_offsets", _GROUP_OFFSET_KEY),
+        *_side("dst_", "group_offsets", _GROUP_OFFSET_KEY),
+        _c("dst_log_start_offset", "int64"),
+        _c("dst_high_watermark", "int64"),
+        _c("dst_leader_epoch", "int32"),
+        *_side("src_", "groups", ("group_id",)),
+        *_side("dst_", "groups", ("group_id",)),
+        _c("topic_in_scope", "boolean"),
+        _c("group_in_scope", "boolean"),
+        _c("group_excluded", "boolean"),
+        _c("dst_active", "boolean"),
+        _c("dst_partition_known", "boolean"),
+        _c("expected_offset", "int64"),
+        _c("sync_delta", "int64"),
+        _c("sync_behind", "int64"),
+        _c("dst_offset_in_range", "boolean"),
+        _c("commit_epoch_headroom", "int32"),
+        _c("sync_candidate", "boolean"),
+    ),
+    "groups": (
+        _c("group_id", "string"),
+        _c("group_in_scope", "boolean"),
+        _c("group_excluded", "boolean"),
+        _c("dst_active", "boolean"),
+        _c("src_state", "string"),
+        _c("dst_state", "string"),
+        _c("dst_member_count", "int32"),
+        _c("src_committed_partitions", "int64"),
+        _c("dst_committed_partitions", "int64"),
+        _c("streams_application", "boolean"),
+        _c("classification", "string"),
+        _c("excluded_but_synced", "boolean"),
+    ),
+    "mm2_partitions": (
+        _c("topic", "string"),
+        _c("partition", "int32"),
+        _c("remote_topic", "string"),
+        _c("src_log_start_offset", "int64"),
+        _c("src_high_watermark", "int64"),
+        _c("src_last_stable_offset", "int64"),
+        _c("in_scope", "boolean"),
+        _c("dst_log_start_offset", "int64"),
+        _c("dst_high_watermark", "int64"),
+        _c("dst_present", "boolean"),
+        _c("sync_upstream_offset", "int64"),
+        _c("sync_downstream_offset", "int64"),
+        _c("has_sync", "boolean"),
+        _c("unreplicated_records", "int64"),
+        _c("fully_replicated", "boolean"),
+        _c("only_mirror_writes", "boolean"),
+        _c("src_quiet", "boolean"),
+    ),
+    "mm2_syncs": (
+        *_side("", "mm2_offset_syncs"),
+        _c("in_scope", "boolean"),
+        _c("prev_upstream_offset", "int64"),
+        _c("prev_downstream_offset", "int64"),
+        _c("monotonic", "boolean"),
+    ),
+    "mm2_checkpoints": (
+        _c("group_id", "string"),
+        _c("topic", "string"),
+        _c("partition", "int32"),
+        _c("record_partition", "int32"),
+        _c("record_offset", "int64"),
+        _c("upstream_offset", "int64"),
+        _c("downstream_offset", "int64"),
+        _c("metadata", "string"),
+        _c("timestamp_ms", "int64"),
+        _c("source_topic", "string"),
+        _c("in_scope", "boolean"),
+        _c("prev_upstream_offset", "int64"),
+        _c("prev_downstream_offset", "int64"),
+        _c("not_backwards", "boolean"),
+        _c("is_latest", "boolean"),
+        _c("dst_log_start_offset", "int64"),
+        _c("dst_high_watermark", "int64"),
+        _c("dst_partition_known", "boolean"),
+        _c("in_target_range", "boolean"),
+        _c("sync_upstream_offset", "int64"),
+        _c("sync_downstream_offset", "int64"),
+        _c("max_downstream_offset", "int64"),
+        _c("over_translated", "boolean"),
+    ),
+    "mm2_group_offsets": (
+        _c("group_id", "string"),
+        _c("remote_topic", "string"),
+        _c("partition", "int32"),
+        _c("topic", "string"),
+        _c("src_committed_offset", "int64"),
+        _c("first_sync_upstream_offset", "int64"),
+        _c("in_scope", "boolean"),
+        _c("mirrored", "boolean"),
+        _c("ckpt_upstream_offset", "int64"),
+        _c("ckpt_downstream_offset", "int64"),
+        _c("ckpt_timestamp_ms", "int64"),
+        _c("ckpt_max_downstream_offset", "int64"),
+        _c("dst_committed_offset", "int64"),
+        _c("dst_log_start_offset", "int64"),
+        _c("dst_high_watermark", "int64"),
+        _c("dst_state", "string"),
+        _c("dst_member_count", "int32"),
+        _c("dst_active", "boolean"),
+        _c("has_checkpoint", "boolean"),
+        _c("staleness_records", "int64"),
+        _c("fresh", "boolean"),
+        _c("reprocess_records", "int64"),
+        _c("skip_records", "int64"),
+        _c("sync_expected", "boolean"),
+        _c("synced_matches", "boolean"),
+        _c("dst_offset_in_range", "boolean"),
+    ),
+    # Batch and record level (Spark only: a row per batch, marker or chunk).
+    "batch_diffs": (
+        _c("topic", "string"),
+        _c("partition", "int32"),
+        _c("base_offset", "int64"),
+        *_pick("src_", "batches", BATCH_SIDE),
+        _c("src_present", "boolean"),
+        *_pick("dst_", "batches", BATCH_SIDE),
+        _c("dst_present", "boolean"),
+        _c("range_start", "int64"),
+        _c("range_end", "int64"),
+        _c("dst_leader_epoch", "int32"),
+        _c("in_scope", "boolean"),
+        _c("differing_fields", "string"),
+        _c("batch_status", "string"),
+        _c("batches_identical", "boolean"),
+        _c("dst_epoch_within_dle", "boolean"),
+        _c("epochs_equal", "boolean"),
+        _c("epochs_must_match", "boolean"),
+    ),
+    "marker_diffs": (
+        _c("topic", "string"),
+        _c("partition", "int32"),
+        _c("offset", "int64"),
+        *_pick("src_", "markers", MARKER_SIDE),
+        _c("src_present", "boolean"),
+        *_pick("dst_", "markers", MARKER_SIDE),
+        _c("dst_present", "boolean"),
+        _c("in_scope", "boolean"),
+        _c("marker_status", "string"),
+        _c("markers_match", "boolean"),
+    ),
+    "txn_closure": (
+        _c("side", "string"),
+        _c("topic", "string"),
+        _c("partition", "int32"),
+        _c("base_offset", "int64"),
+        _c("last_offset", "int64"),
+        _c("producer_id", "int64"),
+        _c("producer_epoch", "int32"),
+        _c("is_control", "boolean"),
+        _c("control_type", "int32"),
+        _c("closing_offset", "int64"),
+        _c("closes_twice", "boolean"),
+        _c("last_stable_offset", "int64"),
+        _c("in_scope", "boolean"),
+        _c("unclosed_below_lso", "boolean"),
+    ),
+    "scan_issues": (
+        *_side("", "batch_scan_issues"),
+        _c("side", "string"),
+        _c("in_scope", "boolean"),
+    ),
+    "record_chunk_diffs": (
+        _c("topic", "string"),
+        _c("partition", "int32"),
+        _c("chunk_start", "int64"),
+        _c("chunk_end", "int64"),
+        *_pick("src_", "record_chunks", CHUNK_SIDE),
+        _c("src_present", "boolean"),
+        *_pick("dst_", "record_chunks", CHUNK_SIDE),
+        _c("dst_present", "boolean"),
+        _c("divergence_offset", "int64"),
+        _c("divergence_kind", "string"),
+        _c("source_record", "string"),
+        _c("destination_record", "string"),
+        _c("dst_leader_epoch", "int32"),
+        _c("compacted", "boolean"),
+        _c("in_scope", "boolean"),
+        _c("checksums_equal", "boolean"),
+        _c("gaps_equal", "boolean"),
+        _c("chunk_status", "string"),
+        _c("dst_epoch_within_dle", "boolean"),
+        _c("epochs_equal", "boolean"),
+        _c("epochs_must_match", "boolean"),
+    ),
+}
+
+# What the comparisons join besides the snapshots: the verdicts on names that Python
+# evaluates once (scope, Kafka Streams naming, MirrorMaker 2's replica names) and the run's
+# parameters, as small tables both engines register.
+AUX_TABLES: dict[str, tuple[Column, ...]] = {
+    "topic_scope": (
+        _c("topic", "string", False),
+        _c("in_scope", "boolean", False),
+        _c("streams_internal", "boolean", False),
+    ),
+    "group_scope": (
+        _c("group_id", "string", False),
+        _c("in_scope", "boolean", False),
+        _c("excluded", "boolean", False),
+    ),
+    # Mode mm2: a source topic and its replica's name on the target, both ways.
+    "topic_names": (_c("topic", "string"), _c("remote_topic", "string")),
+    "run_params": (
+        _c("src_started_at_ms", "int64", False),
+        _c("preserves_topic_ids", "boolean", False),
+        _c("preserves_batch_epochs", "boolean", False),
+        _c("sync_group_offsets", "boolean", False),
+    ),
+}
+
+
+TableKind = Literal["snapshot", "comparison"]
+
+
+def columns(table: str, kind: TableKind = "snapshot") -> tuple[Column, ...]:
+    """The declared columns of a table: a snapshot table or an auxiliary one (``kind``
+    "snapshot"), or a comparison table (some share a snapshot table's name)."""
+    if kind == "comparison":
+        return COMPARISON_TABLES[table]
+    return SNAPSHOT_TABLES[table] if table in SNAPSHOT_TABLES else AUX_TABLES[table]
+
+
+def arrow_schema(table: str, kind: TableKind = "snapshot") -> Any:
     import pyarrow as pa
 
     types = {
@@ -201,10 +517,10 @@ def arrow_schema(table: str) -> Any:
         "ranges": pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64())])),
         "epoch_runs": pa.list_(pa.struct([("start", pa.int64()), ("epoch", pa.int32())])),
     }
-    return pa.schema([pa.field(c.name, types[c.type], nullable=c.nullable) for c in SNAPSHOT_TABLES[table]])
+    return pa.schema([pa.field(c.name, types[c.type], nullable=c.nullable) for c in columns(table, kind)])
 
 
-def spark_schema(table: str) -> Any:
+def spark_schema(table: str, kind: TableKind = "snapshot") -> Any:
     from pyspark.sql import types as T
 
     types = {
@@ -220,7 +536,7 @@ def spark_schema(table: str) -> Any:
             T.StructType([T.StructField("start", T.LongType()), T.StructField("epoch", T.IntegerType())])
         ),
     }
-    return T.StructType([T.StructField(c.name, types[c.type], c.nullable) for c in SNAPSHOT_TABLES[table]])
+    return T.StructType([T.StructField(c.name, types[c.type], c.nullable) for c in columns(table, kind)])
 
 
 def pandas_dtype(type_: str) -> Any:

@@ -21,7 +21,6 @@ from audit.schemas import (
     SNAPSHOT_FORMAT,
     SNAPSHOT_TABLES,
     arrow_schema,
-    pandas_types_mapper,
     spark_schema,
 )
 
@@ -223,20 +222,19 @@ def read_table(spark: Any, directory: str | Path, table: str) -> Any:
     return df.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
 
 
-def read_table_local(directory: str | Path, table: str) -> Any:
-    """The in-process twin of :func:`read_table`: a pandas DataFrame with exactly the
-    contract's columns and nullable dtypes, or None if an optional table was not collected."""
+def read_arrow(directory: str | Path, table: str) -> Any:
+    """The in-process twin of :func:`read_table`: an Arrow table with exactly the
+    contract's columns and types (extra columns ignored, missing ones refused)."""
     import pyarrow.parquet as pq
 
     if not check_table(directory, table):
-        return None
+        raise InputError(f"{Path(directory) / f'{table}.parquet'} is missing from the snapshot")
     path = Path(directory) / f"{table}.parquet"
     schema = arrow_schema(table)
     try:
-        data = pq.read_table(path, columns=schema.names).cast(schema)
+        return pq.read_table(path, columns=schema.names).cast(schema)
     except Exception as exc:  # pyarrow raises several types for corrupt or mistyped files
         raise InputError(f"{path} cannot be read as the {table} table: {exc}") from exc
-    return data.to_pandas(types_mapper=pandas_types_mapper())
 
 
 def read_records(directory: str | Path, table: str, record_type: type[Any]) -> list[Any]:

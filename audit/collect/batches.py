@@ -195,7 +195,7 @@ def derived_partitions(spark: Any, staging: Path) -> tuple[Any, ...]:
     per partition reaches the driver)."""
     from pyspark.sql import functions as F
 
-    from audit.compare.batch_tables import transaction_closure
+    from audit.compare.batches import transaction_closure
     from audit.snapshot import PartitionRecord
 
     batches = spark.read.parquet(str(staging / "batches.parquet"))
@@ -290,10 +290,6 @@ def collect_batches(spark: Any, cfg: AuditConfig, role: Role, directory: Path) -
 
     seg = cfg.segments
     source = seg.source if role == "source" else seg.destination
-    if cfg.mode != "cluster-mirroring":
-        raise ConfigError(
-            "segments: batch-level checks compare equal offsets: use them with mode cluster-mirroring"
-        )
     if source.read == "files":
         scanned = scan_segments(
             spark, list(source.paths), ScanOptions(deep=seg.deep, split_bytes=seg.split_bytes), cfg.scope

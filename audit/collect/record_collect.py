@@ -27,7 +27,6 @@ from audit.collect.records import (
 )
 from audit.collect.snapshot import utc_now
 from audit.config import AuditConfig
-from audit.errors import ConfigError
 from audit.fsutil import atomic_write_json, replace_path
 from audit.snapshot import PartitionRecord, read_manifest, read_records
 
@@ -44,10 +43,6 @@ def collect_records(
     spark: Any, cfg: AuditConfig, source: Path, destination: Path, output_root: Path, full: bool = False
 ) -> dict[str, Any]:
     """Verify the records of the snapshots' common ranges; returns the manifest note."""
-    if cfg.mode != "cluster-mirroring":
-        raise ConfigError(
-            "records: record checksums compare equal offsets: use them with mode cluster-mirroring"
-        )
     src_manifest = read_manifest(source, "source")
     dst_manifest = read_manifest(destination, "destination")
     clients = {

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -46,13 +48,13 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _in_scope(cfg: AuditConfig, role: Role, topic: str) -> bool:
-    """Scope names source topics; under MirrorMaker 2 a target topic is in scope when the
-    source topic it replicates is (``source.orders`` for ``orders``)."""
-    if cfg.mode == "mm2" and role == "destination":
-        source_topic = cfg.mirror.mm2.source_topic(topic)
-        return source_topic is not None and cfg.scope.topic_in_scope(source_topic)
-    return cfg.scope.topic_in_scope(topic)
+@dataclass(frozen=True)
+class SnapshotPlan:
+    """What a mode reads of each cluster (its profile's part of the snapshot): which topics
+    are in scope on each side, and whether MirrorMaker 2's own topics are read too."""
+
+    topic_filter: Callable[[AuditConfig, Role], Callable[[str], bool]]
+    reads_mm2_topics: bool = False
 
 
 def _nothing_in_scope(cfg: AuditConfig, bootstrap: str, listed: int) -> ClusterError:
@@ -72,7 +74,7 @@ def _nothing_in_scope(cfg: AuditConfig, bootstrap: str, listed: int) -> ClusterE
     )
 
 
-def collect_snapshot(cfg: AuditConfig, role: Role) -> Snapshot:
+def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapshot:
     """Read one cluster's partitions, groups and committed offsets (read-only)."""
     cluster_cfg = cfg.cluster(role)
     started_at = utc_now()
@@ -80,7 +82,8 @@ def collect_snapshot(cfg: AuditConfig, role: Role) -> Snapshot:
     admin = KafkaAdmin(role, cluster_cfg)
     cluster_id = admin.cluster_id()
     listed = admin.topic_names()
-    topics = [t for t in listed if _in_scope(cfg, role, t)]
+    in_scope = plan.topic_filter(cfg, role)
+    topics = [t for t in listed if in_scope(t)]
     if role == "source" and not topics:
         raise _nothing_in_scope(cfg, cluster_cfg.bootstrap_servers, len(listed))
     infos = admin.describe_topics(topics)
@@ -129,7 +132,7 @@ def collect_snapshot(cfg: AuditConfig, role: Role) -> Snapshot:
             "cluster, Kafka lists no other group, and the group invariants cover these only"
         )
         log.warning("%s: %s (see Permissions in the README)", role, notes["groups"])
-    mm2 = collect_mm2(admin, role, cfg.mirror.mm2) if cfg.mode == "mm2" else None
+    mm2 = collect_mm2(admin, role, cfg.mirror.mm2) if plan.reads_mm2_topics else None
     if mm2 is not None:
         notes.update(mm2.notes)
     manifest = make_manifest(
@@ -166,7 +169,7 @@ def collect_snapshot(cfg: AuditConfig, role: Role) -> Snapshot:
     )
 
 
-def take_snapshots(cfg: AuditConfig, out: Path) -> tuple[Path, Path]:
+def take_snapshots(cfg: AuditConfig, out: Path, plan: SnapshotPlan) -> tuple[Path, Path]:
     """Snapshot the destination, then the source, into ``out/destination`` and ``out/source``.
 
     Both clusters' settings are checked before either is read, and each directory appears
@@ -176,8 +179,8 @@ def take_snapshots(cfg: AuditConfig, out: Path) -> tuple[Path, Path]:
     cfg.cluster("source")
     # Both are read before either is written: a failure on the source leaves no lone
     # destination snapshot behind to be mistaken for a usable pair.
-    dst_snap = collect_snapshot(cfg, "destination")
-    src_snap = collect_snapshot(cfg, "source")
+    dst_snap = collect_snapshot(cfg, "destination", plan)
+    src_snap = collect_snapshot(cfg, "source", plan)
     dst = write_snapshot(out / "destination", dst_snap)
     src = write_snapshot(out / "source", src_snap)
     return src, dst

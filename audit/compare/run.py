@@ -1,40 +1,37 @@
-"""The compare stage: two snapshot directories in, ``<run>/compare/*.parquet`` out."""
+"""The compare stage: two snapshot directories in, ``<run>/compare/*.parquet`` out.
+
+What is compared is the mode's (``audit.profiles``): its inputs, the verdicts on names both
+engines join, and its comparisons in order; which engine computes them is the caller's
+choice (``engines.py``). The tables are written into a temporary directory that becomes
+``<run>/compare`` only once every one is there.
+"""
 
 from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from audit.compare.tables import (
-    SnapshotFrames,
-    compare_group_offsets,
-    compare_groups,
-    compare_partitions,
-    compare_topics,
-)
+from audit.compare.engines import EngineName, LocalTables, SparkTables, Tables
+from audit.compare.scope import group_scope_rows, params_row, topic_name_rows, topic_scope_rows
+from audit.compare.sql import Comparison
 from audit.config import AuditConfig
 from audit.errors import InputError
-from audit.snapshot import Role, read_manifest, read_table
+from audit.snapshot import check_table, read_manifest, read_table
 
 log = logging.getLogger(__name__)
 
-TABLES = ("partitions", "topics", "group_offsets", "groups")
+SIDES = (("src_", "source"), ("dst_", "destination"))
+SNAPSHOT_INPUTS = ("partitions", "groups", "group_offsets")
 # Written only when the snapshots carry what they compare (record batches and markers
-# from a segments scan or a fetch); absent, their invariants are skipped as not collected.
+# from a segments scan or a fetch, record chunks from a records scan); absent, their
+# invariants are skipped as not collected.
 BATCH_TABLES = ("batch_diffs", "marker_diffs", "txn_closure", "scan_issues")
 OPTIONAL_TABLES = (*BATCH_TABLES, "record_chunk_diffs")
-MM2_TABLES = ("mm2_partitions", "mm2_syncs", "mm2_checkpoints", "mm2_group_offsets")
-
-# "spark": the distributed jobs (nightly and offline audits, any cluster size).
-# "local": pandas in this process (readiness: an answer in seconds, no JVM to start).
-Engine = Literal["spark", "local"]
-ENGINES: tuple[Engine, ...] = ("spark", "local")
 
 
 def started_ms(manifest: dict[str, Any], directory: Path) -> int:
@@ -49,173 +46,166 @@ def started_ms(manifest: dict[str, Any], directory: Path) -> int:
 
 @dataclass(frozen=True)
 class Compared:
-    """One run's comparison tables: their files, and the engine's frames over them
-    (Spark DataFrames read back from the files, or the pandas frames that were written)."""
+    """One run's comparison tables: their files, and the engine that holds them, for the
+    queries after the comparison (readiness figures, the report's slices) and the frames
+    Great Expectations judges (Spark DataFrames, or pandas over DuckDB's Arrow)."""
 
-    engine: Engine
+    engine: EngineName
     paths: dict[str, Path]
-    frames: dict[str, Any]
+    tables: Tables
+    frames: dict[str, Any] = field(default_factory=dict)
 
 
-def load_frames(spark: Any, directory: Path, role: Role) -> tuple[SnapshotFrames, dict[str, Any]]:
-    manifest = read_manifest(directory, role)
-    frames = SnapshotFrames(
-        partitions=read_table(spark, directory, "partitions"),
-        groups=read_table(spark, directory, "groups"),
-        group_offsets=read_table(spark, directory, "group_offsets"),
-        started_at_ms=started_ms(manifest, directory),
+@dataclass(frozen=True)
+class Inputs:
+    """What a mode reads besides the snapshots' partitions, groups and group offsets, and
+    how it names topics: ``prepare`` registers its extra inputs and returns the topic
+    names that belong to the source's side and to the destination's."""
+
+    prepare: Callable[[Tables, Path, Path], tuple[set[str], set[str]]]
+    topic_in_scope: Callable[[AuditConfig], Callable[[str], bool]]
+    replica_names: bool = False
+
+
+def new_tables(engine: EngineName, cfg: AuditConfig) -> Tables:
+    if engine == "local":
+        return LocalTables()
+    from audit.spark_session import build_spark
+
+    return SparkTables(build_spark(cfg.spark))
+
+
+def load_snapshot_table(tables: Tables, name: str, directory: Path, table: str) -> bool:
+    """Register a snapshot table under ``name``: the file's, or an empty one of the declared
+    columns when an optional table was not collected. Returns whether it was there."""
+    present = check_table(directory, table)
+    if present:
+        tables.load(name, directory, table)
+    else:
+        tables.put(name, table, [])
+    return present
+
+
+def run_compare(
+    tables: Tables,
+    comparisons: tuple[Comparison, ...],
+    inputs: Inputs,
+    source: Path,
+    destination: Path,
+    run_dir: Path,
+    cfg: AuditConfig,
+    extra: Callable[[Tables, Path, Path, AuditConfig, Path], list[str]] | None = None,
+) -> Compared:
+    """Register both snapshots and the name verdicts, run ``comparisons`` in order (each may
+    read the ones before it), then ``extra`` (the Spark-only batch and record tables)."""
+    src_manifest = read_manifest(source, "source")
+    read_manifest(destination, "destination")
+    for prefix, role in SIDES:
+        directory = source if role == "source" else destination
+        for table in SNAPSHOT_INPUTS:
+            load_snapshot_table(tables, prefix + table, directory, table)
+    src_topics, dst_topics = inputs.prepare(tables, source, destination)
+    for prefix, _ in SIDES:
+        names = set(tables.distinct("topic", (f"{prefix}partitions", f"{prefix}group_offsets")))
+        (src_topics if prefix == "src_" else dst_topics).update(names)
+    if inputs.replica_names:
+        pairs = topic_name_rows(src_topics, dst_topics, cfg)
+        tables.put("topic_names", "topic_names", pairs)
+        src_topics.update(t for t, _ in pairs)  # a checkpoint's replica names its source topic
+        topics = src_topics
+    else:
+        topics = src_topics | dst_topics
+    tables.put("topic_scope", "topic_scope", topic_scope_rows(topics, inputs.topic_in_scope(cfg)))
+    groups = tables.distinct(
+        "group_id", ("src_groups", "dst_groups", "src_group_offsets", "dst_group_offsets")
     )
-    return frames, manifest
+    tables.put("group_scope", "group_scope", group_scope_rows(groups, cfg))
+    tables.put("run_params", "run_params", params_row(cfg, started_ms(src_manifest, source)))
 
-
-@contextmanager
-def _compare_dir(run_dir: Path) -> Iterator[Path]:
-    """A temporary directory that becomes ``<run>/compare`` only once every table is in it."""
-    out = run_dir / "compare"
-    tmp = run_dir / ".compare.partial"
+    out, tmp = run_dir / "compare", run_dir / ".compare.partial"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    yield tmp
+    written = []
+    for comparison in comparisons:
+        tables.compute(comparison, tmp / f"{comparison.table}.parquet")
+        written.append(comparison.table)
+    if extra is not None:
+        written += extra(tables, source, destination, cfg, tmp)
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     log.info("comparison tables written to %s", out)
+    paths = {name: out / f"{name}.parquet" for name in written}
+    for name, path in paths.items():
+        tables.reopen(name, path)
+    return Compared(tables.engine, paths, tables, {name: tables.frame(name) for name in written})
 
 
-def run_compare(spark: Any, source: Path, destination: Path, run_dir: Path, cfg: AuditConfig) -> Compared:
-    """The Spark engine: one comparison table per concern, written as Parquet datasets."""
-    src, _ = load_frames(spark, source, "source")
-    dst, _ = load_frames(spark, destination, "destination")
-    with _compare_dir(run_dir) as tmp:
-
-        def write(name: str, df: Any) -> Any:
-            """Write a table and read it back, so tables derived from it do not recompute its joins."""
-            path = str(tmp / f"{name}.parquet")
-            df.write.mode("overwrite").parquet(path)
-            return spark.read.parquet(path)
-
-        partitions = write("partitions", compare_partitions(src, dst, cfg))
-        group_offsets = write("group_offsets", compare_group_offsets(src, dst, cfg))
-        write("topics", compare_topics(partitions, cfg))
-        write("groups", compare_groups(group_offsets, partitions, cfg))
-        written = list(TABLES) + _compare_batches(spark, source, destination, src, dst, cfg, write)
-        written += _compare_records(spark, source, destination, dst, cfg, write)
-    paths = {name: run_dir / "compare" / f"{name}.parquet" for name in written}
-    return Compared("spark", paths, {name: spark.read.parquet(str(p)) for name, p in paths.items()})
+# --------------------------------------------------------------------------- mode inputs
 
 
-def _compare_records(
-    spark: Any, source: Path, destination: Path, dst: SnapshotFrames, cfg: AuditConfig, write: Any
+def scan_issue_inputs(tables: Tables, source: Path, destination: Path) -> tuple[set[str], set[str]]:
+    """Mode cluster-mirroring: each side's batch scan issues (small: a row per problem),
+    whose topics are named too, since their rows are judged in scope like the batches'."""
+    names: list[set[str]] = []
+    for prefix, directory in (("src_", source), ("dst_", destination)):
+        load_snapshot_table(tables, f"{prefix}batch_scan_issues", directory, "batch_scan_issues")
+        names.append(set(tables.distinct("topic", (f"{prefix}batch_scan_issues",))))
+    return names[0], names[1]
+
+
+def mm2_inputs(tables: Tables, source: Path, destination: Path) -> tuple[set[str], set[str]]:
+    """Mode mm2: MirrorMaker 2's offset syncs (they name source topics) and checkpoints
+    (they name replicas), from whichever snapshot holds each."""
+    for name, table in (("offset_syncs", "mm2_offset_syncs"), ("checkpoints", "mm2_checkpoints")):
+        if not load_snapshot_table(tables, name, source, table):
+            load_snapshot_table(tables, name, destination, table)
+    return set(tables.distinct("topic", ("offset_syncs",))), set(tables.distinct("topic", ("checkpoints",)))
+
+
+def data_level_tables(
+    tables: Tables, source: Path, destination: Path, cfg: AuditConfig, out: Path
 ) -> list[str]:
-    """The record chunk table, when both snapshots carry a record scan."""
-    from audit.compare.record_tables import compare_record_chunks
-
-    src_c = read_table(spark, source, "record_chunks")
-    dst_c = read_table(spark, destination, "record_chunks")
-    if src_c is None or dst_c is None:
+    """Mode cluster-mirroring on Spark: the batch and record tables the snapshots allow
+    (they grow with the data: a row per batch or chunk, so Spark only). Diffs need both
+    sides' batches, the transaction closure either side's. Returns the names written."""
+    if not isinstance(tables, SparkTables):
         return []
-    divergences = read_table(spark, destination, "record_divergences")
-    write("record_chunk_diffs", compare_record_chunks(src_c, dst_c, divergences, dst.partitions, cfg))
-    return ["record_chunk_diffs"]
-
-
-def _compare_batches(
-    spark: Any,
-    source: Path,
-    destination: Path,
-    src: SnapshotFrames,
-    dst: SnapshotFrames,
-    cfg: AuditConfig,
-    write: Any,
-) -> list[str]:
-    """The batch-level tables the snapshots allow: diffs need both sides' batches, the
-    transaction closure either side's. Returns the names written."""
-    from audit.compare.batch_tables import (
+    from audit.compare.batches import (
         compare_batches,
         compare_markers,
         compare_scan_issues,
         compare_transactions,
     )
+    from audit.compare.records import compare_record_chunks
 
-    src_b = read_table(spark, source, "batches")
-    dst_b = read_table(spark, destination, "batches")
+    def optional(role_dir: Path, table: str) -> Any:
+        return read_table(tables.spark, role_dir, table)
+
+    def write(name: str, df: Any) -> str:
+        tables.write(name, df, out / f"{name}.parquet")
+        return name
+
+    scope = tables.frame("topic_scope")
+    src_parts, dst_parts = tables.frame("src_partitions"), tables.frame("dst_partitions")
     written = []
+    src_b, dst_b = optional(source, "batches"), optional(destination, "batches")
     if src_b is not None and dst_b is not None:
-        src_m = read_table(spark, source, "markers")
-        dst_m = read_table(spark, destination, "markers")
+        src_m, dst_m = optional(source, "markers"), optional(destination, "markers")
         if src_m is None or dst_m is None:
             raise InputError(
                 f"{source if src_m is None else destination}: batches.parquet without markers.parquet "
                 "(both come from the same scan: rerun it)"
             )
-        write("batch_diffs", compare_batches(src_b, dst_b, dst.partitions, cfg))
-        write("marker_diffs", compare_markers(src_m, dst_m, src_b, dst_b, cfg))
-        src_i = read_table(spark, source, "batch_scan_issues")
-        dst_i = read_table(spark, destination, "batch_scan_issues")
+        written.append(write("batch_diffs", compare_batches(src_b, dst_b, dst_parts, scope, cfg)))
+        written.append(write("marker_diffs", compare_markers(src_m, dst_m, src_b, dst_b, scope)))
+        src_i, dst_i = optional(source, "batch_scan_issues"), optional(destination, "batch_scan_issues")
         if src_i is not None or dst_i is not None:
-            write("scan_issues", compare_scan_issues(src_i, dst_i, cfg))
-            written.append("scan_issues")
-        written[:0] = ["batch_diffs", "marker_diffs"]
+            written.append(write("scan_issues", compare_scan_issues(src_i, dst_i, scope)))
     if src_b is not None or dst_b is not None:
-        write("txn_closure", compare_transactions(src_b, dst_b, src.partitions, dst.partitions, cfg))
-        written.append("txn_closure")
+        written.append(write("txn_closure", compare_transactions(src_b, dst_b, src_parts, dst_parts, scope)))
+    src_c, dst_c = optional(source, "record_chunks"), optional(destination, "record_chunks")
+    if src_c is not None and dst_c is not None:
+        divergences = optional(destination, "record_divergences")
+        chunks = compare_record_chunks(src_c, dst_c, divergences, dst_parts, scope, cfg)
+        written.append(write("record_chunk_diffs", chunks))
     return written
-
-
-def run_compare_mm2(spark: Any, source: Path, destination: Path, run_dir: Path, cfg: AuditConfig) -> Compared:
-    """Mode mm2 (Spark): MirrorMaker 2's syncs and checkpoints against both clusters. A table
-    whose input was not collected is written empty, so its invariants come out skipped."""
-    from audit.compare.mm2_tables import (
-        compare_checkpoints,
-        compare_group_offsets,
-        compare_partitions,
-        compare_syncs,
-    )
-    from audit.schemas import spark_schema
-
-    src, _ = load_frames(spark, source, "source")
-    dst, _ = load_frames(spark, destination, "destination")
-
-    def optional(table: str) -> Any:
-        found = read_table(spark, source, table)
-        if found is None:
-            found = read_table(spark, destination, table)
-        return found
-
-    syncs = optional("mm2_offset_syncs")
-    checkpoints = optional("mm2_checkpoints")
-    if checkpoints is None:
-        checkpoints = spark.createDataFrame([], spark_schema("mm2_checkpoints"))
-    with _compare_dir(run_dir) as tmp:
-
-        def write(name: str, df: Any) -> Any:
-            path = str(tmp / f"{name}.parquet")
-            df.write.mode("overwrite").parquet(path)
-            return spark.read.parquet(path)
-
-        write("mm2_partitions", compare_partitions(src.partitions, dst.partitions, syncs, cfg))
-        no_syncs = spark.createDataFrame([], spark_schema("mm2_offset_syncs"))
-        write("mm2_syncs", compare_syncs(no_syncs if syncs is None else syncs, cfg))
-        ckpts = write("mm2_checkpoints", compare_checkpoints(checkpoints, syncs, dst.partitions, cfg))
-        write(
-            "mm2_group_offsets",
-            compare_group_offsets(
-                src.group_offsets, dst.group_offsets, dst.groups, ckpts, dst.partitions, syncs, cfg
-            ),
-        )
-    paths = {name: run_dir / "compare" / f"{name}.parquet" for name in MM2_TABLES}
-    return Compared("spark", paths, {name: spark.read.parquet(str(p)) for name, p in paths.items()})
-
-
-def run_compare_local(source: Path, destination: Path, run_dir: Path, cfg: AuditConfig) -> Compared:
-    """The in-process engine (``local.py``): the same tables, written as Parquet files."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from audit.compare.local import compare_all
-
-    frames = compare_all(source, destination, cfg)
-    with _compare_dir(run_dir) as tmp:
-        for name, df in frames.items():
-            pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp / f"{name}.parquet")
-    paths = {name: run_dir / "compare" / f"{name}.parquet" for name in TABLES}
-    return Compared("local", paths, frames)

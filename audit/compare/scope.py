@@ -1,43 +1,57 @@
-"""Scope as Spark column expressions (Java regexes, matched against the whole name)."""
+"""Verdicts on names, evaluated once in Python for both engines to join.
+
+Scope patterns are the configuration's (RE2, ``audit.regex``), so the verdict a comparison
+joins is the one ``config`` validates and the snapshot used; the engines never evaluate a
+pattern in a dialect of their own. Names are metadata: the distinct topics and groups of a
+cluster pair, however many partitions and records there are.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from audit.config import INTERNAL_TOPIC_PATTERNS, MM2_INTERNAL_TOPIC_PATTERNS, PatternSet, ScopeConfig
+from audit import regex
+from audit.config import AuditConfig
+
+# <application.id>-<store or operator name>-changelog / -repartition: a Kafka Streams
+# application's internal topics (CM-SCOPE-1).
+STREAMS_TOPIC = r"^(.+)-(?:[^-].*-)?(?:changelog|repartition)$"
 
 
-def _any_match(col: Any, patterns: tuple[str, ...]) -> Any:
-    from pyspark.sql import functions as F
-
-    if not patterns:
-        return F.lit(False)
-    return col.rlike("^(?:" + "|".join(f"(?:{p})" for p in patterns) + ")$")
+def topic_scope_rows(topics: Iterable[str], in_scope: Callable[[str], bool]) -> list[tuple[Any, ...]]:
+    """``topic_scope``: (topic, in_scope, streams_internal) per distinct topic name."""
+    return [(t, in_scope(t), regex.search(STREAMS_TOPIC, t)) for t in sorted(set(topics))]
 
 
-def pattern_column(col: Any, patterns: PatternSet) -> Any:
-    return _any_match(col, patterns.include) & ~_any_match(col, patterns.exclude)
+def group_scope_rows(groups: Iterable[str], cfg: AuditConfig) -> list[tuple[Any, ...]]:
+    """``group_scope``: (group_id, in_scope, excluded) per distinct group id; ``excluded``
+    means named by an exclude pattern, as opposed to merely not included."""
+    scope = cfg.scope
+    return [(g, scope.group_in_scope(g), scope.group_excluded(g)) for g in sorted(set(groups))]
 
 
-def topic_in_scope(col: Any, scope: ScopeConfig) -> Any:
-    flag = pattern_column(col, scope.topics)
-    if not scope.include_internal_topics:
-        flag = flag & ~_any_match(col, INTERNAL_TOPIC_PATTERNS)
-    return flag
+def topic_name_rows(
+    source_topics: Iterable[str], replica_topics: Iterable[str], cfg: AuditConfig
+) -> list[tuple[Any, ...]]:
+    """``topic_names`` (mode mm2): (source topic, its replica's name on the target) for every
+    source topic seen, and for every target topic that is a replica of this source."""
+    mm2 = cfg.mirror.mm2
+    pairs = {(t, mm2.remote_topic(t)) for t in source_topics}
+    for r in replica_topics:
+        source = mm2.source_topic(r)
+        if source is not None:
+            pairs.add((source, r))
+    return sorted(pairs)
 
 
-def mm2_topic_in_scope(col: Any, scope: ScopeConfig) -> Any:
-    """Mode mm2: also leaves out MirrorMaker 2's heartbeats topics and their replicas."""
-    flag = topic_in_scope(col, scope)
-    if not scope.include_internal_topics:
-        flag = flag & ~_any_match(col, MM2_INTERNAL_TOPIC_PATTERNS)
-    return flag
-
-
-def group_in_scope(col: Any, scope: ScopeConfig) -> Any:
-    return pattern_column(col, scope.groups)
-
-
-def group_excluded(col: Any, scope: ScopeConfig) -> Any:
-    """Named by an exclude pattern (as opposed to merely not included)."""
-    return _any_match(col, scope.groups.exclude)
+def params_row(cfg: AuditConfig, src_started_at_ms: int) -> list[tuple[Any, ...]]:
+    """``run_params``: what the queries need of the configuration and the snapshots."""
+    return [
+        (
+            src_started_at_ms,
+            cfg.mirror.preserves_topic_ids,
+            cfg.mirror.preserves_batch_epochs,
+            cfg.mirror.mm2.sync_group_offsets,
+        )
+    ]

@@ -5,7 +5,8 @@ group offsets at failover. This writes that plan, never applies it: one CSV per 
 the format ``kafka-consumer-groups --reset-offsets --from-file`` reads (topic,partition,
 offset), a ``plan.json`` with the records each row would make consumers reprocess or
 skip, and ``commands.txt`` with the exact commands for an operator to review and run.
-The rows stream from Spark group by group, so the driver holds one group at a time.
+The rows stream from the engine that holds the table, so this process holds one row at a
+time.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from audit.compare.run import Compared
 from audit.fsutil import atomic_directory
 
 log = logging.getLogger(__name__)
@@ -51,21 +53,16 @@ class PlanSummary:
         return out
 
 
-def write_failover_plan(group_offsets: Any, run_dir: Path, bootstrap: str | None) -> PlanSummary:
-    """Write ``<run>/failover-plan/`` from the mm2_group_offsets table (Spark DataFrame)."""
-    rows_df = (
-        group_offsets.where("in_scope AND mirrored AND has_checkpoint")
-        .select(
-            "group_id",
-            "remote_topic",
-            "partition",
-            "ckpt_downstream_offset",
-            "reprocess_records",
-            "skip_records",
-            "staleness_records",
-        )
-        .orderBy("group_id", "remote_topic", "partition")
-    )
+PLAN_ROWS = """
+SELECT group_id, remote_topic, partition, ckpt_downstream_offset, reprocess_records, skip_records,
+  staleness_records
+FROM {mm2_group_offsets} WHERE in_scope AND mirrored AND has_checkpoint
+ORDER BY group_id, remote_topic, partition
+"""
+
+
+def write_failover_plan(compared: Compared, run_dir: Path, bootstrap: str | None) -> PlanSummary:
+    """Write ``<run>/failover-plan/`` from the mm2_group_offsets comparison table."""
     target = run_dir / PLAN_DIR
     preview: list[PlanRow] = []
     groups = partitions = reprocess = skip = 0
@@ -76,7 +73,7 @@ def write_failover_plan(group_offsets: Any, run_dir: Path, bootstrap: str | None
         current: str | None = None
         csv = None
         plan_json.write('{"rows": [\n')
-        for r in rows_df.toLocalIterator():
+        for r in compared.tables.iter_rows(PLAN_ROWS):
             row = PlanRow(
                 r["group_id"],
                 r["remote_topic"],

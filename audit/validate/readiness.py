@@ -1,13 +1,12 @@
 """Readiness figures: what a failover now would lose and make consumers reprocess.
 
-Aggregates over the comparison tables in the engine that computed them: on Spark only two
-numbers reach the driver.
+Each figure is one aggregate query over the comparison tables, run by the engine that
+computed them (only the sum reaches this process); the mode's profile says which queries.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from audit.compare.run import Compared
 
@@ -21,49 +20,45 @@ class ReadinessFigures:
     expected_reprocess_records: int
 
 
-def readiness_figures(compared: Compared) -> ReadinessFigures:
-    if "mm2_partitions" in compared.frames:
-        return _mm2(compared.frames["mm2_partitions"], compared.frames["mm2_group_offsets"])
-    if compared.engine == "local":
-        return _local(compared.frames["partitions"], compared.frames["group_offsets"])
-    return _spark(compared.frames["partitions"], compared.frames["group_offsets"])
+@dataclass(frozen=True)
+class FigureQueries:
+    """One-row, one-column queries (``x``) over the comparison tables."""
+
+    loss: str
+    reprocess: str
 
 
-def _spark(partitions: Any, group_offsets: Any) -> ReadinessFigures:
-    from pyspark.sql import functions as F
+CLUSTER_MIRRORING_FIGURES = FigureQueries(
+    loss="""
+SELECT CAST(coalesce(sum(CASE WHEN dst_present THEN greatest(0, lag_records)
+                              ELSE src_retained_records END), 0) AS BIGINT) AS x
+FROM {partitions} WHERE in_scope
+""",
+    reprocess="""
+SELECT CAST(coalesce(sum(greatest(0, -sync_delta)), 0) AS BIGINT) AS x
+FROM {group_offsets} WHERE sync_candidate AND dst_committed_offset IS NOT NULL
+""",
+)
 
-    parts = partitions.where("in_scope")
-    loss_per_partition = F.when(F.col("dst_present"), F.greatest(F.lit(0), F.col("lag_records"))).otherwise(
-        F.col("src_retained_records")
-    )
-    loss = parts.agg(F.coalesce(F.sum(loss_per_partition), F.lit(0)).alias("x")).first()["x"]
-    offsets = group_offsets.where(F.col("sync_candidate") & F.col("dst_committed_offset").isNotNull())
-    reprocess = offsets.agg(
-        F.coalesce(F.sum(F.greatest(F.lit(0), -F.col("sync_delta"))), F.lit(0)).alias("x")
-    ).first()["x"]
-    return ReadinessFigures(int(loss), int(reprocess))
+# Mode mm2: loss is what the replicas have not received (a partition without any offset
+# sync loses all it retains); reprocessing is what translating each group's latest
+# checkpoint makes its consumers read again.
+MM2_FIGURES = FigureQueries(
+    loss="""
+SELECT CAST(coalesce(sum(CASE WHEN has_sync THEN greatest(0, unreplicated_records)
+                              ELSE src_high_watermark - src_log_start_offset END), 0) AS BIGINT) AS x
+FROM {mm2_partitions} WHERE in_scope
+""",
+    reprocess="""
+SELECT CAST(coalesce(sum(reprocess_records), 0) AS BIGINT) AS x
+FROM {mm2_group_offsets} WHERE in_scope AND mirrored AND has_checkpoint AND NOT dst_active
+""",
+)
 
 
-def _local(partitions: Any, group_offsets: Any) -> ReadinessFigures:
-    parts = partitions[partitions["in_scope"].fillna(False)]
-    loss = parts["lag_records"].clip(lower=0).where(parts["dst_present"], parts["src_retained_records"])
-    synced = group_offsets[
-        group_offsets["sync_candidate"].fillna(False) & group_offsets["dst_committed_offset"].notna()
-    ]
-    reprocess = (-synced["sync_delta"]).clip(lower=0)
-    return ReadinessFigures(int(loss.sum()), int(reprocess.sum()))
+def readiness_figures(compared: Compared, queries: FigureQueries) -> ReadinessFigures:
+    def scalar(sql: str) -> int:
+        (row,) = compared.tables.rows(sql)
+        return int(row["x"])
 
-
-def _mm2(partitions: Any, group_offsets: Any) -> ReadinessFigures:
-    """Mode mm2: loss is what the replicas have not received (a partition without any
-    offset sync loses all it retains); reprocessing is what translating each group's latest
-    checkpoint makes its consumers read again."""
-    from pyspark.sql import functions as F
-
-    unreplicated = F.when(F.col("has_sync"), F.greatest(F.lit(0), F.col("unreplicated_records"))).otherwise(
-        F.col("src_high_watermark") - F.col("src_log_start_offset")
-    )
-    loss = partitions.where("in_scope").agg(F.coalesce(F.sum(unreplicated), F.lit(0)).alias("x")).first()["x"]
-    moving = group_offsets.where("in_scope AND mirrored AND has_checkpoint AND NOT dst_active")
-    reprocess = moving.agg(F.coalesce(F.sum("reprocess_records"), F.lit(0)).alias("x")).first()["x"]
-    return ReadinessFigures(int(loss), int(reprocess))
+    return ReadinessFigures(scalar(queries.loss), scalar(queries.reprocess))

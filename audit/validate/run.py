@@ -11,7 +11,7 @@ from audit.compare.run import OPTIONAL_TABLES, Compared
 from audit.config import AuditConfig
 from audit.errors import ConfigError
 from audit.fsutil import atomic_write_json
-from audit.validate.catalogue import catalogue
+from audit.validate.catalogue import Invariant
 from audit.validate.gx import GxRunner, SuiteFile, load_suites
 from audit.validate.gx import expectations_dir as find_expectations
 from audit.validate.results import CheckOutcome, InvariantResult, fold, skipped
@@ -155,17 +155,14 @@ INDEX_COLUMNS = {
     ],
 }
 
-SUITE_PREFIX = {"cluster-mirroring": "cm_", "mm2": "mm2_"}
 
-
-def mode_suites(cfg: AuditConfig, expectations_dir: Path | None = None) -> list[SuiteFile]:
-    """The suites of the configured mode, read and checked: called before any work, so a
-    missing or broken suite directory costs no snapshot or Spark job."""
+def mode_suites(cfg: AuditConfig, prefix: str, expectations_dir: Path | None = None) -> list[SuiteFile]:
+    """The suites of the configured mode (``<prefix>*.json``), read and checked: called
+    before any work, so a missing or broken suite directory costs no snapshot or Spark job."""
     if expectations_dir is not None:
         directory, origin = expectations_dir, "given"
     else:
         directory, origin = find_expectations(cfg.validation.expectations_dir)
-    prefix = SUITE_PREFIX[cfg.mode]
     suites = load_suites(directory, prefix, origin)
     if not suites:
         raise ConfigError(
@@ -178,12 +175,11 @@ def run_validation(
     compared: Compared,
     run_dir: Path,
     cfg: AuditConfig,
-    expectations_dir: Path | None = None,
-    suites: list[SuiteFile] | None = None,
+    suites: list[SuiteFile],
+    catalogue: tuple[Invariant, ...],
 ) -> list[InvariantResult]:
-    """The same suites judge either engine's tables (GX runs on Spark and on pandas)."""
-    if suites is None:
-        suites = mode_suites(cfg, expectations_dir)
+    """The same suites judge either engine's tables (GX runs on Spark and on pandas); every
+    invariant of the mode's ``catalogue`` gets a result, skipped where nothing checked it."""
     parameters = dataclasses.asdict(cfg.thresholds)
     runner = GxRunner(run_dir / "validation" / "data_docs", compared.engine)
     by_invariant: dict[str, list[CheckOutcome]] = defaultdict(list)
@@ -203,14 +199,15 @@ def run_validation(
             by_invariant[outcome.invariant].append(outcome)
     runner.finish()
     results = []
-    for inv in catalogue(cfg.mode):
+    for inv in catalogue:
         checks = by_invariant.pop(inv.id, [])
         if checks:
             results.append(fold(inv.id, inv.statement, checks))
         else:
-            reason = inv.not_applicable or f"not collected: needs {inv.needs}"
+            reason = f"not collected: needs {inv.needs}"
             if inv.spark_only and compared.engine != "spark":
                 reason = f"checked by the Spark engine only (--engine spark): needs {inv.needs}"
+            reason = inv.not_applicable or reason
             results.append(skipped(inv.id, inv.statement, reason))
     for unknown, checks in by_invariant.items():  # an operator's own invariant IDs are kept, not dropped
         results.append(fold(unknown, checks[0].description, checks))

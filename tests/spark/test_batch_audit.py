@@ -398,7 +398,7 @@ def test_only_abort_and_commit_close_a_transaction(spark: Any) -> None:
     the ABORTs that close in-flight transactions. A pid-reset right after an ABORT of the
     same epoch is not a second close, does not close a transaction itself, and does not hide
     a real second close behind it."""
-    from audit.compare.batch_tables import transaction_closure
+    from audit.compare.batches import transaction_closure
 
     rows = [  # base_offset, producer_id, producer_epoch, is_control, control_type
         (0, 50, 2, False, None),

@@ -9,8 +9,11 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from audit.compare.run import ENGINES, Compared, Engine, run_compare, run_compare_local
+from audit.compare.engines import ENGINES
+from audit.compare.engines import EngineName as Engine
+from audit.compare.run import Compared
 from audit.config import AuditConfig, parse_config
+from audit.pipeline import compare_snapshots
 from tests.snapshots import group, offset, part, write_pair
 
 
@@ -18,8 +21,8 @@ def _compare(
     engine: Engine, request: pytest.FixtureRequest, src: Path, dst: Path, run: Path, cfg: AuditConfig
 ) -> Compared:
     if engine == "spark":
-        return run_compare(request.getfixturevalue("spark"), src, dst, run, cfg)
-    return run_compare_local(src, dst, run, cfg)
+        request.getfixturevalue("spark")  # the session the engine then uses
+    return compare_snapshots(src, dst, run, cfg, engine)
 
 
 def _rows(path: Path, key: tuple[str, ...]) -> dict[Any, Any]:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from audit.compare.engines import ENGINES
 from audit.config import parse_config
-from audit.errors import ConfigError
 from audit.pipeline import audit_snapshots
 from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord
 from audit.validate.catalogue import CM_IN_MM2, MM2
@@ -95,11 +95,17 @@ def _pair(root: Path, faulty: bool) -> tuple[Path, Path]:
     )
 
 
-@pytest.fixture(scope="module")
-def faulty(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    root = tmp_path_factory.mktemp("mm2-faulty")
+@pytest.fixture(scope="module", params=ENGINES)
+def faulty(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The faulty pair audited by each engine: every mm2 invariant test below runs on both."""
+    engine = request.param
+    if engine == "spark":
+        request.getfixturevalue("spark")
+    root = tmp_path_factory.mktemp(f"mm2-faulty-{engine}")
     src, dst = _pair(root, faulty=True)
-    return audit_snapshots(src, dst, root / "run", CFG, readiness=True).summary
+    outcome = audit_snapshots(src, dst, root / "run", CFG, readiness=True, engine=engine)
+    assert outcome.summary["run"]["engine"] == engine
+    return outcome.summary
 
 
 def _keys(checks: list[dict[str, Any]], severity: str, *cols: str) -> set[tuple[Any, ...]]:
@@ -197,7 +203,28 @@ def test_without_mm2_tables_every_mm2_invariant_is_skipped(spark: Any, tmp_path:
     assert set(statuses.values()) == {"skipped"}, statuses
 
 
-def test_mm2_local_engine_is_refused(tmp_path: Path) -> None:
-    src, dst = write_pair(tmp_path, [part("orders")], [part(REMOTE)])
-    with pytest.raises(ConfigError, match="Spark engine only"):
-        audit_snapshots(src, dst, tmp_path / "r2", CFG, engine="local")
+def test_mm2_readiness_runs_in_process_by_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No JVM: mode mm2's readiness takes the in-process engine like cluster-mirroring's."""
+    from audit.cli import main
+
+    src, dst = _pair(tmp_path, faulty=True)
+    cfg = tmp_path / "mm2.yaml"
+    cfg.write_text("mode: mm2\nmirror:\n  mm2:\n    sync_group_offsets: true\n")
+    run = tmp_path / "run"
+    code = main(
+        [
+            "readiness",
+            "--config",
+            str(cfg),
+            "--source",
+            str(src),
+            "--destination",
+            str(dst),
+            "--out",
+            str(run),
+        ]
+    )
+    assert code == 1, capsys.readouterr().err
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["run"]["engine"] == "local"
+    assert summary["readiness"] == "NO-GO" and summary["mode"] == "mm2"

@@ -23,18 +23,45 @@ def test_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--out" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", ["audit", "readiness", "nightly"])
-def test_mm2_on_the_local_engine_is_refused_up_front_with_exit_2(
-    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("command", "engine"), [("audit", "spark"), ("nightly", "spark"), ("readiness", "local")]
+)
+def test_each_command_has_its_default_engine_in_either_mode(command: str, engine: str) -> None:
+    argv = [command, "--config", "c.yaml"] + ([] if command == "nightly" else ["--out", "r"])
+    assert build_parser().parse_args(argv).engine == engine
+
+
+@pytest.mark.parametrize("what", ["records scan", "segments fetch", "segments scan"])
+def test_batch_and_record_commands_refuse_mode_mm2_up_front(
+    what: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cfg = tmp_path / "mm2.yaml"
-    cfg.write_text("mode: mm2\n")
-    dirs = [] if command == "nightly" else ["--source", "s", "--destination", "d"]
-    args = [command, "--engine", "local", "--config", str(cfg), *dirs, "--out", str(tmp_path / "r")]
-    assert main(args) == 2
+    cfg.write_text("mode: mm2\nsource:\n  bootstrap_servers: s:1\ndestination:\n  bootstrap_servers: d:1\n")
+    argv = {
+        "records scan": ["records", "scan", "--config", str(cfg), "--run", str(tmp_path)],
+        "segments fetch": [
+            "segments",
+            "fetch",
+            "--config",
+            str(cfg),
+            "--role",
+            "source",
+            "--out",
+            str(tmp_path),
+        ],
+        "segments scan": [
+            "segments",
+            "scan",
+            str(tmp_path),
+            "--config",
+            str(cfg),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    }[what]
+    assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "mode 'mm2'" in err and "Spark engine only" in err
-    assert not (tmp_path / "r").exists()  # refused before any output was written
+    assert f"{what}: batch- and record-level checks compare equal offsets" in err and "(mode is mm2)" in err
 
 
 def test_sandbox_mm2_commands_need_a_running_sandbox(

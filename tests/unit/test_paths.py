@@ -266,7 +266,7 @@ def test_readiness_without_out_writes_a_new_run_under_the_configs_output_root(
 ) -> None:
     from tests.snapshots import part, write_pair
 
-    src, dst = write_pair(tmp_path / "snaps", [part("orders")], [part("orders", leader_epoch=8)])
+    write_pair(tmp_path / "snaps", [part("orders")], [part("orders", leader_epoch=8)])
     conf = tmp_path / "etc"
     conf.mkdir()
     (conf / "audit.yaml").write_text("output:\n  root: runs\n")

@@ -14,25 +14,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from audit.compare.scope import topic_in_scope
+from audit.compare.batches import with_scope
 from audit.config import AuditConfig
-
-CHUNK_FIELDS = (
-    "record_count",
-    "first_offset",
-    "last_offset",
-    "checksum",
-    "min_record_epoch",
-    "max_record_epoch",
-    "epoch_runs",
-    "gap_count",
-    "gaps_checksum",
-    "compacted",
-)
+from audit.schemas import CHUNK_SIDE
 
 
 def compare_record_chunks(
-    src_chunks: Any, dst_chunks: Any, divergences: Any | None, dst_partitions: Any, cfg: AuditConfig
+    src_chunks: Any,
+    dst_chunks: Any,
+    divergences: Any | None,
+    dst_partitions: Any,
+    topic_scope: Any,
+    cfg: AuditConfig,
 ) -> Any:
     """One row per chunk read on either side, with its status and, where the chunk was
     narrowed, its first divergent record."""
@@ -41,7 +34,7 @@ def compare_record_chunks(
     keys = ["topic", "partition", "chunk_start", "chunk_end"]
 
     def side(df: Any, prefix: str) -> Any:
-        return df.select(*keys, *[F.col(c).alias(prefix + c) for c in CHUNK_FIELDS]).withColumn(
+        return df.select(*keys, *[F.col(c).alias(prefix + c) for c in CHUNK_SIDE]).withColumn(
             f"{prefix}present", F.lit(True)
         )
 
@@ -84,7 +77,7 @@ def compare_record_chunks(
         .otherwise(F.lit("differs"))
     )
     return (
-        j.withColumn("in_scope", topic_in_scope(F.col("topic"), cfg.scope))
+        with_scope(j, topic_scope)
         .withColumn("checksums_equal", F.when(both, checksums_equal))
         .withColumn("gaps_equal", F.when(both & ~F.col("compacted"), gaps_equal))
         .withColumn("chunk_status", status)

@@ -15,13 +15,26 @@ from __future__ import annotations
 from typing import Any
 
 from audit.collect.batch_format import CLOSING_TYPES
-from audit.compare.scope import topic_in_scope
 from audit.config import AuditConfig
+from audit.schemas import BATCH_SIDE, MARKER_SIDE
 
-# The fields a byte-for-byte copy keeps; a difference in any is a differing batch.
+# The fields a byte-for-byte copy keeps; a difference in any is a differing batch (the
+# others of BATCH_SIDE are shown beside them: implied by the CRC or outside it).
 BATCH_FIELDS = ("last_offset", "crc", "producer_id", "producer_epoch", "attributes")
-# Shown beside them in the report (not compared: implied by the CRC or outside it).
-SHOWN_FIELDS = ("partition_leader_epoch", "record_count", "size_bytes", "base_sequence", "file", "position")
+
+
+def with_scope(df: Any, topic_scope: Any) -> Any:
+    """``in_scope`` from the verdicts on topic names (``compare/scope.py``); a row with no
+    topic (a segment outside any partition directory) cannot be shown to be out of scope,
+    so it counts."""
+    from pyspark.sql import functions as F
+
+    verdicts = topic_scope.select(F.col("topic").alias("_scope_topic"), F.col("in_scope").alias("_in_scope"))
+    return (
+        df.join(verdicts, df["topic"] == verdicts["_scope_topic"], "left")
+        .withColumn("in_scope", F.when(F.col("topic").isNull(), F.lit(True)).otherwise(F.col("_in_scope")))
+        .drop("_scope_topic", "_in_scope")
+    )
 
 
 def covered_ranges(batches: Any, prefix: str) -> Any:
@@ -49,13 +62,14 @@ def common_range(src_batches: Any, dst_batches: Any) -> Any:
 def _side(batches: Any, prefix: str) -> Any:
     from pyspark.sql import functions as F
 
-    keep = (*BATCH_FIELDS, *SHOWN_FIELDS, "is_control", "is_transactional", "compression", "control_type")
     return batches.select(
-        "topic", "partition", "base_offset", *[F.col(c).alias(prefix + c) for c in keep]
+        "topic", "partition", "base_offset", *[F.col(c).alias(prefix + c) for c in BATCH_SIDE]
     ).withColumn(f"{prefix}present", F.lit(True))
 
 
-def compare_batches(src_batches: Any, dst_batches: Any, dst_partitions: Any, cfg: AuditConfig) -> Any:
+def compare_batches(
+    src_batches: Any, dst_batches: Any, dst_partitions: Any, topic_scope: Any, cfg: AuditConfig
+) -> Any:
     """One row per batch start offset inside the common range of a partition, either side.
 
     ``batch_status``: same | differs | missing_on_destination | extra_on_destination;
@@ -90,7 +104,7 @@ def compare_batches(src_batches: Any, dst_batches: Any, dst_partitions: Any, cfg
         .otherwise(F.lit("same"))
     )
     return (
-        j.withColumn("in_scope", topic_in_scope(F.col("topic"), cfg.scope))
+        with_scope(j, topic_scope)
         .withColumn("differing_fields", F.when(F.col("src_present") & F.col("dst_present"), diffs))
         .withColumn("batch_status", status)
         .withColumn("batches_identical", F.col("batch_status") == "same")
@@ -116,7 +130,7 @@ def compare_batches(src_batches: Any, dst_batches: Any, dst_partitions: Any, cfg
 
 
 def compare_markers(
-    src_markers: Any, dst_markers: Any, src_batches: Any, dst_batches: Any, cfg: AuditConfig
+    src_markers: Any, dst_markers: Any, src_batches: Any, dst_batches: Any, topic_scope: Any
 ) -> Any:
     """One row per marker offset inside the common range, either side: CM-TXN-2 asks that
     both sides have it, of the same type."""
@@ -126,19 +140,10 @@ def compare_markers(
     in_range = (F.col("offset") >= F.col("range_start")) & (F.col("offset") < F.col("range_end"))
 
     def side(markers: Any, prefix: str) -> Any:
-        cols = (
-            "marker",
-            "control_type",
-            "coordinator_epoch",
-            "producer_id",
-            "producer_epoch",
-            "file",
-            "position",
-        )
         return (
             markers.join(ranges, ["topic", "partition"])
             .where(in_range)
-            .select("topic", "partition", "offset", *[F.col(c).alias(prefix + c) for c in cols])
+            .select("topic", "partition", "offset", *[F.col(c).alias(prefix + c) for c in MARKER_SIDE])
             .withColumn(f"{prefix}present", F.lit(True))
         )
 
@@ -155,7 +160,7 @@ def compare_markers(
         .otherwise(F.lit("same"))
     )
     return (
-        j.withColumn("in_scope", topic_in_scope(F.col("topic"), cfg.scope))
+        with_scope(j, topic_scope)
         .withColumn("marker_status", status)
         .withColumn("markers_match", F.col("marker_status") == "same")
     )
@@ -196,8 +201,7 @@ def transaction_closure(batches: Any) -> Any:
             "closes_twice",
             F.when(
                 F.col("is_control"),
-                F.col("_closes")
-                & F.coalesce(F.col("_previous._closes") & same_epoch, F.lit(False)),
+                F.col("_closes") & F.coalesce(F.col("_previous._closes") & same_epoch, F.lit(False)),
             ),
         )
         .drop("next_marker_offset", "_previous", "_closes")
@@ -209,7 +213,7 @@ def compare_transactions(
     dst_batches: Any | None,
     src_partitions: Any,
     dst_partitions: Any,
-    cfg: AuditConfig,
+    topic_scope: Any,
 ) -> Any:
     """CM-TXN-3, per side that was scanned: transactional batches below the partition's last
     stable offset must have a closing marker (``unclosed_below_lso``), and no marker may
@@ -245,7 +249,7 @@ def compare_transactions(
     out = frames[0]
     for f in frames[1:]:
         out = out.unionByName(f)
-    return out.withColumn("in_scope", topic_in_scope(F.col("topic"), cfg.scope)).withColumn(
+    return with_scope(out, topic_scope).withColumn(
         "unclosed_below_lso",
         F.when(
             ~F.col("is_control"),
@@ -255,7 +259,7 @@ def compare_transactions(
     )
 
 
-def compare_scan_issues(src_issues: Any | None, dst_issues: Any | None, cfg: AuditConfig) -> Any:
+def compare_scan_issues(src_issues: Any | None, dst_issues: Any | None, topic_scope: Any) -> Any:
     """Both sides' scan issues in one table: errors (unreadable, corrupt data) fail CM-DATA-2,
     warnings warn, informational rows (a segment still being written) pass."""
     from pyspark.sql import functions as F
@@ -268,9 +272,6 @@ def compare_scan_issues(src_issues: Any | None, dst_issues: Any | None, cfg: Aud
     out = frames[0]
     for f in frames[1:]:
         out = out.unionByName(f)
-    # An issue with no topic (a segment outside any partition directory) cannot be shown to
-    # be out of scope, so it counts. The replica directories Kafka sets aside (-future,
-    # -delete, -stray) are not such segments: their rows carry the topic and are "info".
-    return out.withColumn(
-        "in_scope", F.col("topic").isNull() | topic_in_scope(F.coalesce(F.col("topic"), F.lit("")), cfg.scope)
-    )
+    # The replica directories Kafka sets aside (-future, -delete, -stray) are not segments
+    # outside a partition: their rows carry the topic and are "info".
+    return with_scope(out, topic_scope)

@@ -1,0 +1,161 @@
+"""The comparisons of offset-preserving mirrors (mode ``cluster-mirroring``): partitions,
+topics, group offsets and groups of both snapshots, one SQL query each (see ``sql.py``).
+
+Offsets are equal on both sides, so partitions and committed offsets join on their names;
+every derived column an invariant reads is computed here: lag, epoch headroom, the clamp
+``expected_offset = max(dst log start, min(src committed, dst LEO))`` and what a group's
+activity and scope make of it.
+"""
+
+from __future__ import annotations
+
+from audit.compare.sql import Comparison, group_active, offset_in_range, side
+
+_PARTITION_KEY = ("topic", "partition")
+_GROUP_OFFSET_KEY = ("group_id", "topic", "partition")
+
+PARTITIONS = Comparison(
+    "partitions",
+    _PARTITION_KEY,
+    f"""
+WITH joined AS (
+  SELECT topic, partition,
+    {side("s", "partitions", "src_", _PARTITION_KEY)}, coalesce(s.present, FALSE) AS src_present,
+    {side("d", "partitions", "dst_", _PARTITION_KEY)}, coalesce(d.present, FALSE) AS dst_present
+  FROM (SELECT *, TRUE AS present FROM {{src_partitions}}) s
+  FULL OUTER JOIN (SELECT *, TRUE AS present FROM {{dst_partitions}}) d USING (topic, partition)
+),
+derived AS (
+  SELECT joined.*,
+    joined.src_present AND ts.in_scope AS in_scope,
+    src_high_watermark - dst_high_watermark AS lag_records,
+    CAST(src_max_timestamp_ms - dst_max_timestamp_ms AS DOUBLE) / 1000 AS lag_seconds,
+    dst_leader_epoch - src_leader_epoch AS epoch_headroom,
+    src_high_watermark - src_log_start_offset AS src_retained_records,
+    src_last_stable_offset < src_high_watermark AS src_open_txn,
+    ts.streams_internal AS streams_internal_topic
+  FROM joined LEFT JOIN {{topic_scope}} ts ON ts.topic = joined.topic
+)
+SELECT derived.*,
+  -- CM-OFFSET-2's warning: the backlog is more than half of what the source still keeps.
+  lag_records * 2 <= src_retained_records AS backlog_within_half_retention,
+  CASE WHEN src_open_txn
+    THEN CAST(p.src_started_at_ms - src_open_txn_first_timestamp_ms AS DOUBLE) / 1000
+  END AS open_txn_age_seconds
+FROM derived CROSS JOIN {{run_params}} p
+""",
+)
+
+TOPICS = Comparison(
+    "topics",
+    ("topic",),
+    """
+WITH per_topic AS (
+  SELECT topic,
+    bool_or(in_scope) AS in_scope,
+    sum(CAST(src_present AS BIGINT)) AS src_partition_count,
+    sum(CAST(dst_present AS BIGINT)) AS dst_partition_count,
+    max(src_topic_id) AS src_topic_id,
+    max(dst_topic_id) AS dst_topic_id
+  FROM {partitions} GROUP BY topic
+)
+SELECT per_topic.*,
+  dst_partition_count > 0 AS dst_present,
+  dst_partition_count = src_partition_count
+    AND (NOT p.preserves_topic_ids OR src_topic_id IS NOT DISTINCT FROM dst_topic_id) AS topic_mirrored
+FROM per_topic CROSS JOIN {run_params} p
+""",
+)
+
+GROUP_OFFSETS = Comparison(
+    "group_offsets",
+    _GROUP_OFFSET_KEY,
+    f"""
+WITH joined AS (
+  SELECT group_id, topic, partition,
+    {side("s", "group_offsets", "src_", _GROUP_OFFSET_KEY)},
+    {side("d", "group_offsets", "dst_", _GROUP_OFFSET_KEY)}
+  FROM {{src_group_offsets}} s FULL OUTER JOIN {{dst_group_offsets}} d USING (group_id, topic, partition)
+),
+placed AS (
+  SELECT joined.*,
+    dp.log_start_offset AS dst_log_start_offset,
+    dp.high_watermark AS dst_high_watermark,
+    dp.leader_epoch AS dst_leader_epoch,
+    {side("sg", "groups", "src_", ("group_id",))},
+    {side("dg", "groups", "dst_", ("group_id",))},
+    ts.in_scope AS topic_in_scope,
+    gs.in_scope AS group_in_scope,
+    gs.excluded AS group_excluded
+  FROM joined
+  LEFT JOIN {{dst_partitions}} dp ON dp.topic = joined.topic AND dp.partition = joined.partition
+  LEFT JOIN {{src_groups}} sg ON sg.group_id = joined.group_id
+  LEFT JOIN {{dst_groups}} dg ON dg.group_id = joined.group_id
+  LEFT JOIN {{topic_scope}} ts ON ts.topic = joined.topic
+  LEFT JOIN {{group_scope}} gs ON gs.group_id = joined.group_id
+),
+clamped AS (
+  SELECT placed.*,
+    {group_active("dst_member_count", "dst_state")} AS dst_active,
+    dst_high_watermark IS NOT NULL AS dst_partition_known,
+    -- Where a synced offset must sit so consumers neither skip records nor read past the
+    -- destination's end.
+    greatest(dst_log_start_offset, least(src_committed_offset, dst_high_watermark)) AS expected_offset
+  FROM placed
+)
+SELECT clamped.*,
+  dst_committed_offset - expected_offset AS sync_delta,
+  -- A missing destination commit counts as fully behind: consumers would fall back to
+  -- auto.offset.reset after failover.
+  coalesce(expected_offset - dst_committed_offset, expected_offset) AS sync_behind,
+  {offset_in_range("dst_committed_offset", "dst_log_start_offset", "dst_high_watermark")}
+    AS dst_offset_in_range,
+  dst_leader_epoch - dst_committed_leader_epoch AS commit_epoch_headroom,
+  topic_in_scope AND group_in_scope AND NOT dst_active
+    AND src_committed_offset IS NOT NULL AND dst_partition_known AS sync_candidate
+FROM clamped
+""",
+)
+
+GROUPS = Comparison(
+    "groups",
+    ("group_id",),
+    """
+WITH per_group AS (
+  SELECT group_id,
+    bool_or(group_in_scope) AS group_in_scope,
+    bool_or(group_excluded) AS group_excluded,
+    bool_or(dst_active) AS dst_active,
+    max(src_state) AS src_state,
+    max(dst_state) AS dst_state,
+    max(dst_member_count) AS dst_member_count,
+    count(src_committed_offset) AS src_committed_partitions,
+    count(dst_committed_offset) AS dst_committed_partitions
+  FROM {group_offsets} GROUP BY group_id
+),
+-- A Kafka Streams application's group id is its application.id, the prefix of its
+-- <application.id>-...-changelog / -repartition topics.
+streams_apps AS (
+  SELECT DISTINCT g.group_id
+  FROM per_group g
+  JOIN (SELECT DISTINCT topic FROM {partitions} WHERE in_scope AND streams_internal_topic) st
+    ON left(st.topic, length(g.group_id) + 1) = concat(g.group_id, '-')
+),
+classified AS (
+  SELECT per_group.*,
+    a.group_id IS NOT NULL AS streams_application,
+    CASE WHEN dst_active THEN 'active-on-destination'
+      WHEN group_excluded THEN 'excluded'
+      WHEN NOT group_in_scope THEN 'out-of-scope'
+      ELSE 'synced' END AS classification
+  FROM per_group LEFT JOIN streams_apps a ON a.group_id = per_group.group_id
+)
+SELECT classified.*,
+  -- CM-GROUP-3: an excluded group inactive on the destination must carry no synced offsets.
+  classification = 'excluded' AND src_committed_partitions > 0 AND dst_committed_partitions > 0
+    AS excluded_but_synced
+FROM classified
+""",
+)
+
+COMPARISONS = (PARTITIONS, GROUP_OFFSETS, TOPICS, GROUPS)

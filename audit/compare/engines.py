@@ -1,0 +1,187 @@
+"""The two engines that run the comparisons: Spark SQL and DuckDB, behind one small face.
+
+``Tables`` is one run's tables in one engine: inputs registered by name, the comparison
+queries run over them, each result cast to its declared columns, written as Parquet and
+registered under its table's name for the queries after it; small results (readiness
+figures, the report's slices) come back as rows. Which engine runs is the only thing the
+pipeline chooses; what is computed is the same SQL (``sql.py``).
+
+- ``spark``: Spark SQL in the session of the run, for ``audit`` and ``nightly`` and any
+  size (local[*] or a cluster). Inputs are DataFrames passed to ``spark.sql`` by name, so a
+  run touches no global view another run could see.
+- ``local``: DuckDB in this process, for ``readiness``: a readiness check must answer in
+  seconds during an incident, and a JVM alone takes longer to start. Its inputs are
+  metadata (a row per partition and per committed group partition), which fits one
+  process for any real cluster; DuckDB reads them as Arrow, vectorized.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from audit.compare.sql import Comparison
+from audit.schemas import arrow_schema, columns, pandas_types_mapper, spark_schema
+from audit.snapshot import read_arrow, read_table
+
+log = logging.getLogger(__name__)
+
+EngineName = Literal["spark", "local"]
+ENGINES: tuple[EngineName, ...] = ("spark", "local")
+
+
+class Tables(Protocol):
+    """One run's named tables in one engine."""
+
+    engine: EngineName
+
+    def load(self, name: str, directory: Path, table: str) -> None:
+        """Register a snapshot table of ``directory`` (checked, cast to its declared
+        columns) as ``name``."""
+
+    def reopen(self, name: str, path: Path) -> None:
+        """A written table moved to ``path``: read it from there from now on."""
+
+    def put(self, name: str, table: str, rows: list[tuple[Any, ...]]) -> None:
+        """Register a small table of the declared ``table``'s columns from Python rows."""
+
+    def compute(self, comparison: Comparison, path: Path) -> None:
+        """Run a comparison, write it to ``path`` and register it under its table's name."""
+
+    def rows(self, sql: str) -> list[dict[str, Any]]:
+        """A small result (figures, bounded slices) as plain Python rows."""
+
+    def iter_rows(self, sql: str) -> Iterator[dict[str, Any]]:
+        """A result too large to hold at once, row by row."""
+
+    def distinct(self, column: str, names: tuple[str, ...]) -> list[Any]:
+        """The distinct non-null values of ``column`` across the registered ``names``."""
+
+    def frame(self, name: str) -> Any:
+        """The engine's frame of a registered table (what Great Expectations judges)."""
+
+    def has(self, name: str) -> bool: ...
+
+
+def _distinct_sql(column: str, names: tuple[str, ...]) -> str:
+    return " UNION ".join(f"SELECT {column} FROM {{{n}}} WHERE {column} IS NOT NULL" for n in names)
+
+
+class SparkTables:
+    engine: EngineName = "spark"
+
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+        self._frames: dict[str, Any] = {}
+
+    def has(self, name: str) -> bool:
+        return name in self._frames
+
+    def load(self, name: str, directory: Path, table: str) -> None:
+        self._frames[name] = read_table(self.spark, directory, table)
+
+    def reopen(self, name: str, path: Path) -> None:
+        self._frames[name] = self.spark.read.parquet(str(path))
+
+    def put(self, name: str, table: str, rows: list[tuple[Any, ...]]) -> None:
+        self._frames[name] = self.spark.createDataFrame(rows, spark_schema(table))
+
+    def query(self, sql: str) -> Any:
+        return self.spark.sql(sql, **self._frames)
+
+    def compute(self, comparison: Comparison, path: Path) -> None:
+        self.write(comparison.table, self.query(comparison.declared_sql()), path)
+
+    def write(self, table: str, df: Any, path: Path) -> None:
+        """Write a DataFrame cast to ``table``'s declared columns and read it back, so that
+        tables derived from it do not recompute its joins."""
+        from pyspark.sql import functions as F
+
+        declared = df.select(
+            [F.col(f.name).cast(f.dataType).alias(f.name) for f in spark_schema(table, "comparison").fields]
+        )
+        declared.write.mode("overwrite").parquet(str(path))
+        self._frames[table] = self.spark.read.parquet(str(path))
+
+    def rows(self, sql: str) -> list[dict[str, Any]]:
+        return [r.asDict() for r in self.query(sql).collect()]
+
+    def iter_rows(self, sql: str) -> Iterator[dict[str, Any]]:
+        for r in self.query(sql).toLocalIterator():
+            yield r.asDict()
+
+    def distinct(self, column: str, names: tuple[str, ...]) -> list[Any]:
+        return [r[column] for r in self.rows(_distinct_sql(column, names))]
+
+    def frame(self, name: str) -> Any:
+        return self._frames[name]
+
+
+class _ViewNames(dict[str, str]):
+    """``{name}`` placeholders become the bare view name in DuckDB."""
+
+    def __missing__(self, key: str) -> str:
+        return f'"{key}"'
+
+
+class LocalTables:
+    engine: EngineName = "local"
+
+    def __init__(self) -> None:
+        import duckdb
+
+        self.con = duckdb.connect(":memory:")
+        self._arrow: dict[str, Any] = {}
+
+    def has(self, name: str) -> bool:
+        return name in self._arrow
+
+    def load(self, name: str, directory: Path, table: str) -> None:
+        self._register(name, read_arrow(directory, table))
+
+    def reopen(self, name: str, path: Path) -> None:
+        """The Arrow table in memory is the file's content: nothing to read again."""
+
+    def _register(self, name: str, arrow: Any) -> None:
+        self._arrow[name] = arrow
+        self.con.register(name, arrow)
+
+    def put(self, name: str, table: str, rows: list[tuple[Any, ...]]) -> None:
+        import pyarrow as pa
+
+        schema = arrow_schema(table)
+        data = {c.name: [r[i] for r in rows] for i, c in enumerate(columns(table))}
+        self._register(name, pa.Table.from_pydict(data, schema=schema))
+
+    def query(self, sql: str) -> Any:
+        return self.con.sql(sql.format_map(_ViewNames()))
+
+    def compute(self, comparison: Comparison, path: Path) -> None:
+        import pyarrow.parquet as pq
+
+        schema = arrow_schema(comparison.table, "comparison")
+        result = self.query(comparison.declared_sql()).arrow().read_all().cast(schema)
+        pq.write_table(result, path)
+        self._register(comparison.table, result)
+
+    def rows(self, sql: str) -> list[dict[str, Any]]:
+        rel = self.query(sql)
+        names = rel.columns
+        return [dict(zip(names, r, strict=True)) for r in rel.fetchall()]
+
+    def iter_rows(self, sql: str) -> Iterator[dict[str, Any]]:
+        # Streamed in batches; no other query runs on the connection until it is read.
+        cursor = self.con.execute(sql.format_map(_ViewNames()))
+        names = [d[0] for d in cursor.description]
+        while batch := cursor.fetchmany(10_000):
+            for r in batch:
+                yield dict(zip(names, r, strict=True))
+
+    def distinct(self, column: str, names: tuple[str, ...]) -> list[Any]:
+        return [r[column] for r in self.rows(_distinct_sql(column, names))]
+
+    def frame(self, name: str) -> Any:
+        """pandas with nullable dtypes (GX's pandas engine judges these)."""
+        return self._arrow[name].to_pandas(types_mapper=pandas_types_mapper())

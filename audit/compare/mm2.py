@@ -1,0 +1,203 @@
+"""The comparisons of mode ``mm2``: MirrorMaker 2's offset syncs and checkpoints against both
+clusters' partitions and group offsets, one SQL query each (see ``sql.py``).
+
+Names: a checkpoint names the replica topic on the target (``source.orders`` under the
+default policy); an offset sync and a source group's commit name the source topic. The
+configured replication policy maps one to the other once, in Python
+(``Mm2Config.remote_topic`` / ``source_topic``), into ``{topic_names}``, which these
+queries join both ways. The snapshot tables of MirrorMaker 2's own topics are the inputs
+``{offset_syncs}`` and ``{checkpoints}`` (from whichever snapshot holds them); one that was
+not collected is an empty input, so its rows are none and its invariants come out skipped.
+"""
+
+from __future__ import annotations
+
+from audit.compare.sql import Comparison, group_active, offset_in_range
+
+# The latest offset sync of each source partition: the highest (upstream, downstream).
+_LATEST_SYNC = """
+  SELECT topic, partition,
+    upstream_offset AS sync_upstream_offset, downstream_offset AS sync_downstream_offset
+  FROM (
+    SELECT topic, partition, upstream_offset, downstream_offset,
+      row_number() OVER (PARTITION BY topic, partition
+                         ORDER BY upstream_offset DESC, downstream_offset DESC) AS n
+    FROM {offset_syncs}
+  ) ranked WHERE n = 1
+"""
+
+PARTITIONS = Comparison(
+    "mm2_partitions",
+    ("topic", "partition"),
+    f"""
+WITH latest_sync AS ({_LATEST_SYNC}),
+placed AS (
+  SELECT s.topic, s.partition, tn.remote_topic,
+    s.log_start_offset AS src_log_start_offset,
+    s.high_watermark AS src_high_watermark,
+    s.last_stable_offset AS src_last_stable_offset,
+    ts.in_scope AS in_scope,
+    d.log_start_offset AS dst_log_start_offset,
+    d.high_watermark AS dst_high_watermark,
+    d.high_watermark IS NOT NULL AS dst_present,
+    ls.sync_upstream_offset, ls.sync_downstream_offset,
+    ls.sync_upstream_offset IS NOT NULL AS has_sync,
+    -- The replica's position in source offsets: the latest sync's upstream offset plus
+    -- what the replica gained since that sync.
+    s.high_watermark - (ls.sync_upstream_offset + (d.high_watermark - ls.sync_downstream_offset))
+      AS unreplicated_records
+  FROM {{src_partitions}} s
+  LEFT JOIN {{topic_scope}} ts ON ts.topic = s.topic
+  LEFT JOIN {{topic_names}} tn ON tn.topic = s.topic
+  LEFT JOIN {{dst_partitions}} d ON d.topic = tn.remote_topic AND d.partition = s.partition
+  LEFT JOIN latest_sync ls ON ls.topic = s.topic AND ls.partition = s.partition
+)
+SELECT placed.*,
+  -- No sync yet: replicated only if the source holds nothing to replicate.
+  CASE WHEN has_sync THEN unreplicated_records <= 0
+    ELSE src_high_watermark = src_log_start_offset END AS fully_replicated,
+  -- More on the replica than the mirror wrote: another producer, or re-delivered duplicates.
+  unreplicated_records >= 0 AS only_mirror_writes,
+  src_last_stable_offset = src_high_watermark AS src_quiet
+FROM placed
+""",
+)
+
+SYNCS = Comparison(
+    "mm2_syncs",
+    ("topic", "partition", "record_partition", "record_offset"),
+    """
+WITH ordered AS (
+  SELECT s.*, ts.in_scope AS in_scope,
+    lag(s.upstream_offset) OVER (PARTITION BY s.topic, s.partition
+                                 ORDER BY s.record_partition, s.record_offset) AS prev_upstream_offset,
+    lag(s.downstream_offset) OVER (PARTITION BY s.topic, s.partition
+                                   ORDER BY s.record_partition, s.record_offset) AS prev_downstream_offset
+  FROM {offset_syncs} s LEFT JOIN {topic_scope} ts ON ts.topic = s.topic
+)
+-- MM2-SYNC-1: both offsets only ever move forward.
+SELECT ordered.*,
+  coalesce(upstream_offset >= prev_upstream_offset AND downstream_offset >= prev_downstream_offset, TRUE)
+    AS monotonic
+FROM ordered
+""",
+)
+
+_CKPT_KEY = "c.group_id, c.topic, c.partition, c.record_partition, c.record_offset"
+
+CHECKPOINTS = Comparison(
+    "mm2_checkpoints",
+    ("group_id", "topic", "partition", "record_partition", "record_offset"),
+    f"""
+WITH named AS (
+  SELECT k.*, tn.topic AS source_topic
+  FROM {{checkpoints}} k LEFT JOIN {{topic_names}} tn ON tn.remote_topic = k.topic
+),
+ordered AS (
+  SELECT n.*,
+    gs.in_scope AND ts.in_scope AS in_scope,
+    lag(n.upstream_offset) OVER (PARTITION BY n.group_id, n.topic, n.partition
+                                 ORDER BY n.record_partition, n.record_offset) AS prev_upstream_offset,
+    lag(n.downstream_offset) OVER (PARTITION BY n.group_id, n.topic, n.partition
+                                   ORDER BY n.record_partition, n.record_offset) AS prev_downstream_offset,
+    row_number() OVER (PARTITION BY n.group_id, n.topic, n.partition
+                       ORDER BY n.record_partition DESC, n.record_offset DESC) = 1 AS is_latest,
+    d.log_start_offset AS dst_log_start_offset,
+    d.high_watermark AS dst_high_watermark
+  FROM named n
+  LEFT JOIN {{group_scope}} gs ON gs.group_id = n.group_id
+  LEFT JOIN {{topic_scope}} ts ON ts.topic = n.source_topic
+  LEFT JOIN {{dst_partitions}} d ON d.topic = n.topic AND d.partition = n.partition
+),
+-- The tightest bound of MM2-CKPT-3: the sync with the highest upstream offset at or below
+-- the checkpoint's; the downstream can be at most that sync's plus the records between.
+best_sync AS (
+  SELECT group_id, topic, partition, record_partition, record_offset,
+    s_up AS sync_upstream_offset, s_down AS sync_downstream_offset
+  FROM (
+    SELECT {_CKPT_KEY}, s.upstream_offset AS s_up, s.downstream_offset AS s_down,
+      row_number() OVER (PARTITION BY {_CKPT_KEY}
+                         ORDER BY s.upstream_offset DESC, s.downstream_offset DESC) AS n
+    FROM ordered c JOIN {{offset_syncs}} s
+      ON s.topic = c.source_topic AND s.partition = c.partition AND s.upstream_offset <= c.upstream_offset
+  ) candidates WHERE n = 1
+),
+bounded AS (
+  SELECT o.*,
+    coalesce(o.upstream_offset >= o.prev_upstream_offset
+             AND o.downstream_offset >= o.prev_downstream_offset, TRUE) AS not_backwards,
+    o.dst_high_watermark IS NOT NULL AS dst_partition_known,
+    {offset_in_range("o.downstream_offset", "o.dst_log_start_offset", "o.dst_high_watermark")}
+      AS in_target_range,
+    b.sync_upstream_offset, b.sync_downstream_offset,
+    b.sync_downstream_offset + (o.upstream_offset - b.sync_upstream_offset) AS max_downstream_offset
+  FROM ordered o LEFT JOIN best_sync b
+    ON b.group_id = o.group_id AND b.topic = o.topic AND b.partition = o.partition
+    AND b.record_partition = o.record_partition AND b.record_offset = o.record_offset
+)
+SELECT bounded.*, downstream_offset > max_downstream_offset AS over_translated
+FROM bounded
+""",
+)
+
+GROUP_OFFSETS = Comparison(
+    "mm2_group_offsets",
+    ("group_id", "remote_topic", "partition"),
+    f"""
+WITH first_sync AS (
+  SELECT topic, partition, min(upstream_offset) AS first_sync_upstream_offset
+  FROM {{offset_syncs}} GROUP BY topic, partition
+),
+commits AS (
+  SELECT o.group_id, tn.remote_topic, o.partition, o.topic,
+    o.committed_offset AS src_committed_offset,
+    -- The lowest upstream offset among the partition's syncs explains many a missing
+    -- checkpoint: MM2 translates no offset below it, so a commit there waits.
+    fs.first_sync_upstream_offset,
+    gs.in_scope AND ts.in_scope AS in_scope,
+    d.high_watermark IS NOT NULL AS mirrored,
+    c.upstream_offset AS ckpt_upstream_offset,
+    c.downstream_offset AS ckpt_downstream_offset,
+    c.timestamp_ms AS ckpt_timestamp_ms,
+    c.max_downstream_offset AS ckpt_max_downstream_offset,
+    t.committed_offset AS dst_committed_offset,
+    d.log_start_offset AS dst_log_start_offset,
+    d.high_watermark AS dst_high_watermark,
+    dg.state AS dst_state,
+    dg.member_count AS dst_member_count
+  FROM {{src_group_offsets}} o
+  LEFT JOIN first_sync fs ON fs.topic = o.topic AND fs.partition = o.partition
+  LEFT JOIN {{topic_names}} tn ON tn.topic = o.topic
+  LEFT JOIN {{group_scope}} gs ON gs.group_id = o.group_id
+  LEFT JOIN {{topic_scope}} ts ON ts.topic = o.topic
+  LEFT JOIN {{dst_partitions}} d ON d.topic = tn.remote_topic AND d.partition = o.partition
+  LEFT JOIN {{mm2_checkpoints}} c ON c.is_latest AND c.group_id = o.group_id
+    AND c.topic = tn.remote_topic AND c.partition = o.partition
+  LEFT JOIN {{dst_group_offsets}} t ON t.group_id = o.group_id
+    AND t.topic = tn.remote_topic AND t.partition = o.partition
+  LEFT JOIN {{dst_groups}} dg ON dg.group_id = o.group_id
+),
+judged AS (
+  SELECT commits.*,
+    {group_active("dst_member_count", "dst_state")} AS dst_active,
+    ckpt_upstream_offset IS NOT NULL AS has_checkpoint,
+    src_committed_offset - ckpt_upstream_offset AS staleness_records
+  FROM commits
+)
+SELECT judged.*,
+  staleness_records = 0 AS fresh,
+  -- What consumers would read again after a failover to the checkpoint: the commits since
+  -- the checkpoint, plus what MM2's conservative translation gave away.
+  greatest(0, staleness_records)
+    + greatest(0, coalesce(ckpt_max_downstream_offset - ckpt_downstream_offset, 0)) AS reprocess_records,
+  -- An over-translated checkpoint moves consumers past records they never read.
+  greatest(0, coalesce(ckpt_downstream_offset - ckpt_max_downstream_offset, 0)) AS skip_records,
+  p.sync_group_offsets AND NOT dst_active AS sync_expected,
+  dst_committed_offset IS NOT DISTINCT FROM ckpt_downstream_offset AS synced_matches,
+  {offset_in_range("dst_committed_offset", "dst_log_start_offset", "dst_high_watermark")}
+    AS dst_offset_in_range
+FROM judged CROSS JOIN {{run_params}} p
+""",
+)
+
+COMPARISONS = (PARTITIONS, SYNCS, CHECKPOINTS, GROUP_OFFSETS)

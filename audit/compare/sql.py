@@ -1,0 +1,70 @@
+"""A comparison as one SQL query: the single definition both engines run.
+
+Each comparison table is one ``SELECT`` over named inputs written ``{name}``: the snapshot
+tables of both sides (``{src_partitions}``, ``{dst_group_offsets}``...), the small tables of
+verdicts on names that Python evaluated once (``{topic_scope}``, ``{group_scope}``,
+``{topic_names}``), the run's parameters (``{run_params}``) and comparison tables computed
+before it (``{partitions}``). Spark SQL runs it for ``audit`` and ``nightly`` (any cluster
+size); DuckDB runs it in process for ``readiness`` (no JVM to start). The SQL is the subset
+both dialects read alike: standard joins, ``CASE``, ``coalesce``, ``greatest``/``least``
+(both skip nulls), window functions, ``IS NOT DISTINCT FROM``, explicit ``NULLS FIRST/LAST``
+where rows are ordered, and ``CAST(x AS DOUBLE)`` before a division (Spark reads ``1000.0``
+as a decimal). Every result is cast to the columns ``audit.schemas`` declares for its table,
+in their order, so both engines write the same files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from audit.schemas import COMPARISON_TABLES, SNAPSHOT_TABLES
+
+SQL_TYPES = {"string": "STRING", "int32": "INT", "int64": "BIGINT", "double": "DOUBLE", "boolean": "BOOLEAN"}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One comparison table: its name (declared in ``audit.schemas.COMPARISON_TABLES``),
+    the columns that identify a row, and the query that computes it."""
+
+    table: str
+    key: tuple[str, ...]
+    sql: str
+
+    def declared_sql(self) -> str:
+        """The query with its result cast to the declared columns, in the declared order,
+        its rows in key order (so the examples a check lists are the same whichever engine
+        ran and however the rows were shuffled)."""
+        cols = ",\n  ".join(
+            f"CAST({c.name} AS {SQL_TYPES[c.type]}) AS {c.name}" for c in COMPARISON_TABLES[self.table]
+        )
+        order = ", ".join(f"{k} NULLS FIRST" for k in self.key)
+        return f"SELECT\n  {cols}\nFROM (\n{self.sql}\n) declared\nORDER BY {order}"
+
+
+def side(alias: str, table: str, prefix: str, skip: tuple[str, ...] = ()) -> str:
+    """A snapshot table's columns under a side's prefix: ``s.topic_id AS src_topic_id, ...``."""
+    return ", ".join(
+        f"{alias}.{c.name} AS {prefix}{c.name}" for c in SNAPSHOT_TABLES[table] if c.name not in skip
+    )
+
+
+def in_list(values: tuple[str, ...]) -> str:
+    """A SQL list of string literals from constants of this package (never user input)."""
+    assert all("'" not in v for v in values)
+    return "(" + ", ".join(f"'{v}'" for v in values) + ")"
+
+
+# States in which a group has (or is getting) live members: such a group on the destination
+# is a running application there, never a target of offset sync.
+ACTIVE_STATES = ("STABLE", "PREPARING_REBALANCING", "COMPLETING_REBALANCING", "ASSIGNING", "RECONCILING")
+
+
+def group_active(member_count: str, state: str) -> str:
+    """A group counted as live on a cluster: members, or a state that is getting some."""
+    return f"coalesce({member_count} > 0 OR {state} IN {in_list(ACTIVE_STATES)}, FALSE)"
+
+
+def offset_in_range(offset: str, log_start: str, end: str) -> str:
+    """A committed offset consumers could resume from: inside [log start, LEO]."""
+    return f"({offset} >= {log_start} AND {offset} <= {end})"
