@@ -158,7 +158,7 @@ def nightly(
     full_records: bool = False,
 ) -> RunOutcome:
     """Snapshot both clusters (destination first) into the run directory, then audit."""
-    from audit.collect.snapshot import import_dependencies, take_snapshots
+    from audit.collect.metadata.snapshot import import_dependencies, take_snapshots
     from audit.validate.gx import import_in_background
     from audit.validate.run import mode_suites
 
@@ -178,7 +178,7 @@ def nightly(
     if cfg.segments.enabled() and not readiness:
         _collect_batches(cfg, src, dst)
     if cfg.records.enabled and not readiness:
-        from audit.collect.record_collect import collect_records
+        from audit.collect.records.collect import collect_records
         from audit.spark_session import build_spark
 
         collect_records(build_spark(cfg.spark), cfg, src, dst, run_dir.parent, full=full_records)
@@ -188,7 +188,7 @@ def nightly(
 def _collect_batches(cfg: AuditConfig, src: Path, dst: Path) -> None:
     """The nightly job's batch-level collection (``segments`` in the config), destination
     first like the snapshot. Readiness never waits for it: batch scans take minutes."""
-    from audit.collect.batches import collect_batches
+    from audit.collect.batches.collect import collect_batches
     from audit.spark_session import build_spark
 
     spark = build_spark(cfg.spark)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from audit.collect.snapshot import SnapshotPlan
+from audit.collect.metadata.snapshot import SnapshotPlan
 from audit.compare import cluster_mirroring, mm2
 from audit.compare.engines import Tables
 from audit.compare.run import Inputs, data_level_tables, mm2_inputs, scan_issue_inputs

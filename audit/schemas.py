@@ -2,7 +2,10 @@
 pandas dtypes for the in-process engine.
 
 The snapshot tables follow DESIGN.md's ``mirror-audit-snapshot/1`` contract; other tools
-read these files, so a column is added here or nowhere.
+read these files, so a column is added here or nowhere. The comparison tables are declared
+beside them (a derived column is declared here and computed in its comparison's query,
+nowhere else). The module is long because it is the declaration of every table the
+auditor writes, kept in one place on purpose; it holds no logic beyond the type mappings.
 """
 
 from __future__ import annotations

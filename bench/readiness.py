@@ -32,7 +32,8 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from audit.logs import setup_logging
-from audit.sandbox.cluster import SandboxOptions, run_tool, running
+from audit.sandbox.cluster import SandboxOptions, running
+from audit.sandbox.processes import run_tool
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import commit_offsets
 
@@ -76,7 +77,7 @@ def _prepare_mm2(
     while time.monotonic() < deadline:
         listed = dst_admin.list_topics(timeout=30).topics
         replicas = sum(len(listed[f"source.{n}"].partitions) for n in names if f"source.{n}" in listed)
-        checkpointed = _checkpointed(state.cluster("destination").bootstrap)
+        checkpointed = len(mm2.latest_checkpoints(state.cluster("destination").bootstrap))
         log.info(
             "mm2: %d of %d replica partitions, %d of %d commits checkpointed",
             replicas,
@@ -88,43 +89,6 @@ def _prepare_mm2(
             return
         time.sleep(5)
     log.warning("MirrorMaker 2 had not caught up within %.0fs: timing readiness anyway", timeout)
-
-
-def _checkpointed(bootstrap: str) -> int:
-    """Distinct (group, topic, partition) in the checkpoints topic so far."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    from audit.collect.mm2_formats import Mm2RecordError, decode_checkpoint
-
-    c = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "bench-never-joined", "enable.auto.commit": False}
-    )
-    seen: set[tuple[str, str, int]] = set()
-    try:
-        topic = "source.checkpoints.internal"
-        md = c.list_topics(topic, timeout=10).topics.get(topic)
-        if md is None or md.error is not None:
-            return 0
-        for p in md.partitions:
-            low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            if high <= low:
-                continue
-            c.assign([TopicPartition(topic, p, low)])
-            while True:
-                msg = c.poll(2.0)
-                if msg is None:
-                    break
-                if msg.error() is None:
-                    try:
-                        ck = decode_checkpoint(msg.key(), msg.value())
-                        seen.add((ck.group_id, ck.topic, ck.partition))
-                    except Mm2RecordError:
-                        pass
-                if (msg.offset() or 0) + 1 >= high:
-                    break
-    finally:
-        c.close()
-    return len(seen)
 
 
 def _prepare(state: SandboxState, topics: int, partitions: int, groups: int) -> None:

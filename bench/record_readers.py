@@ -46,10 +46,11 @@ from typing import Any
 from common import end_offsets, stop_on_sigterm
 from records import produce
 
-from audit.collect.native_reader import ReaderName
-from audit.collect.records import RecordPlan, RecordRange, scan_records
-from audit.collect.transactions import kafka_python_settings
-from audit.collect.wire import fetch_batches
+from audit.collect.batches.wire import fetch_batches
+from audit.collect.metadata.transactions import kafka_python_settings
+from audit.collect.records.native import ReaderName
+from audit.collect.records.plan import RecordPlan, RecordRange
+from audit.collect.records.read import scan_records
 from audit.config import ClusterConfig, RecordsConfig, SparkConfig
 from audit.logs import setup_logging
 from audit.sandbox.cluster import SandboxOptions, running

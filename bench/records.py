@@ -48,9 +48,11 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from audit.collect.record_collect import collect_records
-from audit.collect.records import RecordPlan, RecordRange, scan_records
-from audit.config import AuditConfig, SparkConfig, load_config
+from audit.collect.records.collect import collect_records
+from audit.collect.records.plan import RecordPlan, RecordRange
+from audit.collect.records.read import scan_records
+from audit.config import AuditConfig, SparkConfig
+from audit.config_file import load_config
 from audit.logs import setup_logging
 from audit.sandbox.cluster import SandboxOptions, running
 from audit.sandbox.state import SandboxState

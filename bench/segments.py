@@ -46,8 +46,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from audit.collect.batches import write_batch_scan
-from audit.collect.segments import ScanOptions, scan_segments
+from audit.collect.batches.collect import write_batch_scan
+from audit.collect.batches.segments import ScanOptions, scan_segments
 from audit.config import SparkConfig
 from audit.logs import setup_logging
 from audit.sandbox.cluster import SandboxOptions, running

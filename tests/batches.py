@@ -14,7 +14,7 @@ from typing import Any
 from crc32c import crc32c
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from audit.collect.batch_format import ScanSink, walk
+from audit.collect.batches.format import ScanSink, walk
 
 ATTRIBUTES_AT = 21
 CRC_AT = 17

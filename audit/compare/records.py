@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from audit.collect.records.pairs import CHUNK_KEY, paired_chunks
 from audit.compare.batches import with_scope
 from audit.config import AuditConfig
-from audit.schemas import CHUNK_SIDE
 
 
 def compare_record_chunks(
@@ -31,14 +31,8 @@ def compare_record_chunks(
     narrowed, its first divergent record."""
     from pyspark.sql import functions as F
 
-    keys = ["topic", "partition", "chunk_start", "chunk_end"]
-
-    def side(df: Any, prefix: str) -> Any:
-        return df.select(*keys, *[F.col(c).alias(prefix + c) for c in CHUNK_SIDE]).withColumn(
-            f"{prefix}present", F.lit(True)
-        )
-
-    j = side(src_chunks, "src_").join(side(dst_chunks, "dst_"), keys, "full_outer")
+    keys = list(CHUNK_KEY)
+    j = paired_chunks(src_chunks, dst_chunks)
     if divergences is not None:
         j = j.join(
             divergences.select(
@@ -59,19 +53,14 @@ def compare_record_chunks(
             .withColumn("destination_record", F.lit(None).cast("string"))
         )
     dle = dst_partitions.select("topic", "partition", F.col("leader_epoch").alias("dst_leader_epoch"))
-    j = (
-        j.join(dle, ["topic", "partition"], "left")
-        .withColumn("src_present", F.coalesce("src_present", F.lit(False)))
-        .withColumn("dst_present", F.coalesce("dst_present", F.lit(False)))
-        .withColumn("compacted", F.coalesce("src_compacted", "dst_compacted", F.lit(False)))
-    )
+    j = j.join(dle, ["topic", "partition"], "left")
     both = F.col("src_present") & F.col("dst_present")
     checksums_equal = F.col("src_checksum") == F.col("dst_checksum")
     gaps_equal = F.col("src_gaps_checksum") == F.col("dst_gaps_checksum")
     status = (
         F.when(~F.col("dst_present"), F.lit("missing_on_destination"))
         .when(~F.col("src_present"), F.lit("missing_on_source"))
-        .when(checksums_equal & (gaps_equal | F.col("compacted")), F.lit("same"))
+        .when(F.col("agree"), F.lit("same"))
         .when(F.col("compacted") & (F.col("divergence_kind") == "compaction_only"), F.lit("tolerated"))
         .when(F.col("compacted") & F.col("divergence_kind").isNull(), F.lit("unverified"))
         .otherwise(F.lit("differs"))

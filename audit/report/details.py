@@ -14,25 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from audit.compare.run import Compared
+from audit.schemas import BATCH_SIDE
 
 DIVERGENCE_PARTITIONS = 20
-BATCH_HEADER_FIELDS = (
-    "last_offset",
-    "crc",
-    "producer_id",
-    "producer_epoch",
-    "attributes",
-    "compression",
-    "is_transactional",
-    "is_control",
-    "control_type",  # a marker's type (0 ABORT, 1 COMMIT): a changed marker shows here
-    "partition_leader_epoch",
-    "record_count",
-    "size_bytes",
-    "base_sequence",
-    "file",
-    "position",
-)
 
 
 def _first_per_partition(bad: Any, order: str, count_as: str, limit: int) -> Any:
@@ -77,7 +61,7 @@ def first_batch_divergence(compared: Compared, limit: int = DIVERGENCE_PARTITION
                 "differing_batches": row["differing_batches"],
                 "fields": [
                     {"name": f, "source": row.get(f"src_{f}"), "destination": row.get(f"dst_{f}")}
-                    for f in BATCH_HEADER_FIELDS
+                    for f in BATCH_SIDE  # the header fields both sides keep (control_type: a marker)
                 ],
             }
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from audit.collect.permissions import AUDITOR_PERMISSIONS, Permission
+from audit.collect.metadata.permissions import AUDITOR_PERMISSIONS, Permission
 from audit.sandbox.traffic import client_conf
 
 # confluent-kafka names Kafka's CLUSTER resource type BROKER (librdkafka's enum).

@@ -8,31 +8,35 @@ outlive ``sandbox up``) and stopped by recorded pid and start time, never by nam
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import logging
 import os
-import re
 import shutil
-import signal
-import socket
 import subprocess
 import time
-import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from audit.errors import SandboxError
-from audit.sandbox.jars import ensure_kafka_jars, find_java, kafka_version, resource_path
+from audit.sandbox.broker_config import (
+    check_sasl_users,
+    free_ports,
+    make_keystore,
+    new_cluster_id,
+    port_free,
+    port_open,
+    server_properties,
+)
+from audit.sandbox.jars import ensure_kafka_jars, find_java, kafka_version
+from audit.sandbox.processes import java_cmd, start_java, stop_process
 from audit.sandbox.state import (
     ClusterState,
     NodeState,
     SandboxState,
     is_running,
     load_state,
-    process_start_ticks,
     save_state,
 )
 
@@ -40,8 +44,6 @@ log = logging.getLogger(__name__)
 
 CLUSTER_NAMES: tuple[str, ...] = ("source", "destination")
 
-# Popen handles of the nodes this process started, so they are reaped (no zombies) on stop.
-_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
 
 def default_workdir() -> Path:
@@ -76,195 +78,14 @@ class SandboxOptions:
     tls: bool = False
 
 
-# --------------------------------------------------------------------------- ports
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _free_ports(count: int) -> list[int]:
-    """Distinct free loopback ports (held open together so none is handed out twice)."""
-    socks = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def _port_open(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-# --------------------------------------------------------------------------- config
-
-
-def new_cluster_id() -> str:
-    """A random Kafka Uuid in its base64url form; never starting with '-' (a CLI flag)."""
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not text.startswith("-"):
-            return text
-
-
-def _check_sasl_users(users: dict[str, str]) -> None:
-    """Names and passwords go into a JAAS line (``user_<name>="<password>"``): refuse what
-    would break its quoting rather than start brokers that reject every login."""
-    for name, password in users.items():
-        if not re.fullmatch(r"[A-Za-z0-9._-]+", name):
-            raise SandboxError(f"SASL user name {name!r}: use letters, digits, '.', '_' or '-'")
-        if not password or any(c in password for c in '"\\;') or any(c.isspace() for c in password):
-            raise SandboxError(
-                f"SASL password of user {name!r}: give a non-empty one without quotes, backslashes, "
-                "';' or spaces"
-            )
-
-
-def _sasl_properties(users: dict[str, str], protocol: str) -> dict[str, str]:
-    logins = " ".join(f'user_{name}="{password}"' for name, password in users.items())
-    return {
-        "sasl.enabled.mechanisms": "PLAIN",
-        f"listener.name.{protocol.lower()}.plain.sasl.jaas.config": (
-            f"org.apache.kafka.common.security.plain.PlainLoginModule required {logins};"
-        ),
-    }
-
-
-TLS_STORE_PASSWORD = "sandbox-tls"  # a throwaway key for loopback tests, not a secret
-
-
-def tls_ca(state: SandboxState) -> Path | None:
-    """The certificate to trust (``ssl.ca.location``) when the sandbox's SASL listeners use
-    TLS, else None."""
-    path = Path(state.workdir) / "tls" / "ca.pem"
-    return path if path.exists() else None
-
-
-def make_keystore(java: str, directory: Path) -> Path:
-    """A self-signed certificate for 127.0.0.1 (PKCS12 keystore for the brokers) and its PEM
-    (``ca.pem``, what clients trust), made with the JDK's keytool: no CA of the machine's is
-    involved, so a client that trusts anything else fails its TLS handshake."""
-    keytool = str(Path(java).resolve().parent / "keytool")
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True)
-    store = directory / "broker.p12"
-    common = ["-alias", "broker", "-keystore", str(store), "-storepass", TLS_STORE_PASSWORD]
-    key = ["-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=sandbox-broker", "-validity", "30"]
-    san = ["-ext", "SAN=ip:127.0.0.1,dns:localhost", "-storetype", "PKCS12"]
-    for args in (
-        ["-genkeypair", *common, *key, *san],
-        ["-exportcert", *common, "-rfc", "-file", str(directory / "ca.pem")],
-    ):
-        proc = subprocess.run([keytool, *args], capture_output=True, text=True, timeout=120, check=False)
-        if proc.returncode != 0:
-            raise SandboxError(f"keytool {args[0]} failed: {(proc.stderr or proc.stdout).strip()[-300:]}")
-    return store
-
-
-def _server_properties(
-    node_id: int,
-    roles: str,
-    port: int,
-    controller_port: int,
-    data_dir: Path,
-    extra: dict[str, str],
-    sasl_port: int | None = None,
-    sasl_users: dict[str, str] | None = None,
-    authorizer: bool = False,
-    keystore: Path | None = None,
-) -> str:
-    listeners = f"PLAINTEXT://127.0.0.1:{port}"
-    advertised = listeners
-    protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
-    sasl = "SASL_SSL" if keystore is not None else "SASL_PLAINTEXT"
-    if sasl_port is not None:
-        listeners += f",{sasl}://127.0.0.1:{sasl_port}"
-        advertised += f",{sasl}://127.0.0.1:{sasl_port}"
-        protocols += f",{sasl}:{sasl}"
-    if "controller" in roles:
-        listeners += f",CONTROLLER://127.0.0.1:{controller_port}"
-    props = {
-        "process.roles": roles,
-        "node.id": str(node_id),
-        "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
-        "listeners": listeners,
-        "advertised.listeners": advertised,
-        "listener.security.protocol.map": protocols,
-        "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": "PLAINTEXT",
-        "log.dirs": str(data_dir),
-        "num.partitions": "1",
-        "default.replication.factor": "1",
-        "offsets.topic.replication.factor": "1",
-        "offsets.topic.num.partitions": "10",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
-        "transaction.state.log.num.partitions": "5",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
-        "group.initial.rebalance.delay.ms": "0",
-        # Leadership moves only when a test asks for it (epochs rise only then).
-        "auto.leader.rebalance.enable": "false",
-        "log.flush.interval.messages": "9223372036854775807",
-    }
-    if sasl_port is not None:
-        props.update(_sasl_properties(sasl_users or {}, sasl))
-        if keystore is not None:
-            props["ssl.keystore.type"] = "PKCS12"
-            props["ssl.keystore.location"] = str(keystore)
-            props["ssl.keystore.password"] = TLS_STORE_PASSWORD
-            props["ssl.key.password"] = TLS_STORE_PASSWORD
-    if authorizer:
-        props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-        props["super.users"] = "User:ANONYMOUS"
-    props.update(extra)
-    return "".join(f"{k}={v}\n" for k, v in props.items())
-
-
-# --------------------------------------------------------------------------- processes
-
-
-def _java_cmd(java: str, jars: str, heap_mb: int, main: str, args: Sequence[str]) -> list[str]:
-    return [
-        java,
-        f"-Xms{max(64, heap_mb // 2)}m",
-        f"-Xmx{heap_mb}m",
-        "-XX:+UseG1GC",
-        "-Djava.awt.headless=true",
-        f"-Dlog4j2.configurationFile={resource_path('log4j2.properties')}",
-        "-cp",
-        f"{jars}/*",
-        main,
-        *args,
-    ]
-
-
-def run_tool(
-    state: SandboxState, main_class: str, args: Sequence[str], timeout: float = 120.0, heap_mb: int = 256
-) -> subprocess.CompletedProcess[str]:
-    """Run one of Kafka's own command-line tools (a Java main class) from the sandbox jars."""
-    cmd = _java_cmd(find_java(), state.jars, heap_mb, main_class, args)
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+# --------------------------------------------------------------------------- nodes
 
 
 def _format_storage(java: str, jars: str, jobs: list[tuple[str, Path, str]]) -> None:
     """Format every node's KRaft storage, in parallel (each is a JVM start)."""
     procs = []
     for cluster_id, props_path, label in jobs:
-        cmd = _java_cmd(
+        cmd = java_cmd(
             java, jars, 256, "kafka.tools.StorageTool", ["format", "-t", cluster_id, "-c", str(props_path)]
         )
         procs.append(
@@ -284,29 +105,6 @@ def _start_node(java: str, jars: str, heap_mb: int, props_path: Path, log_path: 
     return start_java(java, jars, heap_mb, "kafka.Kafka", [str(props_path)], log_path)
 
 
-def start_java(
-    java: str, jars: str, heap_mb: int, main: str, args: Sequence[str], log_path: Path
-) -> tuple[int, int]:
-    """Start a long-running JVM (a broker, MirrorMaker 2) in its own session, output to
-    ``log_path``; returns its pid and /proc start time, the pair it is stopped by."""
-    with open(log_path, "ab") as out:
-        proc = subprocess.Popen(
-            _java_cmd(java, jars, heap_mb, main, args),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    _CHILDREN[proc.pid] = proc
-    ticks = None
-    for _ in range(50):
-        ticks = process_start_ticks(proc.pid)
-        if ticks is not None or proc.poll() is not None:
-            break
-        time.sleep(0.01)
-    return proc.pid, ticks if ticks is not None else -1
-
-
 def _exit_cause(node: NodeState) -> str:
     """The most telling line of a node's log after it died."""
     try:
@@ -320,30 +118,6 @@ def _exit_cause(node: NodeState) -> str:
         if " ERROR " in line or "Exception" in line:
             return line.strip()[:300]
     return "it exited without logging an error"
-
-
-def stop_process(pid: int, ticks: int, timeout: float) -> None:
-    """Stop a process ``start_java`` started, if it is still that process (pid and start time)."""
-    if process_start_ticks(pid) != ticks:
-        _CHILDREN.pop(pid, None)
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process_start_ticks(pid) != ticks:
-            break
-        time.sleep(0.1)
-    else:
-        log.warning("process %d did not stop within %.0fs; killing it", pid, timeout)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        while process_start_ticks(pid) == ticks:
-            time.sleep(0.05)
-    child = _CHILDREN.pop(pid, None)
-    if child is not None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            child.wait(timeout=5)
 
 
 # --------------------------------------------------------------------------- readiness
@@ -374,7 +148,7 @@ def _wait_ready(cluster: ClusterState, timeout: float) -> None:
                     f"see {node.log_path}"
                 )
         ports = [p for n in cluster.nodes for p in (n.port, n.sasl_port) if p is not None]
-        if all(_port_open(p) for p in ports):
+        if all(port_open(p) for p in ports):
             count, cid = _broker_count(cluster.nodes[0].bootstrap, timeout=3)
             if count == len(cluster.nodes) and cid == cluster.cluster_id:
                 return
@@ -390,6 +164,9 @@ def _wait_ready(cluster: ClusterState, timeout: float) -> None:
 # --------------------------------------------------------------------------- public API
 
 
+_NodePlan = tuple[int, str, int, int, int | None, Path]  # id, roles, port, controller port, SASL port, dir
+
+
 def up(opts: SandboxOptions) -> SandboxState:
     """Start both clusters and return once each answers metadata with all its brokers.
 
@@ -397,97 +174,21 @@ def up(opts: SandboxOptions) -> SandboxState:
     process this call started is stopped and the error names the log to read.
     """
     workdir = opts.workdir
-    existing = load_state(workdir)
+    existing = _running_or_cleared(workdir)
     if existing is not None:
-        nodes = [n for c in existing.clusters for n in c.nodes]
-        alive = [n for n in nodes if is_running(n)]
-        if len(alive) == len(nodes):
-            log.info("sandbox already running (state %s)", workdir / "state.json")
-            return existing
-        if alive:
-            raise SandboxError(
-                f"sandbox in {workdir} is partly running ({len(alive)} of {len(nodes)} brokers): "
-                "run 'mirror-audit sandbox down' first"
-            )
-        log.warning("removing stale sandbox state in %s (no broker of it is running)", workdir)
-        _remove_data(existing)
-    if opts.brokers_per_cluster < 1:
-        raise SandboxError("brokers per cluster must be at least 1")
-    _check_sasl_users(opts.sasl_users)
-    if opts.tls and not opts.sasl_users:
-        raise SandboxError("TLS is for the SASL listeners: give SASL users too")
-    for name, port in opts.ports.items():
-        if not _port_free(port):
-            raise SandboxError(
-                f"port 127.0.0.1:{port} for the {name} cluster is taken: free it or choose another port"
-            )
-
+        return existing
+    _check_options(opts)
     java = find_java()
     version = kafka_version()
     jars = str(ensure_kafka_jars(version))
     workdir.mkdir(parents=True, exist_ok=True)
-
-    n = opts.brokers_per_cluster
-    sasl = bool(opts.sasl_users)
-    keystore = make_keystore(java, workdir / "tls") if opts.tls else None
-    if keystore is None:
-        shutil.rmtree(workdir / "tls", ignore_errors=True)  # an earlier TLS sandbox's, now stale
-    free = iter(_free_ports(len(CLUSTER_NAMES) * ((2 * n if sasl else n) + 1)))
-    plans: list[tuple[str, str, list[tuple[int, str, int, int, int | None, Path]]]] = []
-    format_jobs: list[tuple[str, Path, str]] = []
-    for name in CLUSTER_NAMES:
-        cluster_id = new_cluster_id()
-        controller_port = next(free)
-        node_plans = []
-        for node_id in range(1, n + 1):
-            port = opts.ports[name] if node_id == 1 and name in opts.ports else next(free)
-            sasl_port = next(free) if sasl else None
-            roles = "broker,controller" if node_id == 1 else "broker"
-            node_dir = workdir / name / f"node-{node_id}"
-            if node_dir.exists():
-                shutil.rmtree(node_dir)
-            (node_dir / "data").mkdir(parents=True)
-            props_path = node_dir / "server.properties"
-            props_path.write_text(
-                _server_properties(
-                    node_id,
-                    roles,
-                    port,
-                    controller_port,
-                    node_dir / "data",
-                    opts.broker_properties,
-                    sasl_port,
-                    opts.sasl_users,
-                    opts.authorizer,
-                    keystore,
-                )
-            )
-            node_plans.append((node_id, roles, port, controller_port, sasl_port, node_dir))
-            format_jobs.append((cluster_id, props_path, f"{name} node {node_id}"))
-        plans.append((name, cluster_id, node_plans))
-
+    plans, format_jobs = _write_node_configs(java, opts)
     started = time.monotonic()
     _format_storage(java, jars, format_jobs)
-    clusters: list[ClusterState] = []
-    for name, cluster_id, node_plans in plans:
-        states = []
-        for node_id, roles, port, controller_port, sasl_port, node_dir in node_plans:
-            log_path = node_dir / "broker.log"
-            pid, ticks = _start_node(java, jars, opts.heap_mb, node_dir / "server.properties", log_path)
-            states.append(
-                NodeState(
-                    node_id,
-                    roles,
-                    port,
-                    controller_port if "controller" in roles else None,
-                    pid,
-                    ticks,
-                    str(node_dir),
-                    str(log_path),
-                    sasl_port,
-                )
-            )
-        clusters.append(ClusterState(name, cluster_id, tuple(states)))
+    clusters = [
+        ClusterState(name, cluster_id, tuple(_start_nodes(java, jars, opts.heap_mb, nodes)))
+        for name, cluster_id, nodes in plans
+    ]
     state = SandboxState(str(workdir), version, jars, tuple(clusters))
     save_state(state)
     try:
@@ -503,6 +204,107 @@ def up(opts: SandboxOptions) -> SandboxState:
         ", ".join(f"{c.name}={c.bootstrap}" for c in clusters),
     )
     return state
+
+
+def _running_or_cleared(workdir: Path) -> SandboxState | None:
+    """The sandbox already running in ``workdir``, or None once a stale one (no broker of
+    it alive) is cleared away; a partly running one is an error."""
+    existing = load_state(workdir)
+    if existing is None:
+        return None
+    nodes = [n for c in existing.clusters for n in c.nodes]
+    alive = [n for n in nodes if is_running(n)]
+    if len(alive) == len(nodes):
+        log.info("sandbox already running (state %s)", workdir / "state.json")
+        return existing
+    if alive:
+        raise SandboxError(
+            f"sandbox in {workdir} is partly running ({len(alive)} of {len(nodes)} brokers): "
+            "run 'mirror-audit sandbox down' first"
+        )
+    log.warning("removing stale sandbox state in %s (no broker of it is running)", workdir)
+    _remove_data(existing)
+    return None
+
+
+def _check_options(opts: SandboxOptions) -> None:
+    if opts.brokers_per_cluster < 1:
+        raise SandboxError("brokers per cluster must be at least 1")
+    check_sasl_users(opts.sasl_users)
+    if opts.tls and not opts.sasl_users:
+        raise SandboxError("TLS is for the SASL listeners: give SASL users too")
+    for name, port in opts.ports.items():
+        if not port_free(port):
+            raise SandboxError(
+                f"port 127.0.0.1:{port} for the {name} cluster is taken: free it or choose another port"
+            )
+
+
+def _write_node_configs(
+    java: str, opts: SandboxOptions
+) -> tuple[list[tuple[str, str, list[_NodePlan]]], list[tuple[str, Path, str]]]:
+    """Every node's directory and server.properties, on fresh ports; returns the plan per
+    cluster (name, cluster id, nodes) and the storage format jobs."""
+    workdir, n = opts.workdir, opts.brokers_per_cluster
+    sasl = bool(opts.sasl_users)
+    keystore = make_keystore(java, workdir / "tls") if opts.tls else None
+    if keystore is None:
+        shutil.rmtree(workdir / "tls", ignore_errors=True)  # an earlier TLS sandbox's, now stale
+    free = iter(free_ports(len(CLUSTER_NAMES) * ((2 * n if sasl else n) + 1)))
+    plans: list[tuple[str, str, list[_NodePlan]]] = []
+    format_jobs: list[tuple[str, Path, str]] = []
+    for name in CLUSTER_NAMES:
+        cluster_id = new_cluster_id()
+        controller_port = next(free)
+        node_plans: list[_NodePlan] = []
+        for node_id in range(1, n + 1):
+            port = opts.ports[name] if node_id == 1 and name in opts.ports else next(free)
+            sasl_port = next(free) if sasl else None
+            roles = "broker,controller" if node_id == 1 else "broker"
+            node_dir = workdir / name / f"node-{node_id}"
+            if node_dir.exists():
+                shutil.rmtree(node_dir)
+            (node_dir / "data").mkdir(parents=True)
+            props_path = node_dir / "server.properties"
+            props_path.write_text(
+                server_properties(
+                    node_id,
+                    roles,
+                    port,
+                    controller_port,
+                    node_dir / "data",
+                    opts.broker_properties,
+                    sasl_port,
+                    opts.sasl_users,
+                    opts.authorizer,
+                    keystore,
+                )
+            )
+            node_plans.append((node_id, roles, port, controller_port, sasl_port, node_dir))
+            format_jobs.append((cluster_id, props_path, f"{name} node {node_id}"))
+        plans.append((name, cluster_id, node_plans))
+    return plans, format_jobs
+
+
+def _start_nodes(java: str, jars: str, heap_mb: int, nodes: list[_NodePlan]) -> list[NodeState]:
+    states = []
+    for node_id, roles, port, controller_port, sasl_port, node_dir in nodes:
+        log_path = node_dir / "broker.log"
+        pid, ticks = _start_node(java, jars, heap_mb, node_dir / "server.properties", log_path)
+        states.append(
+            NodeState(
+                node_id,
+                roles,
+                port,
+                controller_port if "controller" in roles else None,
+                pid,
+                ticks,
+                str(node_dir),
+                str(log_path),
+                sasl_port,
+            )
+        )
+    return states
 
 
 def status(workdir: Path) -> SandboxState | None:

@@ -22,7 +22,6 @@ from pathlib import Path
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from audit.collect.mm2_formats import Mm2RecordError, decode_checkpoint
 from audit.config import AuditConfig, ClusterConfig, MirrorConfig, Mm2Config, OutputConfig, SparkConfig
 from audit.errors import SandboxError
 from audit.pipeline import RunOutcome, nightly
@@ -73,35 +72,6 @@ def _traffic(src: str) -> None:
     )
 
 
-def _latest_checkpoints(dst: str) -> dict[tuple[str, str, int], tuple[int, int]]:
-    """(group, replica topic, partition) -> (upstream, downstream) of the newest checkpoint."""
-    c = Consumer(
-        client_conf(dst, **{"group.id": "mirror-audit-demo-never-joined", "enable.auto.commit": False})
-    )
-    out: dict[tuple[str, str, int], tuple[int, int]] = {}
-    try:
-        topic = f"{mm2.SOURCE_ALIAS}.checkpoints.internal"
-        low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
-        if high <= low:
-            return out
-        c.assign([TopicPartition(topic, 0, low)])
-        while True:
-            msg = c.poll(2.0)
-            if msg is None:
-                break
-            if msg.error() is None:
-                try:
-                    ck = decode_checkpoint(msg.key(), msg.value())
-                except Mm2RecordError:
-                    continue
-                out[(ck.group_id, ck.topic, ck.partition)] = (ck.upstream_offset, ck.downstream_offset)
-            if (msg.offset() or 0) + 1 >= high:
-                break
-    finally:
-        c.close()
-    return out
-
-
 def _target_offsets(dst: str, group: str) -> dict[tuple[str, int], int]:
     admin = AdminClient(client_conf(dst))
 
@@ -136,7 +106,7 @@ def _wait_mirrored(src: str, dst: str, synced_groups: set[str], timeout: float =
                     )
                     if dst_high < src_high:
                         waiting.append(f"{_remote(topic)}-{p} at {dst_high} of {src_high}")
-            checkpoints = _latest_checkpoints(dst)
+            checkpoints = mm2.latest_checkpoints(dst)
             for group, offsets in COMMITS.items():
                 target = _target_offsets(dst, group) if group in synced_groups else {}
                 for (topic, p), committed in offsets.items():

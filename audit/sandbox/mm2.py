@@ -28,8 +28,8 @@ from confluent_kafka.admin import AdminClient
 
 from audit.errors import SandboxError
 from audit.fsutil import atomic_write_json, atomic_write_text
-from audit.sandbox.cluster import start_java, stop_process
 from audit.sandbox.jars import find_java
+from audit.sandbox.processes import start_java, stop_process
 from audit.sandbox.state import SandboxState, process_start_ticks
 from audit.sandbox.traffic import client_conf
 
@@ -239,3 +239,39 @@ def running(state: SandboxState, opts: Mm2Options | None = None) -> Iterator[Mm2
 
 def remote_topic(topic: str, opts: Mm2Options) -> str:
     return topic if opts.identity_policy else f"{SOURCE_ALIAS}.{topic}"
+
+
+def latest_checkpoints(bootstrap: str) -> dict[tuple[str, str, int], tuple[int, int]]:
+    """(group, replica topic, partition) -> (upstream, downstream) of the newest checkpoint
+    in the target's checkpoints topic so far, read by assignment (no group joined)."""
+    from audit.collect.metadata.mm2_formats import Mm2RecordError, decode_checkpoint
+
+    c = Consumer(
+        client_conf(bootstrap, **{"group.id": "mirror-audit-never-joined", "enable.auto.commit": False})
+    )
+    out: dict[tuple[str, str, int], tuple[int, int]] = {}
+    topic = f"{SOURCE_ALIAS}.checkpoints.internal"
+    try:
+        md = c.list_topics(topic, timeout=10).topics.get(topic)
+        if md is None or md.error is not None:
+            return out
+        for p in sorted(md.partitions):
+            low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            if high <= low:
+                continue
+            c.assign([TopicPartition(topic, p, low)])
+            while True:
+                msg = c.poll(2.0)
+                if msg is None:
+                    break
+                if msg.error() is None:
+                    try:
+                        ck = decode_checkpoint(msg.key(), msg.value())
+                    except Mm2RecordError:
+                        continue
+                    out[(ck.group_id, ck.topic, ck.partition)] = (ck.upstream_offset, ck.downstream_offset)
+                if (msg.offset() or 0) + 1 >= high:
+                    break
+    finally:
+        c.close()
+    return out

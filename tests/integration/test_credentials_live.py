@@ -23,9 +23,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from audit.collect.permissions import Permission
+from audit.collect.metadata.permissions import Permission
 from audit.sandbox.acls import grant
-from audit.sandbox.cluster import make_keystore, tls_ca
+from audit.sandbox.broker_config import make_keystore, tls_ca
 from audit.sandbox.jars import find_java
 from audit.sandbox.mirror import mirror_once, wait_transactions_settled
 from audit.sandbox.state import SandboxState
@@ -256,7 +256,7 @@ def test_a_principal_without_permissions_sees_no_topic_and_gets_an_error_not_a_p
     for side in ("source", "destination"):
         note = json.loads((tmp_path / "snap" / side / "manifest.json").read_text())["notes"]["groups"]
         assert note.startswith("only the 0 groups this principal may Describe"), note
-        assert f"WARNING audit.collect.snapshot: {side}: only the 0 groups" in proc.stderr
+        assert f"WARNING audit.collect.metadata.snapshot: {side}: only the 0 groups" in proc.stderr
 
 
 def test_a_principal_that_may_not_read_gets_each_range_unreadable_with_the_reason(

@@ -21,7 +21,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from audit.sandbox import mm2
-from audit.sandbox.cluster import run_tool
+from audit.sandbox.processes import run_tool
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, commit_offsets, create_topic, produce
 from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord, read_records

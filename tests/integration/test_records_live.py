@@ -20,8 +20,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from audit.collect.log_dirs import partition_sizes
-from audit.collect.native_reader import ReaderName
+from audit.collect.metadata.log_dirs import partition_sizes
+from audit.collect.records.native import ReaderName
 from audit.config import ClusterConfig
 from audit.errors import ClusterError
 from audit.sandbox.mirror import wait_transactions_settled
@@ -320,7 +320,7 @@ def test_ranges_of_one_partition_read_in_waves_equal_one_range(
     """A task holding several ranges of the same partition reads them in successive waves
     with one consumer (a partition finished in one wave is paused, and must read again in
     the next): the chunks equal those of one range read whole."""
-    from audit.collect.records import chunk_ranges, consumer_settings
+    from audit.collect.records.read import chunk_ranges, consumer_settings
 
     settings = consumer_settings(
         {"bootstrap.servers": sandbox.cluster("source").bootstrap}, "read_uncommitted"
@@ -371,7 +371,7 @@ def test_read_committed_turns_the_aborted_records_into_gaps(
     """The scan's isolation level on a real aborted transaction: read_uncommitted returns
     the aborted records and only the abort marker is a gap; read_committed skips the records
     too, so the two scans differ by exactly the aborted records."""
-    from audit.collect.records import chunk_ranges, consumer_settings
+    from audit.collect.records.read import chunk_ranges, consumer_settings
 
     bootstrap = sandbox.cluster("source").bootstrap
     topic = f"rec-isolation-{uuid.uuid4().hex[:6]}"
@@ -406,7 +406,7 @@ def test_the_compiled_reader_gives_the_python_readers_rows(
     topic of the fixture, both clusters: equal chunk rows, checksums, gaps (markers,
     aborted records under read_committed, compaction holes), epoch runs and all; and a
     range below the log start fails for both, the rest still read."""
-    from audit.collect.records import chunk_ranges, consumer_settings
+    from audit.collect.records.read import chunk_ranges, consumer_settings
 
     for side in ("source", "destination"):
         bootstrap = sandbox.cluster(side).bootstrap
@@ -426,7 +426,7 @@ def test_the_compiled_reader_frames_nulls_empties_and_headers_like_python(sandbo
     """Null against empty key, value and header value, several headers, non-ASCII header
     keys and binary values, across batches: each record alone in a chunk, so a framing
     difference shows at its offset, and both readers' checksums agree everywhere."""
-    from audit.collect.records import chunk_ranges, consumer_settings
+    from audit.collect.records.read import chunk_ranges, consumer_settings
 
     bootstrap = sandbox.cluster("source").bootstrap
     topic = f"rec-frames-{uuid.uuid4().hex[:6]}"

@@ -11,7 +11,7 @@ from confluent_kafka import IsolationLevel, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from audit.errors import SandboxError
-from audit.sandbox.cluster import run_tool
+from audit.sandbox.processes import run_tool
 from audit.sandbox.state import SandboxState, load_state, process_start_ticks
 from audit.sandbox.traffic import Record, create_topic, produce, read_partition, require_fresh_demo
 from tests.cli import run_cli

@@ -26,8 +26,8 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 from crc32c import crc32c
 
-from audit.sandbox.cluster import run_tool
 from audit.sandbox.mirror import wait_transactions_settled
+from audit.sandbox.processes import run_tool
 from audit.sandbox.state import SandboxState
 from tests.cli import run_cli
 

@@ -11,7 +11,7 @@ import pytest
 
 from audit.compare.engines import ENGINES
 from audit.compare.engines import EngineName as Engine
-from audit.config import parse_config
+from audit.config_file import parse_config
 from audit.pipeline import audit_snapshots
 from tests.snapshots import faulty_pair, group, offset, part, write_pair
 

@@ -14,9 +14,10 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from audit.collect.batches import write_batch_scan
-from audit.collect.segments import ScanOptions, scan_segments
-from audit.config import AuditConfig, parse_config
+from audit.collect.batches.collect import write_batch_scan
+from audit.collect.batches.segments import ScanOptions, scan_segments
+from audit.config import AuditConfig
+from audit.config_file import parse_config
 from audit.errors import InputError
 from audit.pipeline import audit_snapshots
 from audit.snapshot import Role
@@ -398,7 +399,7 @@ def test_only_abort_and_commit_close_a_transaction(spark: Any) -> None:
     the ABORTs that close in-flight transactions. A pid-reset right after an ABORT of the
     same epoch is not a second close, does not close a transaction itself, and does not hide
     a real second close behind it."""
-    from audit.compare.batches import transaction_closure
+    from audit.collect.batches.closure import transaction_closure
 
     rows = [  # base_offset, producer_id, producer_epoch, is_control, control_type
         (0, 50, 2, False, None),

@@ -12,7 +12,8 @@ import pytest
 from audit.compare.engines import ENGINES
 from audit.compare.engines import EngineName as Engine
 from audit.compare.run import Compared
-from audit.config import AuditConfig, parse_config
+from audit.config import AuditConfig
+from audit.config_file import parse_config
 from audit.pipeline import compare_snapshots
 from tests.snapshots import group, offset, part, write_pair
 

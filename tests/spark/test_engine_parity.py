@@ -11,7 +11,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from audit.config import AuditConfig, parse_config
+from audit.config import AuditConfig
+from audit.config_file import parse_config
 from audit.pipeline import audit_snapshots, compare_snapshots
 from audit.profiles import profile
 from audit.validate.catalogue import CLUSTER_MIRRORING

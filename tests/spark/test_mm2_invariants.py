@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from audit.compare.engines import ENGINES
-from audit.config import parse_config
+from audit.config_file import parse_config
 from audit.pipeline import audit_snapshots
 from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord
 from audit.validate.catalogue import CM_IN_MM2, MM2

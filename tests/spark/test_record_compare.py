@@ -21,9 +21,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from audit.collect.record_chunks import RangeChunker
-from audit.collect.records import _describe, first_divergence
-from audit.config import AuditConfig, parse_config
+from audit.collect.records.chunks import RangeChunker
+from audit.collect.records.narrow import _describe, first_divergence
+from audit.config import AuditConfig
+from audit.config_file import parse_config
 from audit.pipeline import audit_snapshots
 from audit.schemas import arrow_schema
 from tests.snapshots import T0_MS, part, write_pair

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from audit.collect.record_collect import _outcomes
-from audit.collect.records import RecordPlan, RecordRange
+from audit.collect.records.collect import _outcomes
+from audit.collect.records.plan import RecordPlan, RecordRange
 from audit.schemas import spark_schema
 
 KEYS = "topic string, partition int, chunk_start long, chunk_end long"

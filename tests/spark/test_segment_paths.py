@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from audit.collect.segments import list_log_files, list_segments
+from audit.collect.batches.listing import list_log_files, list_segments
 from audit.errors import InputError
 
 SEGMENT = "00000000000000000000.log"

@@ -40,7 +40,7 @@ def test_python_workers_come_from_the_audit_daemon(spark: Any) -> None:
 
 def test_record_ranges_reach_the_tasks_as_dealt(spark: Any) -> None:
     """scan_records relies on one Spark partition per group, in order, without a shuffle."""
-    from audit.collect.records import task_frame
+    from audit.collect.records.read import task_frame
 
     groups = [
         [("source", "t", 0, 0, 10, False), ("source", "t", 1, 0, 10, False)],

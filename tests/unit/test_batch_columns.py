@@ -16,10 +16,10 @@ import pyarrow as pa
 import pytest
 from crc32c import crc32c
 
-from audit.collect import batch_columns
-from audit.collect.batch_format import ScanSink, walk
-from audit.collect.batch_scan import scan_schema_arrow
-from audit.collect.segments import RangeFile, walk_range
+from audit.collect.batches import columns as batch_columns
+from audit.collect.batches.format import ScanSink, walk
+from audit.collect.batches.scan import scan_schema_arrow
+from audit.collect.batches.segments import RangeFile, walk_range
 from tests.batches import ATTRIBUTES_AT, CRC_AT, batch, control_batch, legacy_entry
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from kafka.record.default_records import DefaultRecordBatch
 
-from audit.collect.batch_format import ScanSink, marker_name, walk
-from audit.collect.segments import index_split_positions, plan_file
+from audit.collect.batches.format import ScanSink, marker_name, walk
+from audit.collect.batches.segments import index_split_positions, plan_file
 from tests.batches import batch, control_batch, index, legacy_entry, walk_bytes
 
 
@@ -166,7 +166,8 @@ def test_plan_file_notes_empty_segments_and_missing_indexes(tmp_path: Path) -> N
     "uri", ["file:/data/orders-3/x.log", "file:///data/orders-3/x.log", "/data/orders-3/x.log"]
 )
 def test_partition_from_the_directory_name(uri: str) -> None:
-    from audit.collect.segments import local_path, partition_of
+    from audit.collect.batches.listing import partition_of
+    from audit.collect.batches.segments import local_path
 
     assert partition_of(uri) == ("orders", 3)
     assert local_path(uri) == "/data/orders-3/x.log"

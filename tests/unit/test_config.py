@@ -13,10 +13,9 @@ from audit.config import (
     SegmentsConfig,
     Thresholds,
     TopicRecordScope,
-    load_config,
-    parse_config,
     redact_properties,
 )
+from audit.config_file import load_config, parse_config
 from audit.errors import ConfigError
 from audit.logs import SecretMask
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from audit.collect.kafka_admin import KafkaAdmin
-from audit.collect.permissions import AUDITOR_PERMISSIONS, _operation_word
+from audit.collect.metadata.kafka_admin import KafkaAdmin
+from audit.collect.metadata.permissions import AUDITOR_PERMISSIONS, _operation_word
 from audit.config import ClusterConfig
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit.collect.log_dirs import bytes_per_offset, estimated_bytes_per_offset, replica_sizes
+from audit.collect.metadata.log_dirs import bytes_per_offset, estimated_bytes_per_offset, replica_sizes
 from audit.config import ClusterConfig
 from audit.errors import ClusterError
 
@@ -79,7 +79,7 @@ def test_bytes_per_offset_is_size_over_the_partitions_offsets() -> None:
 def test_a_cluster_that_reports_no_sizes_stops_the_byte_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """DescribeLogDirs answers a caller without DESCRIBE on the cluster with no log dirs,
     not an error: an estimate of nothing must not pass for an empty budget."""
-    from audit.collect import log_dirs
+    from audit.collect.metadata import log_dirs
 
     monkeypatch.setattr(log_dirs, "partition_sizes", lambda *_: {})
     with pytest.raises(ClusterError, match=r"reported no partition sizes; .*max_records_per_run"):

@@ -10,9 +10,10 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from audit.collect.kafka_admin import KafkaAdmin, RawRecord
-from audit.collect.mm2 import collect_mm2
-from audit.config import Mm2Config, parse_config
+from audit.collect.metadata.kafka_admin import KafkaAdmin, RawRecord
+from audit.collect.metadata.mm2_topics import collect_mm2
+from audit.config import Mm2Config
+from audit.config_file import parse_config
 from audit.snapshot import Mm2CheckpointRecord, Snapshot, make_manifest, read_records, write_snapshot
 
 

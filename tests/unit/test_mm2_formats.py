@@ -10,7 +10,7 @@ import struct
 
 import pytest
 
-from audit.collect.mm2_formats import (
+from audit.collect.metadata.mm2_formats import (
     Checkpoint,
     Mm2RecordError,
     OffsetSync,

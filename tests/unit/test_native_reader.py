@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
-from audit.collect import native_reader
-from audit.collect.records import consumer_settings
+from audit.collect.records import native as native_reader
+from audit.collect.records.read import consumer_settings
 from audit.errors import ConfigError
 
 pytestmark = pytest.mark.unit

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from audit.cli import build_parser, main
-from audit.config import load_config
+from audit.config_file import load_config
 from audit.errors import OutputError, UsageError
 from audit.paths import config_path, hadoop_path, local_path, writable_directory
 

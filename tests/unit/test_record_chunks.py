@@ -9,16 +9,11 @@ from typing import Any, TypeGuard
 
 import pytest
 
-from audit.collect.record_chunks import Headers, RangeChunker, chunk_bounds
-from audit.collect.record_history import PartitionOutcome, RecordHistory
-from audit.collect.records import (
-    _describe,
-    cyclic_gc_paused,
-    first_divergence,
-    partition_runs,
-    plan_records,
-    task_groups,
-)
+from audit.collect.records.chunks import Headers, RangeChunker, chunk_bounds
+from audit.collect.records.history import PartitionOutcome, RecordHistory
+from audit.collect.records.narrow import _describe, first_divergence
+from audit.collect.records.plan import plan_records, task_groups
+from audit.collect.records.read import cyclic_gc_paused, partition_runs
 from audit.config import RecordsConfig, TopicRecordScope
 from audit.errors import InputError
 

@@ -8,7 +8,8 @@ import pytest
 
 from audit.cli import build_parser
 from audit.errors import SandboxError
-from audit.sandbox.cluster import _check_sasl_users, _server_properties
+from audit.sandbox.broker_config import check_sasl_users as _check_sasl_users
+from audit.sandbox.broker_config import server_properties as _server_properties
 
 
 def _props(text: str) -> dict[str, str]:

@@ -15,8 +15,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from audit.collect.batch_format import ScanIssue
-from audit.collect.segments import _scan_task, place_segments, plan_ranges, set_aside_of
+from audit.collect.batches.format import ScanIssue
+from audit.collect.batches.listing import place_segments, set_aside_of
+from audit.collect.batches.segments import _scan_task, plan_ranges
 from audit.config import PatternSet, ScopeConfig
 from tests.batches import batch, index
 

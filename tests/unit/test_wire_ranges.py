@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from audit.collect.batch_format import ScanSink
-from audit.collect.wire import FetchResult, FetchSession, fetch_range, plan_ranges
+from audit.collect.batches.format import ScanSink
+from audit.collect.batches.wire import FetchResult, FetchSession, fetch_range, plan_ranges
 from tests.batches import batch, control_batch, walk_bytes
 
 START = 100  # a log start that is not 0, as after retention
@@ -153,8 +153,8 @@ def test_a_task_that_cannot_connect_marks_each_of_its_ranges_and_tries_once(
     not once a range (each attempt costs the whole bootstrap timeout)."""
     import pyarrow as pa
 
-    from audit.collect import wire
-    from audit.collect.transactions import kafka_python_settings
+    from audit.collect.batches import wire
+    from audit.collect.metadata.transactions import kafka_python_settings
     from audit.config import ClusterConfig
 
     attempts: list[int] = []

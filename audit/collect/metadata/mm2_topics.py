@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from audit.collect.kafka_admin import KafkaAdmin, RawRecord
-from audit.collect.mm2_formats import Mm2RecordError, decode_checkpoint, decode_offset_sync
+from audit.collect.metadata.kafka_admin import KafkaAdmin, RawRecord
+from audit.collect.metadata.mm2_formats import Mm2RecordError, decode_checkpoint, decode_offset_sync
 from audit.config import Mm2Config
 from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from audit.collect.transactions import kafka_python_admin, kafka_python_settings
+from audit.collect.metadata.transactions import kafka_python_admin, kafka_python_settings
 from audit.config import ClusterConfig
 from audit.errors import ClusterError
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from crc32c import crc32c
 
-from audit.collect.batch_format import (
+from audit.collect.batches.format import (
     COMPRESSION,
     CONTROL,
     CRC_START,
@@ -121,47 +121,12 @@ def to_record_batch(
     is_control = (attrs & CONTROL) != 0
     crc = h["crc"].astype(np.int64)
 
+    where = (topic, partition, file)
     crc_valid: Any = pa.nulls(n, pa.bool_())
     if deep:
-        view = memoryview(buf)
-        try:
-            computed = np.fromiter(
-                (
-                    crc32c(view[p + CRC_START : p + LOG_OVERHEAD + ln])
-                    for p, ln in zip(positions, length.tolist(), strict=True)
-                ),
-                dtype=np.int64,
-                count=n,
-            )
-        finally:
-            view.release()
-        valid = computed == crc
-        crc_valid = pa.array(valid)
-        for i in np.flatnonzero(~valid).tolist():
-            sink.issue(
-                "crc_mismatch",
-                f"stored CRC {int(crc[i])} does not match the batch bytes (base offset {int(base[i])})",
-                topic,
-                partition,
-                file,
-                positions[i],
-            )
-
-    ctype = np.zeros(n, dtype=np.int32)
-    cver = np.zeros(n, dtype=np.int32)
-    cep = np.zeros(n, dtype=np.int32)
-    decoded = np.zeros(n, dtype=bool)
-    cep_known = np.zeros(n, dtype=bool)
-    for i in np.flatnonzero(is_control).tolist():
-        p = positions[i]
-        try:
-            t, v, e = control_record(bytes(buf[p : p + int(size_bytes[i])]))
-        except ValueError as exc:
-            sink.issue("bad_control_record", str(exc), topic, partition, file, p)
-            continue
-        ctype[i], cver[i], decoded[i] = t, v, True
-        if e is not None:
-            cep[i], cep_known[i] = e, True
+        crc_valid = pa.array(_crc_valid(buf, positions, length, crc, base, sink, where))
+    control = _control_fields(buf, positions, size_bytes, is_control, sink, where)
+    ctype, cver, cep, decoded, cep_known = control
 
     compression = pa.array(_COMPRESSION_NAMES).take(pa.array(attrs & 7))
     timestamp_type = pa.array(["CreateTime", "LogAppendTime"]).take(
@@ -195,6 +160,69 @@ def to_record_batch(
         "position": pa.array(pos) if file is not None else pa.nulls(n, pa.int64()),
     }
     return pa.RecordBatch.from_arrays([columns[f.name].cast(f.type) for f in schema], schema=schema)
+
+
+def _crc_valid(
+    buf: Any,
+    positions: list[int],
+    length: np.ndarray,
+    crc: np.ndarray,
+    base: np.ndarray,
+    sink: ScanSink,
+    where: tuple[str, int, str | None],
+) -> np.ndarray:
+    """Deep scans: the CRC-32C recomputed over each batch's bytes against the stored one;
+    a mismatch is an issue at the batch's position."""
+    view = memoryview(buf)
+    try:
+        computed = np.fromiter(
+            (
+                crc32c(view[p + CRC_START : p + LOG_OVERHEAD + ln])
+                for p, ln in zip(positions, length.tolist(), strict=True)
+            ),
+            dtype=np.int64,
+            count=len(positions),
+        )
+    finally:
+        view.release()
+    valid: np.ndarray = computed == crc
+    for i in np.flatnonzero(~valid).tolist():
+        sink.issue(
+            "crc_mismatch",
+            f"stored CRC {int(crc[i])} does not match the batch bytes (base offset {int(base[i])})",
+            *where,
+            positions[i],
+        )
+    return valid
+
+
+def _control_fields(
+    buf: Any,
+    positions: list[int],
+    size_bytes: np.ndarray,
+    is_control: np.ndarray,
+    sink: ScanSink,
+    where: tuple[str, int, str | None],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The control record of each control batch: type, version, coordinator epoch, and
+    which of them decoded (an undecodable one is an issue at its position)."""
+    n = len(positions)
+    ctype = np.zeros(n, dtype=np.int32)
+    cver = np.zeros(n, dtype=np.int32)
+    cep = np.zeros(n, dtype=np.int32)
+    decoded = np.zeros(n, dtype=bool)
+    cep_known = np.zeros(n, dtype=bool)
+    for i in np.flatnonzero(is_control).tolist():
+        p = positions[i]
+        try:
+            t, v, e = control_record(bytes(buf[p : p + int(size_bytes[i])]))
+        except ValueError as exc:
+            sink.issue("bad_control_record", str(exc), *where, p)
+            continue
+        ctype[i], cver[i], decoded[i] = t, v, True
+        if e is not None:
+            cep[i], cep_known[i] = e, True
+    return ctype, cver, cep, decoded, cep_known
 
 
 def walk_columns(

@@ -14,21 +14,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from audit.collect.batch_scan import BatchScan
-from audit.collect.kafka_admin import KafkaAdmin, require_reachable
-from audit.collect.record_history import PartitionOutcome, RecordHistory
-from audit.collect.records import (
-    RecordPlan,
-    common_ranges,
-    narrow,
-    plan_records,
-    resolve_reader,
-    scan_records,
-)
-from audit.collect.snapshot import utc_now
+from audit.collect.batches.scan import BatchScan
+from audit.collect.metadata.kafka_admin import KafkaAdmin, require_reachable
+from audit.collect.metadata.snapshot import utc_now
+from audit.collect.records.history import PartitionOutcome, RecordHistory
+from audit.collect.records.narrow import narrow
+from audit.collect.records.pairs import CHUNK_KEY, paired_chunks
+from audit.collect.records.plan import RecordPlan, common_ranges, plan_records
+from audit.collect.records.read import resolve_reader, scan_records
 from audit.config import AuditConfig
 from audit.fsutil import atomic_write_json, replace_path
-from audit.snapshot import PartitionRecord, read_manifest, read_records
+from audit.snapshot import PartitionRecord, read_manifest, read_records, read_table
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +126,7 @@ def _plan(
     """The plan, asking the source for what the scope and budget need: offsets for the
     time windows, partition sizes for a byte budget. ``admin``: the source's, when the
     reachability check already opened one."""
-    from audit.collect.log_dirs import estimated_bytes_per_offset
+    from audit.collect.metadata.log_dirs import estimated_bytes_per_offset
 
     admin = admin or KafkaAdmin("source", cfg.cluster("source"))
     per_offset = None
@@ -143,19 +139,11 @@ def _plan(
 
 
 def _mismatching_chunks(spark: Any, source: Path, destination: Path) -> Any:
-    """Chunks (of either side) whose checksum or gaps differ from the other side's."""
-    from pyspark.sql import functions as F
-
-    keys = ["topic", "partition", "chunk_start", "chunk_end"]
-    s = spark.read.parquet(str(source / "record_chunks.parquet")).select(
-        *keys, F.col("checksum").alias("s_sum"), F.col("gaps_checksum").alias("s_gaps"), "compacted"
+    """Chunks (of either side) that do not agree with the other side's: the ones narrowed."""
+    pairs = paired_chunks(
+        read_table(spark, source, "record_chunks"), read_table(spark, destination, "record_chunks")
     )
-    d = spark.read.parquet(str(destination / "record_chunks.parquet")).select(
-        *keys, F.col("checksum").alias("d_sum"), F.col("gaps_checksum").alias("d_gaps")
-    )
-    j = s.join(d, keys, "full_outer")
-    differs = ~F.col("s_sum").eqNullSafe(F.col("d_sum")) | ~F.col("s_gaps").eqNullSafe(F.col("d_gaps"))
-    return j.where(differs).select(*keys, F.coalesce("compacted", F.lit(False)).alias("compacted"))
+    return pairs.where("NOT agree").select(*CHUNK_KEY, "compacted")
 
 
 def _outcomes(

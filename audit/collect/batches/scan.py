@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import astuple, dataclass
 from typing import Any
 
-from audit.collect.batch_format import ScanIssue, ScanSink
+from audit.collect.batches.format import ScanIssue, ScanSink
 
 MAX_ISSUES_PER_TASK = 1000  # a disk full of garbage must not flood the driver
 

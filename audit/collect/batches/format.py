@@ -193,6 +193,13 @@ def walk(
     Reads are sized to what is needed: deep mode reads the data in ``chunk``-sized
     pieces; header mode reads big pieces while batches are small and only the 61 header
     bytes once they are large, so a scan of big batches touches a fraction of the file.
+
+    One long function, on purpose: it is a loop over a read buffer whose state (buffer,
+    its file position, the read mode, where the walk stands) every branch updates; split
+    into helpers, each would take and return that state, and the reader would lose the
+    one place where a batch boundary, a short read and a damaged header are told apart.
+    The columnar walk (``columns.walk_columns``) takes the common case; this one handles
+    the rest and is the reference the columnar one is tested against.
     """
     pos = start
     buf: bytes | memoryview = b""

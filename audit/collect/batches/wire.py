@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from audit.collect.batch_format import ScanSink, walk
-from audit.collect.batch_scan import BatchScan, emit, issue_accumulator, scan_schema, scan_schema_arrow
+from audit.collect.batches.format import ScanSink, walk
+from audit.collect.batches.scan import BatchScan, emit, issue_accumulator, scan_schema, scan_schema_arrow
 from audit.config import ClusterConfig
 from audit.errors import ClusterError
 
@@ -129,7 +129,7 @@ def check_reachable(
     failed job ends as an internal error. librdkafka is asked first because it says why (a
     refused login, brokers down); kafka-python second, for what only it could get wrong (a
     setting it maps differently). ``snapshot_cluster_id``: see ``require_reachable``."""
-    from audit.collect.kafka_admin import require_reachable
+    from audit.collect.metadata.kafka_admin import require_reachable
 
     require_reachable(role, cfg, snapshot_cluster_id)
     try:

@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from audit.collect.kafka_admin import KafkaAdmin
-from audit.collect.mm2 import collect_mm2
-from audit.collect.transactions import collect_open_transactions
+from audit.collect.metadata.kafka_admin import KafkaAdmin, TopicInfo
+from audit.collect.metadata.mm2_topics import collect_mm2
+from audit.collect.metadata.transactions import collect_open_transactions
 from audit.config import AuditConfig
 from audit.errors import ClusterError
 from audit.snapshot import (
@@ -87,33 +87,7 @@ def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapsh
     if role == "source" and not topics:
         raise _nothing_in_scope(cfg, cluster_cfg.bootstrap_servers, len(listed))
     infos = admin.describe_topics(topics)
-    tps = [(t.name, p) for t in infos for p in sorted(t.leaders)]
-
-    log_start = admin.list_offsets(tps, "earliest")
-    high = admin.list_offsets(tps, "latest")
-    stable = admin.list_offsets(tps, "latest", committed=True)
-    newest = admin.list_offsets(tps, "max_timestamp")
-    open_positions = {tp: stable[tp].offset for tp in tps if stable[tp].offset < high[tp].offset}
-    open_ts = admin.record_timestamps(open_positions)
-
-    partitions = []
-    for info in infos:
-        for p in sorted(info.leaders):
-            tp = (info.name, p)
-            partitions.append(
-                PartitionRecord(
-                    topic=info.name,
-                    partition=p,
-                    topic_id=info.topic_id,
-                    leader=info.leaders[p],
-                    leader_epoch=high[tp].leader_epoch,
-                    log_start_offset=log_start[tp].offset,
-                    high_watermark=high[tp].offset,
-                    last_stable_offset=stable[tp].offset,
-                    max_timestamp_ms=newest[tp].timestamp_ms if newest[tp].offset >= 0 else None,
-                    open_txn_first_timestamp_ms=open_ts.get(tp),
-                )
-            )
+    partitions, open_positions = _partitions(admin, infos)
 
     # Every group, not only in-scope ones: CM-GROUP-3 must see excluded groups that were synced.
     groups = admin.list_groups()
@@ -167,6 +141,39 @@ def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapsh
         mm2_offset_syncs=mm2.offset_syncs if mm2 else None,
         mm2_checkpoints=mm2.checkpoints if mm2 else None,
     )
+
+
+def _partitions(
+    admin: KafkaAdmin, infos: list[TopicInfo]
+) -> tuple[list[PartitionRecord], dict[tuple[str, int], int]]:
+    """Every partition's offsets and leader epoch, and where each open transaction starts
+    (its last stable offset, where it is below the high watermark)."""
+    tps = [(t.name, p) for t in infos for p in sorted(t.leaders)]
+    log_start = admin.list_offsets(tps, "earliest")
+    high = admin.list_offsets(tps, "latest")
+    stable = admin.list_offsets(tps, "latest", committed=True)
+    newest = admin.list_offsets(tps, "max_timestamp")
+    open_positions = {tp: stable[tp].offset for tp in tps if stable[tp].offset < high[tp].offset}
+    open_ts = admin.record_timestamps(open_positions)
+    partitions = []
+    for info in infos:
+        for p in sorted(info.leaders):
+            tp = (info.name, p)
+            partitions.append(
+                PartitionRecord(
+                    topic=info.name,
+                    partition=p,
+                    topic_id=info.topic_id,
+                    leader=info.leaders[p],
+                    leader_epoch=high[tp].leader_epoch,
+                    log_start_offset=log_start[tp].offset,
+                    high_watermark=high[tp].offset,
+                    last_stable_offset=stable[tp].offset,
+                    max_timestamp_ms=newest[tp].timestamp_ms if newest[tp].offset >= 0 else None,
+                    open_txn_first_timestamp_ms=open_ts.get(tp),
+                )
+            )
+    return partitions, open_positions
 
 
 def take_snapshots(cfg: AuditConfig, out: Path, plan: SnapshotPlan) -> tuple[Path, Path]:

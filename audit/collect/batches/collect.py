@@ -22,9 +22,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from audit.collect.batch_format import CONTROL_TYPES, ScanIssue
-from audit.collect.batch_scan import BatchScan
-from audit.collect.snapshot import utc_now
+from audit.collect.batches.format import CONTROL_TYPES, ScanIssue
+from audit.collect.batches.scan import BatchScan
+from audit.collect.metadata.snapshot import utc_now
 from audit.config import AuditConfig, redact_uri
 from audit.errors import ConfigError, InputError
 from audit.fsutil import atomic_directory, atomic_write_json, replace_path
@@ -195,7 +195,7 @@ def derived_partitions(spark: Any, staging: Path) -> tuple[Any, ...]:
     per partition reaches the driver)."""
     from pyspark.sql import functions as F
 
-    from audit.compare.batches import transaction_closure
+    from audit.collect.batches.closure import transaction_closure
     from audit.snapshot import PartitionRecord
 
     batches = spark.read.parquet(str(staging / "batches.parquet"))
@@ -239,7 +239,7 @@ def derived_partitions(spark: Any, staging: Path) -> tuple[Any, ...]:
 def _partition_files(segment_uri: str | None) -> tuple[str | None, int | None]:
     """Topic id (``partition.metadata``) and latest leader epoch (``leader-epoch-checkpoint``)
     beside a segment, when they can be read; (None, None) otherwise."""
-    from audit.collect.segments import RangeFile
+    from audit.collect.batches.segments import RangeFile
 
     if not segment_uri or "***@" in segment_uri:
         return None, None
@@ -284,9 +284,9 @@ def wire_ranges(directory: Path) -> list[tuple[str, int, int, int]]:
 
 def collect_batches(spark: Any, cfg: AuditConfig, role: Role, directory: Path) -> dict[str, Any]:
     """Add one side's batch tables to its snapshot, from wire or files per ``cfg.segments``."""
-    from audit.collect.segments import ScanOptions, scan_segments
-    from audit.collect.transactions import kafka_python_settings
-    from audit.collect.wire import check_reachable, fetch_batches
+    from audit.collect.batches.segments import ScanOptions, scan_segments
+    from audit.collect.batches.wire import check_reachable, fetch_batches
+    from audit.collect.metadata.transactions import kafka_python_settings
 
     seg = cfg.segments
     source = seg.source if role == "source" else seg.destination

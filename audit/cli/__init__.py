@@ -1,0 +1,80 @@
+"""The ``mirror-audit`` command line: thin on top of the pipeline modules.
+
+Each option is declared once (``options``), each command is a small function returning an
+exit code, grouped with its parser by what it does (``audit_commands``, ``scan_commands``,
+``sandbox_commands``), what it prints is laid out in ``output``, and ``main`` is the one
+place that maps expected errors to exit code 2 and a one-line message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+
+from audit import __version__
+from audit.cli import audit_commands, sandbox_commands, scan_commands
+from audit.cli.output import print_outcome
+from audit.errors import AuditError, ExitCode
+from audit.logs import mask_secrets, setup_logging
+
+log = logging.getLogger("audit.cli")
+
+Handler = Callable[[argparse.Namespace], int]
+
+__all__ = ["build_parser", "main", "print_outcome"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mirror-audit",
+        description="Audit Kafka cross-cluster mirroring: snapshot both clusters, reconcile offsets, "
+        "epochs, data and group offsets with Spark, validate the mirror's invariants, report.",
+        epilog="Exit codes: 0 pass or GO (warnings allowed), 1 an invariant failed or NO-GO, "
+        "2 usage, configuration, connection or input error.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging and tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    audit_commands.add_commands(sub)
+    sandbox_commands.add_demo(sub)
+    scan_commands.add_commands(sub)
+    sandbox_commands.add_sandbox(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    setup_logging(args.verbose)
+    handler: Handler = args.handler
+    try:
+        return int(handler(args))
+    except AuditError as exc:
+        message = str(exc)
+        if args.verbose:
+            log.exception("details")
+    except KeyboardInterrupt:
+        message = "interrupted"
+    except OSError as exc:
+        if exc.filename is None:
+            return _internal_error()
+        # A path the environment refuses (permissions, a full disk, a file where a
+        # directory should be): the user's to fix, so one line naming it.
+        where = exc.filename if exc.filename2 is None else f"{exc.filename} -> {exc.filename2}"
+        message = f"{where}: {exc.strerror or exc}"
+        if args.verbose:
+            log.exception("details")
+    except Exception:
+        return _internal_error()
+    print(f"mirror-audit: error: {mask_secrets(message)}", file=sys.stderr)
+    return ExitCode.ERROR
+
+
+def _internal_error() -> int:
+    """A bug, not a user error: keep the traceback, but never exit 1 (that means "invariant
+    failed"). Called from an exception handler."""
+    log.exception("internal error")  # noqa: LOG004 (only ever called inside an except block)
+    print("mirror-audit: error: internal error (a bug): see the traceback above", file=sys.stderr)
+    return ExitCode.ERROR

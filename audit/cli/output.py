@@ -1,0 +1,91 @@
+"""What the commands print: the short tables a person or a runbook reads. Results are
+built elsewhere; this module only lays them out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+def print_outcome(summary: dict[str, object], report: Path) -> None:
+    """The short table a person or a runbook reads: verdict, what is wrong, where the report is."""
+    invariants = summary["invariants"]
+    assert isinstance(invariants, dict)
+    rows = [
+        (k, v["status"], str(v["violations"]), str(v["evaluated"]))
+        for k, v in invariants.items()
+        if v["status"] in ("fail", "warn")
+    ]
+    if "readiness" in summary:
+        print(f"readiness: {summary['readiness']}")
+        print(f"  expected loss:         {summary['expected_loss_records']} records (unmirrored)")
+        print(
+            f"  expected reprocessing: {summary['expected_reprocess_records']} records (group offsets behind)"
+        )
+    plan = summary.get("failover_plan")
+    if isinstance(plan, dict):
+        _print_plan(plan)
+    print(f"verdict: {summary['verdict']}")
+    if rows:
+        width = max(len(r[0]) for r in rows)
+        print(f"  {'invariant'.ljust(width)}  status  violations / checked")
+        for inv, status, bad, checked in rows:
+            print(f"  {inv.ljust(width)}  {status.ljust(6)}  {bad} / {checked}")
+    skipped = [k for k, v in invariants.items() if v["status"] == "skipped"]
+    if skipped:
+        print(f"  skipped (data not collected): {', '.join(skipped)}")
+    print(f"report: {report}")
+
+
+def _print_plan(plan: dict[str, Any]) -> None:
+    """The mm2 failover plan: per group and partition, the offset a failover would set."""
+    print(
+        f"  failover plan (not applied): {plan['groups']} groups, {plan['partitions']} partitions, "
+        f"{plan['reprocess_records']} records to reprocess, {plan['skip_records']} to skip"
+    )
+    print(f"    in {plan['path']}")
+    header = ("group", "topic", "partition", "set offset", "reprocess", "skip")
+    keys = ("group_id", "topic", "partition", "offset", "reprocess_records", "skip_records")
+    print_table([header, *[tuple(str(r[k]) for k in keys) for r in plan["preview"]]], indent="    ")
+    if plan["partitions"] > len(plan["preview"]):
+        print(f"    ... {plan['partitions'] - len(plan['preview'])} more in plan.json")
+
+
+def print_table(rows: Sequence[Sequence[str]], indent: str = "") -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print(indent + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+
+
+def print_scan(note: dict[str, Any], out: Path) -> None:
+    issues = note.get("issues") or {}
+    print(
+        f"{note['batches']} batches, {note['markers']} markers written to {out} "
+        f"({'CRC-32C verified' if note.get('deep') else 'headers only'})"
+    )
+    if issues:
+        print("  scan issues: " + ", ".join(f"{kind} {n}" for kind, n in sorted(issues.items())))
+        print(f"  details: {out / 'batch_scan_issues.parquet'}")
+    for d in note.get("duplicate_copies_ignored") or []:
+        print(f"  ignored a second copy of a partition: {d}")
+
+
+def print_status(state: object) -> None:
+    from audit.sandbox.broker_config import tls_ca
+    from audit.sandbox.state import SandboxState, is_running
+
+    assert isinstance(state, SandboxState)
+    sasl = any(c.sasl_bootstrap for c in state.clusters)
+    rows = [("cluster", "bootstrap", *(("sasl bootstrap",) if sasl else ()), "cluster id", "pids", "state")]
+    for c in state.clusters:
+        alive = [is_running(n) for n in c.nodes]
+        word = "running" if all(alive) else ("stopped" if not any(alive) else "degraded")
+        pids = ",".join(str(n.pid) for n in c.nodes)
+        extra = (c.sasl_bootstrap or "-",) if sasl else ()
+        rows.append((c.name, c.bootstrap, *extra, c.cluster_id, pids, word))
+    print_table(rows)
+    print(f"kafka {state.kafka_version}; work dir {state.workdir}")
+    ca = tls_ca(state)
+    if ca is not None:
+        print(f"SASL listeners use TLS: trust {ca} (ssl.ca.location)")

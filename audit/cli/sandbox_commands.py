@@ -1,0 +1,216 @@
+"""The local sandbox's commands (up, status, down, mm2-start, mm2-stop) and the demo."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from audit.cli.options import PORT, add_out, add_timeout, add_workdir, int_in, sasl_user
+from audit.cli.output import print_outcome, print_status
+from audit.errors import ExitCode, UsageError
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from audit.sandbox import demo, demo_mm2
+
+    if args.expect_faults and args.healthy:
+        raise UsageError("--expect-faults checks the injected faults: the --healthy demo injects none")
+    if args.mode == "mm2":
+        injected = demo_mm2.INJECTED
+        outcome = demo_mm2.run_mm2_demo(
+            healthy=args.healthy, out=args.out, keep=args.keep, workdir=args.workdir
+        )
+    else:
+        injected = demo.INJECTED
+        outcome = demo.run_demo(healthy=args.healthy, out=args.out, keep=args.keep, workdir=args.workdir)
+    print_outcome(outcome.summary, outcome.report)
+    if not args.expect_faults:
+        return outcome.exit_code
+    problems = injected.problems(outcome.summary)
+    if problems:
+        print("demo: the audit did not catch exactly the injected faults:")
+        for line in problems:
+            print(f"  {line}")
+        return ExitCode.FAILED
+    print(
+        f"demo: the injected faults were caught ({', '.join(sorted(injected.fail))} failed) and "
+        "nothing else failed: the demo did what it is for"
+    )
+    return ExitCode.OK
+
+
+def cmd_sandbox_up(args: argparse.Namespace) -> int:
+    from audit.sandbox.cluster import SandboxOptions, default_workdir, up
+
+    ports = {k: v for k, v in (("source", args.source_port), ("destination", args.destination_port)) if v}
+    opts = SandboxOptions(
+        workdir=args.workdir or default_workdir(),
+        brokers_per_cluster=args.brokers,
+        ports=ports,
+        heap_mb=args.heap_mb,
+        start_timeout_seconds=args.timeout,
+        sasl_users=dict(args.sasl_user or []),
+        tls=args.tls,
+    )
+    state = up(opts)
+    print_status(state)
+    return ExitCode.OK
+
+
+def cmd_sandbox_status(args: argparse.Namespace) -> int:
+    from audit.sandbox.cluster import default_workdir, status
+
+    workdir = args.workdir or default_workdir()
+    state = status(workdir)
+    if state is None:
+        print(f"sandbox is not running (no state in {workdir})")
+        return ExitCode.OK
+    print_status(state)
+    return ExitCode.OK
+
+
+def cmd_sandbox_down(args: argparse.Namespace) -> int:
+    from audit.sandbox.cluster import default_workdir, down
+
+    workdir = args.workdir or default_workdir()
+    state = down(workdir, keep_data=args.keep_data)
+    if state is None:
+        print(f"sandbox is not running (no state in {workdir})")
+    else:
+        kept = "data kept" if args.keep_data else "data removed"
+        print(f"sandbox stopped ({kept}; logs in {workdir})")
+    return ExitCode.OK
+
+
+def _running_sandbox(args: argparse.Namespace) -> object:
+    from audit.sandbox.cluster import default_workdir, status
+
+    workdir = args.workdir or default_workdir()
+    state = status(workdir)
+    if state is None:
+        raise UsageError(f"the sandbox is not running (no state in {workdir}): run 'mirror-audit sandbox up'")
+    return state
+
+
+def cmd_sandbox_mm2_start(args: argparse.Namespace) -> int:
+    from audit.sandbox import mm2
+    from audit.sandbox.state import SandboxState
+
+    state = _running_sandbox(args)
+    assert isinstance(state, SandboxState)
+    opts = mm2.Mm2Options(
+        topics=args.topics,
+        groups=args.groups,
+        sync_group_offsets=args.sync_group_offsets,
+        identity_policy=args.identity,
+        offset_syncs_location=args.offset_syncs_on,
+        offset_lag_max=args.offset_lag_max,
+    )
+    proc = mm2.start(state, opts, timeout=args.timeout)
+    print(f"MirrorMaker 2 running: pid {proc.pid}, config {proc.properties_path}, log {proc.log_path}")
+    return ExitCode.OK
+
+
+def cmd_sandbox_mm2_stop(args: argparse.Namespace) -> int:
+    from audit.sandbox import mm2
+    from audit.sandbox.state import SandboxState
+
+    state = _running_sandbox(args)
+    assert isinstance(state, SandboxState)
+    proc = mm2.stop(state)
+    print("MirrorMaker 2 was not running" if proc is None else f"MirrorMaker 2 stopped (log {proc.log_path})")
+    return ExitCode.OK
+
+
+def add_demo(sub: Any) -> None:
+    p = sub.add_parser("demo", help="run the sandbox end to end on the embedded default")
+    p.add_argument("--healthy", action="store_true", help="inject no faults")
+    p.add_argument(
+        "--expect-faults",
+        action="store_true",
+        help="exit 0 when the audit caught exactly the injected faults (the verdict FAIL on "
+        "them and on nothing else), 1 otherwise; without it the exit code is the verdict's, "
+        "1 for the faulty demo's FAIL ('make demo' passes it)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=("cluster-mirroring", "mm2"),
+        default="cluster-mirroring",
+        help="the offset-preserving emulator (default) or a real MirrorMaker 2",
+    )
+    add_out(p, False, "run directory")
+    p.add_argument("--keep", action="store_true", help="leave the sandbox running afterwards")
+    add_workdir(p)
+    p.set_defaults(handler=cmd_demo)
+
+
+def add_sandbox(sub: Any) -> None:
+    sb = sub.add_parser("sandbox", help="the local two-cluster Kafka sandbox (real brokers, loopback)")
+    sbsub = sb.add_subparsers(dest="sandbox_command", metavar="ACTION", required=True)
+    p = sbsub.add_parser("up", help="fetch Kafka if needed, start source and destination clusters")
+    add_workdir(p)
+    p.add_argument(
+        "--brokers", type=int_in(1), default=1, metavar="N", help="brokers per cluster (default 1)"
+    )
+    p.add_argument("--source-port", type=PORT, metavar="PORT", help="fixed client port for the source")
+    p.add_argument(
+        "--destination-port", type=PORT, metavar="PORT", help="fixed client port for the destination"
+    )
+    p.add_argument(
+        "--heap-mb", type=int_in(64), default=512, metavar="MB", help="max heap per broker (default 512)"
+    )
+    p.add_argument(
+        "--sasl-user",
+        type=sasl_user,
+        action="append",
+        metavar="NAME:PASSWORD",
+        help="also listen with SASL_PLAINTEXT (mechanism PLAIN) on a port of each broker's own, for "
+        "this login (repeatable); a local test login: the brokers' server.properties in the work "
+        "dir hold it",
+    )
+    p.add_argument(
+        "--tls",
+        action="store_true",
+        help="the SASL listeners speak TLS (SASL_SSL) with a self-signed certificate for 127.0.0.1, "
+        "made at start; clients trust it with ssl.ca.location WORKDIR/tls/ca.pem",
+    )
+    add_timeout(p, "the clusters")
+    p.set_defaults(handler=cmd_sandbox_up)
+    p = sbsub.add_parser("status", help="show each cluster's bootstrap address, cluster id and pids")
+    add_workdir(p)
+    p.set_defaults(handler=cmd_sandbox_status)
+    p = sbsub.add_parser("down", help="stop the processes 'up' started and remove their data")
+    add_workdir(p)
+    p.add_argument("--keep-data", action="store_true", help="keep the brokers' data directories")
+    p.set_defaults(handler=cmd_sandbox_down)
+    p = sbsub.add_parser(
+        "mm2-start", help="start a real MirrorMaker 2 (dedicated mode) from source to destination"
+    )
+    add_workdir(p)
+    p.add_argument("--topics", default=".*", metavar="REGEX", help="topics to mirror (default .*)")
+    p.add_argument("--groups", default=".*", metavar="REGEX", help="groups to checkpoint (default .*)")
+    p.add_argument(
+        "--sync-group-offsets", action="store_true", help="write translated offsets into the target's groups"
+    )
+    p.add_argument(
+        "--identity", action="store_true", help="IdentityReplicationPolicy (topics keep their names)"
+    )
+    p.add_argument(
+        "--offset-syncs-on",
+        choices=("source", "target"),
+        default="source",
+        help="offset-syncs.topic.location (default source)",
+    )
+    p.add_argument(
+        "--offset-lag-max",
+        type=int_in(0),
+        default=100,
+        metavar="N",
+        help="offset.lag.max: records the replica may run past the last offset sync (default 100, "
+        "MirrorMaker 2's own; 0 syncs every record but lets a burst drop the early syncs)",
+    )
+    add_timeout(p, "MirrorMaker 2 to start")
+    p.set_defaults(handler=cmd_sandbox_mm2_start)
+    p = sbsub.add_parser("mm2-stop", help="stop the MirrorMaker 2 that mm2-start started (its log stays)")
+    add_workdir(p)
+    p.set_defaults(handler=cmd_sandbox_mm2_stop)

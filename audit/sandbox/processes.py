@@ -1,0 +1,92 @@
+"""Java processes the sandbox starts (brokers, MirrorMaker 2, Kafka's command-line tools):
+started in their own session from the sandbox's jars, stopped by pid and /proc start time
+so that a recycled pid is never signalled."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from audit.sandbox.jars import find_java, resource_path
+from audit.sandbox.state import SandboxState, process_start_ticks
+
+log = logging.getLogger(__name__)
+
+# Popen handles of the processes this process started, so they are reaped (no zombies) on stop.
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def java_cmd(java: str, jars: str, heap_mb: int, main: str, args: Sequence[str]) -> list[str]:
+    return [
+        java,
+        f"-Xms{max(64, heap_mb // 2)}m",
+        f"-Xmx{heap_mb}m",
+        "-XX:+UseG1GC",
+        "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={resource_path('log4j2.properties')}",
+        "-cp",
+        f"{jars}/*",
+        main,
+        *args,
+    ]
+
+
+def run_tool(
+    state: SandboxState, main_class: str, args: Sequence[str], timeout: float = 120.0, heap_mb: int = 256
+) -> subprocess.CompletedProcess[str]:
+    """Run one of Kafka's own command-line tools (a Java main class) from the sandbox jars."""
+    cmd = java_cmd(find_java(), state.jars, heap_mb, main_class, args)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def start_java(
+    java: str, jars: str, heap_mb: int, main: str, args: Sequence[str], log_path: Path
+) -> tuple[int, int]:
+    """Start a long-running JVM (a broker, MirrorMaker 2) in its own session, output to
+    ``log_path``; returns its pid and /proc start time, the pair it is stopped by."""
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen(
+            java_cmd(java, jars, heap_mb, main, args),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    _CHILDREN[proc.pid] = proc
+    ticks = None
+    for _ in range(50):
+        ticks = process_start_ticks(proc.pid)
+        if ticks is not None or proc.poll() is not None:
+            break
+        time.sleep(0.01)
+    return proc.pid, ticks if ticks is not None else -1
+
+
+def stop_process(pid: int, ticks: int, timeout: float) -> None:
+    """Stop a process ``start_java`` started, if it is still that process (pid and start time)."""
+    if process_start_ticks(pid) != ticks:
+        _CHILDREN.pop(pid, None)
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process_start_ticks(pid) != ticks:
+            break
+        time.sleep(0.1)
+    else:
+        log.warning("process %d did not stop within %.0fs; killing it", pid, timeout)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        while process_start_ticks(pid) == ticks:
+            time.sleep(0.05)
+    child = _CHILDREN.pop(pid, None)
+    if child is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=5)
