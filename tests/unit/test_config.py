@@ -288,3 +288,15 @@ def test_example_config_is_valid_and_documents_every_key() -> None:
     assert cfg.mirror.mm2 == Mm2Config()  # the mm2 section shows the defaults too
     for key in Mm2Config.__dataclass_fields__:
         assert f" {key}:" in text
+
+
+@pytest.mark.timeout(120)  # never reached by RE2; a backtracking engine would not return for hours
+def test_scope_patterns_are_re2_and_a_backtracking_one_terminates() -> None:
+    """The pattern that takes a backtracking engine 2^40 steps on a 40-character name is
+    answered (RE2 matches in time linear in the name); what RE2 cannot express is refused
+    when the config is read, naming the key."""
+    cfg = parse_config("scope:\n  topics:\n    include: ['(a+)+b']\n", env={})
+    assert cfg.scope.topic_in_scope("a" * 40) is False
+    assert cfg.scope.topic_in_scope("a" * 40 + "b") is True
+    with pytest.raises(ConfigError, match=r"scope.topics.exclude\[0\]: invalid regex.*no lookaround"):
+        parse_config("scope:\n  topics:\n    exclude: ['(?!keep).*']\n", env={})
