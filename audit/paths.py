@@ -72,6 +72,26 @@ def config_path(text: str, base: Path) -> str:
     return str(local_path(text, base))
 
 
+def check_writable(path: Path, what: str) -> Path:
+    """Fail now, naming ``path``, if a directory could not be made there later: it is a
+    file, or its nearest existing ancestor is not a writable directory. Creates nothing,
+    so a run that fails before writing leaves no empty directory behind."""
+    if path.exists():
+        if not path.is_dir():
+            raise OutputError(f"{what} {path} is not a directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise OutputError(f"{what} {path} is not writable")
+        return path
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputError(f"{what} {path} cannot be created: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"{what} {path} cannot be created: {parent} is not writable")
+    return path
+
+
 def writable_directory(path: Path, what: str) -> Path:
     """Create ``path`` (and its parents) if needed and check that files can be made in it:
     a path that cannot work is an error naming it, before any work is done."""

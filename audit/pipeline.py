@@ -17,7 +17,7 @@ from audit.compare.engines import EngineName
 from audit.compare.run import Compared
 from audit.config import AuditConfig
 from audit.errors import ExitCode
-from audit.paths import local_path, writable_directory
+from audit.paths import check_writable, local_path, writable_directory
 from audit.profiles import Profile, profile_of
 from audit.snapshot import read_manifest
 
@@ -171,7 +171,7 @@ def nightly(
     if cfg.records.enabled and not readiness:
         prof.require_data_level("records")
     run_dir = local_path(out) if out is not None else new_run_dir(cfg)
-    writable_directory(run_dir, "run directory")
+    check_writable(run_dir, "run directory")  # made once the snapshots are taken
     import_dependencies()
     import_in_background()  # GX's import overlaps the snapshot's network waits
     src, dst = take_snapshots(cfg, run_dir, prof.snapshot)

@@ -222,15 +222,19 @@ def read_table(spark: Any, directory: str | Path, table: str) -> Any:
     return df.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
 
 
-def read_arrow(directory: str | Path, table: str) -> Any:
+def read_arrow(directory: str | Path, table: str, columns: list[str] | None = None) -> Any:
     """The in-process twin of :func:`read_table`: an Arrow table with exactly the
-    contract's columns and types (extra columns ignored, missing ones refused)."""
+    contract's columns and types (extra columns ignored, missing ones refused), or only
+    ``columns`` of them."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     if not check_table(directory, table):
         raise InputError(f"{Path(directory) / f'{table}.parquet'} is missing from the snapshot")
     path = Path(directory) / f"{table}.parquet"
     schema = arrow_schema(table)
+    if columns is not None:
+        schema = pa.schema([schema.field(c) for c in columns])
     try:
         return pq.read_table(path, columns=schema.names).cast(schema)
     except Exception as exc:  # pyarrow raises several types for corrupt or mistyped files

@@ -56,17 +56,10 @@ class Tables(Protocol):
     def iter_rows(self, sql: str) -> Iterator[dict[str, Any]]:
         """A result too large to hold at once, row by row."""
 
-    def distinct(self, column: str, names: tuple[str, ...]) -> list[Any]:
-        """The distinct non-null values of ``column`` across the registered ``names``."""
-
     def frame(self, name: str) -> Any:
         """The engine's frame of a registered table (what Great Expectations judges)."""
 
     def has(self, name: str) -> bool: ...
-
-
-def _distinct_sql(column: str, names: tuple[str, ...]) -> str:
-    return " UNION ".join(f"SELECT {column} FROM {{{n}}} WHERE {column} IS NOT NULL" for n in names)
 
 
 class SparkTables:
@@ -92,7 +85,10 @@ class SparkTables:
         return self.spark.sql(sql, **self._frames)
 
     def compute(self, comparison: Comparison, path: Path) -> None:
-        self.write(comparison.table, self.query(comparison.declared_sql()), path)
+        # Metadata-sized: one partition sorted by the key costs one shuffle, where ORDER BY
+        # adds a sampling job for its range partitioning.
+        df = self.query(comparison.declared_sql(ordered=False))
+        self.write(comparison.table, df.coalesce(1).sortWithinPartitions(*comparison.key), path)
 
     def write(self, table: str, df: Any, path: Path) -> None:
         """Write a DataFrame cast to ``table``'s declared columns and read it back, so that
@@ -111,9 +107,6 @@ class SparkTables:
     def iter_rows(self, sql: str) -> Iterator[dict[str, Any]]:
         for r in self.query(sql).toLocalIterator():
             yield r.asDict()
-
-    def distinct(self, column: str, names: tuple[str, ...]) -> list[Any]:
-        return [r[column] for r in self.rows(_distinct_sql(column, names))]
 
     def frame(self, name: str) -> Any:
         return self._frames[name]
@@ -178,9 +171,6 @@ class LocalTables:
         while batch := cursor.fetchmany(10_000):
             for r in batch:
                 yield dict(zip(names, r, strict=True))
-
-    def distinct(self, column: str, names: tuple[str, ...]) -> list[Any]:
-        return [r[column] for r in self.rows(_distinct_sql(column, names))]
 
     def frame(self, name: str) -> Any:
         """pandas with nullable dtypes (GX's pandas engine judges these)."""

@@ -21,7 +21,7 @@ from audit.compare.scope import group_scope_rows, params_row, topic_name_rows, t
 from audit.compare.sql import Comparison
 from audit.config import AuditConfig
 from audit.errors import InputError
-from audit.snapshot import check_table, read_manifest, read_table
+from audit.snapshot import check_table, read_arrow, read_manifest, read_table
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +59,10 @@ class Compared:
 @dataclass(frozen=True)
 class Inputs:
     """What a mode reads besides the snapshots' partitions, groups and group offsets, and
-    how it names topics: ``prepare`` registers its extra inputs and returns the topic
-    names that belong to the source's side and to the destination's."""
+    how it names topics: ``prepare`` registers its extra inputs and returns the snapshot
+    tables among them that name topics, as (side, directory, table)."""
 
-    prepare: Callable[[Tables, Path, Path], tuple[set[str], set[str]]]
+    prepare: Callable[[Tables, Path, Path], list[tuple[str, Path, str]]]
     topic_in_scope: Callable[[AuditConfig], Callable[[str], bool]]
     replica_names: bool = False
 
@@ -104,10 +104,19 @@ def run_compare(
         directory = source if role == "source" else destination
         for table in SNAPSHOT_INPUTS:
             load_snapshot_table(tables, prefix + table, directory, table)
-    src_topics, dst_topics = inputs.prepare(tables, source, destination)
-    for prefix, _ in SIDES:
-        names = set(tables.distinct("topic", (f"{prefix}partitions", f"{prefix}group_offsets")))
-        (src_topics if prefix == "src_" else dst_topics).update(names)
+    named = inputs.prepare(tables, source, destination)
+    names = _names(
+        [
+            *[
+                (side, d, t)
+                for side, d in (("src", source), ("dst", destination))
+                for t in ("partitions", "group_offsets")
+            ],
+            *named,
+        ],
+        [source, destination],
+    )
+    src_topics, dst_topics = names["src"], names["dst"]
     if inputs.replica_names:
         pairs = topic_name_rows(src_topics, dst_topics, cfg)
         tables.put("topic_names", "topic_names", pairs)
@@ -116,10 +125,7 @@ def run_compare(
     else:
         topics = src_topics | dst_topics
     tables.put("topic_scope", "topic_scope", topic_scope_rows(topics, inputs.topic_in_scope(cfg)))
-    groups = tables.distinct(
-        "group_id", ("src_groups", "dst_groups", "src_group_offsets", "dst_group_offsets")
-    )
-    tables.put("group_scope", "group_scope", group_scope_rows(groups, cfg))
+    tables.put("group_scope", "group_scope", group_scope_rows(names["groups"], cfg))
     tables.put("run_params", "run_params", params_row(cfg, started_ms(src_manifest, source)))
 
     out, tmp = run_dir / "compare", run_dir / ".compare.partial"
@@ -143,23 +149,50 @@ def run_compare(
 # --------------------------------------------------------------------------- mode inputs
 
 
-def scan_issue_inputs(tables: Tables, source: Path, destination: Path) -> tuple[set[str], set[str]]:
+def scan_issue_inputs(tables: Tables, source: Path, destination: Path) -> list[tuple[str, Path, str]]:
     """Mode cluster-mirroring: each side's batch scan issues (small: a row per problem),
     whose topics are named too, since their rows are judged in scope like the batches'."""
-    names: list[set[str]] = []
-    for prefix, directory in (("src_", source), ("dst_", destination)):
-        load_snapshot_table(tables, f"{prefix}batch_scan_issues", directory, "batch_scan_issues")
-        names.append(set(tables.distinct("topic", (f"{prefix}batch_scan_issues",))))
-    return names[0], names[1]
+    named = []
+    for side, prefix, directory in (("src", "src_", source), ("dst", "dst_", destination)):
+        if load_snapshot_table(tables, f"{prefix}batch_scan_issues", directory, "batch_scan_issues"):
+            named.append((side, directory, "batch_scan_issues"))
+    return named
 
 
-def mm2_inputs(tables: Tables, source: Path, destination: Path) -> tuple[set[str], set[str]]:
+def mm2_inputs(tables: Tables, source: Path, destination: Path) -> list[tuple[str, Path, str]]:
     """Mode mm2: MirrorMaker 2's offset syncs (they name source topics) and checkpoints
     (they name replicas), from whichever snapshot holds each."""
-    for name, table in (("offset_syncs", "mm2_offset_syncs"), ("checkpoints", "mm2_checkpoints")):
-        if not load_snapshot_table(tables, name, source, table):
-            load_snapshot_table(tables, name, destination, table)
-    return set(tables.distinct("topic", ("offset_syncs",))), set(tables.distinct("topic", ("checkpoints",)))
+    named = []
+    for name, table, side in (
+        ("offset_syncs", "mm2_offset_syncs", "src"),
+        ("checkpoints", "mm2_checkpoints", "dst"),
+    ):
+        for directory in (source, destination):
+            if load_snapshot_table(tables, name, directory, table):
+                named.append((side, directory, table))
+                break
+        else:
+            tables.put(name, table, [])
+    return named
+
+
+def _names(named: list[tuple[str, Path, str]], dirs: list[Path]) -> dict[str, set[str]]:
+    """The distinct topic names of each side and every group id, read from the snapshot
+    files on this machine (metadata: a few columns of small tables), not by a job."""
+    out: dict[str, set[str]] = {"src": set(), "dst": set(), "groups": set()}
+    for side, directory, table in named:
+        out[side].update(_distinct(directory, table, "topic"))
+    for directory in dirs:
+        for table in ("groups", "group_offsets"):
+            out["groups"].update(_distinct(directory, table, "group_id"))
+    return out
+
+
+def _distinct(directory: Path, table: str, column: str) -> set[str]:
+    import pyarrow.compute as pc
+
+    values = read_arrow(directory, table, [column]).column(column)
+    return {v for v in pc.unique(values).to_pylist() if v is not None}
 
 
 def data_level_tables(

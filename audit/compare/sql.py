@@ -31,15 +31,18 @@ class Comparison:
     key: tuple[str, ...]
     sql: str
 
-    def declared_sql(self) -> str:
+    def declared_sql(self, ordered: bool = True) -> str:
         """The query with its result cast to the declared columns, in the declared order,
         its rows in key order (so the examples a check lists are the same whichever engine
-        ran and however the rows were shuffled)."""
+        ran and however the rows were shuffled). ``ordered=False`` leaves the order to the
+        caller (Spark sorts within one partition instead: no sampling job for a global sort)."""
         cols = ",\n  ".join(
             f"CAST({c.name} AS {SQL_TYPES[c.type]}) AS {c.name}" for c in COMPARISON_TABLES[self.table]
         )
-        order = ", ".join(f"{k} NULLS FIRST" for k in self.key)
-        return f"SELECT\n  {cols}\nFROM (\n{self.sql}\n) declared\nORDER BY {order}"
+        sql = f"SELECT\n  {cols}\nFROM (\n{self.sql}\n) declared"
+        if ordered:
+            sql += "\nORDER BY " + ", ".join(f"{k} NULLS FIRST" for k in self.key)
+        return sql
 
 
 def side(alias: str, table: str, prefix: str, skip: tuple[str, ...] = ()) -> str:

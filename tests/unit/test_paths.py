@@ -279,3 +279,17 @@ def test_readiness_without_out_writes_a_new_run_under_the_configs_output_root(
     (run,) = (conf / "runs").iterdir()
     assert (run / "summary.json").is_file()
     assert f"report: {run / 'report' / 'index.html'}" in out
+
+
+def test_checking_a_run_directory_creates_nothing(tmp_path: Path) -> None:
+    from audit.paths import check_writable
+
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    with pytest.raises(OutputError, match=f"run directory {afile} is not a directory"):
+        check_writable(afile, "run directory")
+    with pytest.raises(OutputError, match=f"{afile} is not a directory"):
+        check_writable(afile / "a" / "b", "run directory")
+    later = tmp_path / "x" / "y"
+    assert check_writable(later, "run directory") == later
+    assert not (tmp_path / "x").exists()
