@@ -129,6 +129,8 @@ class Thresholds:
     epoch_headroom: int = 3
     group_sync_tolerance_records: int = 0
     max_open_txn_seconds: float = 900.0
+    # CM-FAILBACK-1: records mirroring back may truncate from a partition of the old source.
+    max_failback_truncation_records: int = 0
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,10 @@ class MirrorConfig:
     preserves_batch_epochs: bool = False
     # mode: mm2 only.
     mm2: Mm2Config = field(default_factory=Mm2Config)
+    # The mirror's own state per partition, as JSON (KIP-1279's DescribeClusterMirrors
+    # response, or kafka-cluster-mirrors.sh --describe --json): imported into the
+    # destination's snapshot (CM-FAILOVER-1, failover verify, failback readiness).
+    state_file: str | None = None
 
 
 @dataclass(frozen=True)

@@ -107,11 +107,15 @@ def anchor_paths(cfg: AuditConfig, base: Path) -> AuditConfig:
 
     seg = cfg.segments
     expectations = cfg.validation.expectations_dir
+    state_file = cfg.mirror.state_file
     return dataclasses.replace(
         cfg,
         source=cluster(cfg.source),
         destination=cluster(cfg.destination),
         segments=dataclasses.replace(seg, source=side(seg.source), destination=side(seg.destination)),
+        mirror=dataclasses.replace(
+            cfg.mirror, state_file=None if state_file is None else config_path(state_file, base)
+        ),
         output=dataclasses.replace(cfg.output, root=config_path(cfg.output.root, base)),
         validation=dataclasses.replace(
             cfg.validation, expectations_dir=None if expectations is None else config_path(expectations, base)

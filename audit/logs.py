@@ -58,6 +58,8 @@ def setup_logging(verbose: bool = False) -> None:
     # Third-party chatter stays quiet unless asked for.
     for noisy in ("py4j", "great_expectations", "kafka", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.INFO if verbose else logging.WARNING)
+    # kafka-python's event loop warns of its own slow tasks on a busy machine: not the user's concern.
+    logging.getLogger("kafka.net.selector").setLevel(logging.INFO if verbose else logging.ERROR)
 
 
 def register_secrets(secrets: Iterable[str]) -> None:

@@ -23,6 +23,7 @@ from audit.snapshot import read_manifest
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class RunOutcome:
     run_dir: Path
@@ -35,13 +36,18 @@ class RunOutcome:
 
 
 def compare_snapshots(
-    source: Path, destination: Path, run_dir: Path, cfg: AuditConfig, engine: EngineName = "spark"
+    source: Path,
+    destination: Path,
+    run_dir: Path,
+    cfg: AuditConfig,
+    engine: EngineName = "spark",
+    prof: Profile | None = None,
 ) -> Compared:
-    """The compare stage alone: the mode's comparison tables of two snapshot directories,
-    computed by ``engine`` into ``run_dir/compare``."""
+    """The compare stage alone: the profile's (by default the mode's) comparison tables of
+    two snapshot directories, computed by ``engine`` into ``run_dir/compare``."""
     from audit.compare.run import new_tables, run_compare
 
-    prof = profile_of(cfg)
+    prof = prof or profile_of(cfg)
     data_level = prof.data_level if engine == "spark" else None
     tables = new_tables(engine, cfg)
     return run_compare(tables, prof.comparisons, prof.inputs, source, destination, run_dir, cfg, data_level)
@@ -54,33 +60,38 @@ def audit_snapshots(
     cfg: AuditConfig,
     readiness: bool = False,
     engine: EngineName = "spark",
+    prof: Profile | None = None,
+    run_extra: dict[str, Any] | None = None,
 ) -> RunOutcome:
     """Audit two snapshot directories into ``run_dir`` (summary.json is written last).
 
     ``engine`` computes the comparison tables: Spark by default; "local" (DuckDB in this
     process) for readiness, where an answer is needed before a JVM could start. Both run the
-    same queries, the same suites judge both, and both write the same files.
+    same queries, the same suites judge both, and both write the same files. ``prof`` is
+    the mode's profile unless a failover job (verify, failback) gives its own;
+    ``run_extra`` adds to summary.json's run section.
     """
     from audit.report.data import collect_report_data
     from audit.report.details import invariant_details
     from audit.report.html import render_report
     from audit.report.summary import build_summary, load_history, write_summary
-    from audit.validate.readiness import readiness_figures
+    from audit.validate.readiness import figures as compute_figures
     from audit.validate.run import mode_suites, run_validation
 
-    prof = profile_of(cfg)
-    suites = mode_suites(cfg, prof.suite_prefix)
+    prof = prof or profile_of(cfg)
+    suites = mode_suites(cfg, prof.suite_patterns)
     source, destination, run_dir = local_path(source), local_path(destination), local_path(run_dir)
     src_manifest = read_manifest(source, "source")
     dst_manifest = read_manifest(destination, "destination")
     started = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     writable_directory(run_dir, "run directory")
     clock = _StageClock()
-    compared = compare_snapshots(source, destination, run_dir, cfg, engine)
+    compared = compare_snapshots(source, destination, run_dir, cfg, engine, prof)
     clock.done(f"compare ({engine})")
     results = run_validation(compared, run_dir, cfg, suites, prof.catalogue)
     clock.done("validate (Great Expectations)")
-    figures = readiness_figures(compared, prof.figures) if readiness else None
+    queries = prof.job_figures if prof.job_figures is not None else (prof.figures if readiness else None)
+    figures = None if queries is None else compute_figures(compared, queries)
     plan = _failover_plan(prof, compared, run_dir, cfg) if readiness else None
     data = collect_report_data(compared, prof.slices)
     clock.done("readiness figures and report data")
@@ -95,9 +106,11 @@ def audit_snapshots(
         "destination_snapshot_at": dst_manifest.get("started_at"),
         "total_lag_records": data.totals["total_lag_records"],
         "thresholds": cfg.redacted()["thresholds"],
+        **(run_extra or {}),
     }
     details = invariant_details(compared, source, src_manifest, dst_manifest)
-    summary = build_summary(results, cfg.mode, run_info, figures, details)
+    go_no_go = prof.always_go_no_go or (readiness and prof.job_figures is None)
+    summary = build_summary(results, cfg.mode, run_info, figures, details, go_no_go, prof.figures_key)
     if plan is not None:
         summary["failover_plan"] = plan
     history = [*load_history(run_dir.parent, exclude=run_dir), {"dir": run_dir.name, **summary}]
@@ -163,9 +176,8 @@ def nightly(
     from audit.validate.run import mode_suites
 
     prof = profile_of(cfg)
-    mode_suites(
-        cfg, prof.suite_prefix
-    )  # a missing or broken suite directory fails before the clusters are read
+    # A missing or broken suite directory fails before the clusters are read.
+    mode_suites(cfg, prof.suite_patterns)
     if cfg.segments.enabled() and not readiness:
         prof.require_data_level("segments")
     if cfg.records.enabled and not readiness:
@@ -199,3 +211,142 @@ def _collect_batches(cfg: AuditConfig, src: Path, dst: Path) -> None:
             log.info(
                 "%s: %d batches, %d markers collected (%s)", role, note["batches"], note["markers"], side.read
             )
+
+
+# --------------------------------------------------------------------------- the failover
+
+
+def failover_verify(
+    cfg: AuditConfig,
+    before: Path,
+    out: Path | None = None,
+    source: Path | None = None,
+    destination: Path | None = None,
+    engine: EngineName = "local",
+) -> RunOutcome:
+    """The destination after the stop against the readiness run taken before it (``before``):
+    records lost per partition against the loss predicted, where each group resumes.
+
+    Snapshot directories given are audited as they are; otherwise the destination is
+    snapshotted live (with the mirror's state) and so is the source where it answers. In a
+    disaster it does not: the source's offsets then come from the mirror's own record of
+    them, else from the readiness run's source snapshot, and the run says which.
+    """
+    from audit.collect.metadata.snapshot import collect_snapshot, import_dependencies, with_mirror_state
+    from audit.errors import AuditError, UsageError
+    from audit.profiles import failover_verify_profile
+    from audit.snapshot import check_table, write_snapshot
+
+    before, before_source = _readiness_run(local_path(before))
+    prof = failover_verify_profile(before)
+    run_dir = local_path(out) if out is not None else new_run_dir(cfg)
+    check_writable(run_dir, "run directory")
+    source_from = "the source snapshot given"
+    if destination is None:
+        import_dependencies()
+        from audit.collect.metadata.mirror_state import read_mirror_state
+
+        if not cfg.mirror.state_file:
+            raise UsageError(
+                "failover verify needs the mirror's state at the stop: set mirror.state_file in the "
+                "configuration (or give --destination DIR, a snapshot taken with --mirror-state)"
+            )
+        state = read_mirror_state(Path(cfg.mirror.state_file))
+        dst_snap = collect_snapshot(cfg, "destination", prof.snapshot)
+        dst_snap = with_mirror_state(dst_snap, state, cfg.mirror.state_file)
+        destination = write_snapshot(run_dir / "destination", dst_snap)
+        if source is None:
+            try:
+                source = write_snapshot(run_dir / "source", collect_snapshot(cfg, "source", prof.snapshot))
+                source_from = "the live source"
+            except AuditError as exc:
+                log.warning("the source cannot be read (%s): using the readiness run's source snapshot", exc)
+                source = before_source
+                source_from = f"the readiness run's source snapshot (the source did not answer: {exc})"
+    elif source is None:
+        source = before_source
+        source_from = "the readiness run's source snapshot (no source snapshot given)"
+    if not check_table(destination, "mirror_partitions"):
+        raise UsageError(
+            f"{destination} holds no mirror state (mirror_partitions.parquet): take the destination's "
+            "snapshot with 'snapshot --mirror-state FILE' or mirror.state_file"
+        )
+    return audit_snapshots(
+        source,
+        destination,
+        run_dir,
+        cfg,
+        engine=engine,
+        prof=prof,
+        run_extra={"job": "failover verify", "before": str(before), "source_offsets_read_from": source_from},
+    )
+
+
+def failback_readiness(
+    cfg: AuditConfig,
+    out: Path | None = None,
+    source: Path | None = None,
+    destination: Path | None = None,
+    engine: EngineName = "local",
+) -> RunOutcome:
+    """What mirroring back would truncate on the old source (``source``: the cluster the
+    original mirror read from), against the mirror state recorded at the stop (in the
+    destination's snapshot, or ``mirror.state_file``); GO / NO-GO."""
+    from audit.collect.metadata.snapshot import import_dependencies, take_snapshots
+    from audit.errors import UsageError
+    from audit.profiles import failback_profile
+    from audit.snapshot import check_table
+
+    prof = failback_profile()
+    run_dir = local_path(out) if out is not None else new_run_dir(cfg)
+    check_writable(run_dir, "run directory")
+    if source is None or destination is None:
+        if not cfg.mirror.state_file:
+            raise UsageError(
+                "failback readiness needs the mirror state recorded at the stop: set mirror.state_file "
+                "in the configuration (or give --source DIR --destination DIR, the destination's "
+                "snapshot taken with --mirror-state)"
+            )
+        import_dependencies()
+        source, destination = take_snapshots(cfg, run_dir, prof.snapshot)
+    for directory in (destination, source):
+        if check_table(directory, "mirror_partitions"):
+            break
+    else:
+        raise UsageError(
+            f"neither {source} nor {destination} holds a mirror state (mirror_partitions.parquet): take "
+            "the snapshots with 'snapshot --mirror-state FILE' or mirror.state_file"
+        )
+    return audit_snapshots(
+        source, destination, run_dir, cfg, engine=engine, prof=prof, run_extra={"job": "failback readiness"}
+    )
+
+
+def _readiness_run(before: Path) -> tuple[Path, Path]:
+    """A readiness run's directory, checked to hold what verify compares against, and its
+    source snapshot (in the run for a live check, where its summary says for an offline one)."""
+    import json
+
+    from audit.errors import InputError
+
+    summary = before / "summary.json"
+    try:
+        data = json.loads(summary.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{before} is not a finished run: {summary} is missing") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{summary} cannot be read: {exc}") from exc
+    if "readiness" not in data or "expected_loss_records" not in data:
+        raise InputError(
+            f"{before} is not a readiness run (its summary.json has no readiness figures): give the run "
+            "of the 'mirror-audit readiness' taken before the stop"
+        )
+    if data.get("mode", "cluster-mirroring") != "cluster-mirroring":
+        raise InputError(
+            f"{before} is a readiness run of mode {data.get('mode')}: failover verify needs cluster-mirroring"
+        )
+    source = before / "source"
+    if not source.is_dir():
+        source = Path(str((data.get("run") or {}).get("source") or source))
+    read_manifest(source, "source")
+    return before, source

@@ -10,21 +10,42 @@ record checks; the failover plan). No module below this one decides by mode.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from audit.collect.metadata.snapshot import SnapshotPlan
-from audit.compare import cluster_mirroring, mm2
+from audit.compare import cluster_mirroring, failover, mm2
 from audit.compare.engines import Tables
-from audit.compare.run import Inputs, data_level_tables, mm2_inputs, scan_issue_inputs
+from audit.compare.run import (
+    Inputs,
+    cluster_mirroring_inputs,
+    data_level_tables,
+    load_compared,
+    mm2_inputs,
+)
 from audit.compare.sql import Comparison
 from audit.config import AuditConfig, Mode
 from audit.errors import ConfigError
-from audit.report.data import CLUSTER_MIRRORING_SLICES, MM2_SLICES, ReportSlices
-from audit.validate.catalogue import CLUSTER_MIRRORING, Invariant, mm2_catalogue
-from audit.validate.readiness import CLUSTER_MIRRORING_FIGURES, MM2_FIGURES, FigureQueries
+from audit.report.data import (
+    CLUSTER_MIRRORING_SLICES,
+    FAILBACK_SLICES,
+    FAILOVER_SLICES,
+    MM2_SLICES,
+    ReportSlices,
+)
+from audit.validate.catalogue import CLUSTER_MIRRORING, FAILBACK, FAILOVER_VERIFY, Invariant, mm2_catalogue
+from audit.validate.readiness import (
+    CLUSTER_MIRRORING_DRAIN,
+    CLUSTER_MIRRORING_FIGURES,
+    FAILBACK_FIGURES,
+    FAILOVER_FIGURES,
+    MM2_DRAIN,
+    MM2_FIGURES,
+    FigureQueries,
+)
 
 Role = Literal["source", "destination"]
 
@@ -32,11 +53,14 @@ Role = Literal["source", "destination"]
 @dataclass(frozen=True)
 class Profile:
     mode: Mode
-    suite_prefix: str  # expectations/<prefix>*.json
+    suite_patterns: tuple[str, ...]  # file name globs in expectations/
     catalogue: tuple[Invariant, ...]
     comparisons: tuple[Comparison, ...]
     inputs: Inputs
+    # Readiness figures: summary.json's top level, for a readiness check.
     figures: FigureQueries
+    # readiness --wait-drained: per in-scope partition lag_records, src_end, open_txn.
+    drain: str
     slices: ReportSlices
     # The Spark-only tables that grow with the data (batches, records), where they apply.
     data_level: Callable[[Tables, Path, Path, AuditConfig, Path], list[str]] | None
@@ -44,6 +68,11 @@ class Profile:
     failover_plan: bool
     # Which topics a snapshot of each side reads, and whether MirrorMaker 2's own too.
     snapshot: SnapshotPlan
+    # A job of the failover (verify, failback) rather than an audit: its figures on every
+    # run, under ``figures_key`` (None: the top level), and GO / NO-GO where it answers one.
+    job_figures: FigureQueries | None = None
+    figures_key: str | None = None
+    always_go_no_go: bool = False
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -87,11 +116,12 @@ def _mm2_scope_of(cfg: AuditConfig) -> Callable[[str], bool]:
 PROFILES: dict[str, Profile] = {
     "cluster-mirroring": Profile(
         mode="cluster-mirroring",
-        suite_prefix="cm_",
+        suite_patterns=("cm_*.json",),
         catalogue=CLUSTER_MIRRORING,
         comparisons=cluster_mirroring.COMPARISONS,
-        inputs=Inputs(scan_issue_inputs, _scope_of),
+        inputs=Inputs(cluster_mirroring_inputs, _scope_of),
         figures=CLUSTER_MIRRORING_FIGURES,
+        drain=CLUSTER_MIRRORING_DRAIN,
         slices=CLUSTER_MIRRORING_SLICES,
         data_level=data_level_tables,
         failover_plan=False,
@@ -99,17 +129,60 @@ PROFILES: dict[str, Profile] = {
     ),
     "mm2": Profile(
         mode="mm2",
-        suite_prefix="mm2_",
+        suite_patterns=("mm2_*.json",),
         catalogue=mm2_catalogue(),
         comparisons=mm2.COMPARISONS,
         inputs=Inputs(mm2_inputs, _mm2_scope_of, replica_names=True),
         figures=MM2_FIGURES,
+        drain=MM2_DRAIN,
         slices=MM2_SLICES,
         data_level=None,
         failover_plan=True,
         snapshot=SnapshotPlan(_replica_names, reads_mm2_topics=True),
     ),
 }
+
+
+def failover_verify_profile(before: Path) -> Profile:
+    """``failover verify --before READINESS_RUN``: the destination after the stop (and the
+    source, live or as the readiness run saw it) against what readiness predicted, whose
+    partitions table joins as ``{before_partitions}``."""
+    from audit.compare import cluster_mirroring as cm
+
+    def prepare(tables: Tables, source: Path, destination: Path) -> list[tuple[str, Path, str]]:
+        load_compared(tables, "before_partitions", before / "compare" / "partitions.parquet", "partitions")
+        return cluster_mirroring_inputs(tables, source, destination)
+
+    base = PROFILES["cluster-mirroring"]
+    return dataclasses.replace(
+        base,
+        suite_patterns=("cm_mirror_states.json", "fo_*.json"),
+        catalogue=FAILOVER_VERIFY,
+        comparisons=(cm.PARTITIONS, cm.GROUP_OFFSETS, failover.MIRROR_STATES, *failover.VERIFY),
+        inputs=Inputs(prepare, _scope_of),
+        slices=FAILOVER_SLICES,
+        data_level=None,
+        job_figures=FAILOVER_FIGURES,
+        figures_key="failover",
+    )
+
+
+def failback_profile() -> Profile:
+    """``failback readiness``: the old source (the source snapshot) against the mirror state
+    recorded at the stop: what mirroring back would truncate; GO / NO-GO."""
+    from audit.compare import cluster_mirroring as cm
+
+    base = PROFILES["cluster-mirroring"]
+    return dataclasses.replace(
+        base,
+        suite_patterns=("fb_*.json",),
+        catalogue=FAILBACK,
+        comparisons=(cm.PARTITIONS, cm.GROUP_OFFSETS, *failover.FAILBACK),
+        slices=FAILBACK_SLICES,
+        data_level=None,
+        job_figures=FAILBACK_FIGURES,
+        always_go_no_go=True,
+    )
 
 
 def profile(mode: str) -> Profile:

@@ -187,6 +187,20 @@ SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
         _c("destination_record", "string"),
         _c("detail", "string"),
     ),
+    # Optional, in the snapshot of the cluster a mirror writes to: the mirror's own state per
+    # partition (KIP-1279's DescribeClusterMirrors), imported from JSON
+    # (audit/collect/metadata/mirror_state.py); -1 in the source is null here.
+    "mirror_partitions": (
+        _c("mirror", "string"),
+        _c("topic", "string", False),
+        _c("partition", "int32", False),
+        _c("state", "string", False),
+        _c("source_offset", "int64"),  # the source's high watermark as the mirror saw it
+        _c("destination_offset", "int64"),  # the destination's LEO
+        _c("last_mirror_epoch", "int32"),
+        _c("last_mirror_offset", "int64"),  # where mirroring stopped: the destination's LEO then
+        _c("error_message", "string"),
+    ),
 }
 
 REQUIRED_TABLES = ("partitions", "groups", "group_offsets")
@@ -267,6 +281,15 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("src_open_txn", "boolean"),
         _c("open_txn_age_seconds", "double"),
         _c("streams_internal_topic", "boolean"),
+        # The mirror's state where it was collected (mirror_partitions): after a stop, the
+        # destination holds the stop's control records past the last mirrored offset.
+        _c("mirror_state", "string"),
+        _c("last_mirror_offset", "int64"),
+        _c("last_mirror_epoch", "int32"),
+        _c("src_open_txn_count", "int64"),
+        _c("stop_control_records", "int64"),
+        _c("stop_control_bound", "int64"),
+        _c("data_lag_records", "int64"),
     ),
     "topics": (
         _c("topic", "string"),
@@ -394,6 +417,78 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("synced_matches", "boolean"),
         _c("dst_offset_in_range", "boolean"),
     ),
+    # A mirror's state per partition, judged after a stop (CM-FAILOVER-1).
+    "mirror_states": (
+        *_side("", "mirror_partitions"),
+        _c("in_scope", "boolean"),
+        _c("src_high_watermark", "int64"),
+        _c("src_leader_epoch", "int32"),
+        _c("dst_high_watermark", "int64"),
+        _c("dst_last_stable_offset", "int64"),
+        _c("dst_leader_epoch", "int32"),
+        _c("stop_control_bound", "int64"),
+        _c("stop_control_records", "int64"),
+        _c("stopped", "boolean"),
+        _c("failed", "boolean"),
+        _c("stop_markers", "int64"),
+        _c("control_records_ok", "boolean"),
+        _c("dst_transactions_closed", "boolean"),
+        _c("epoch_bumped", "boolean"),
+    ),
+    # failover verify: predicted against realized, per partition and per group partition.
+    "failover_partitions": (
+        _c("topic", "string"),
+        _c("partition", "int32"),
+        _c("in_scope", "boolean"),
+        _c("predicted_loss_records", "int64"),
+        _c("mirror_state", "string"),
+        _c("last_mirror_offset", "int64"),
+        _c("source_offset_at_stop", "int64"),
+        _c("source_offset_from", "string"),
+        _c("readiness_src_high_watermark", "int64"),
+        _c("readiness_dst_high_watermark", "int64"),
+        _c("realized_loss_records", "int64"),
+        _c("loss_within_prediction", "boolean"),
+    ),
+    "failover_groups": (
+        _c("group_id", "string"),
+        _c("topic", "string"),
+        _c("partition", "int32"),
+        _c("in_scope", "boolean"),
+        _c("src_committed_offset", "int64"),
+        _c("resume_offset", "int64"),
+        _c("dst_log_start_offset", "int64"),
+        _c("dst_high_watermark", "int64"),
+        _c("mirrored_end", "int64"),
+        _c("resume_in_range", "boolean"),
+        _c("skipped_records", "int64"),
+        _c("reprocessed_records", "int64"),
+    ),
+    # failback readiness: what mirroring back would truncate on the old source.
+    "failback_partitions": (
+        _c("topic", "string"),
+        _c("partition", "int32"),
+        _c("in_scope", "boolean"),
+        _c("mirror_state", "string"),
+        _c("last_mirror_offset", "int64"),
+        _c("last_mirror_epoch", "int32"),
+        _c("src_log_start_offset", "int64"),
+        _c("src_high_watermark", "int64"),
+        _c("src_last_stable_offset", "int64"),
+        _c("truncate_records", "int64"),
+        _c("src_open_txn", "boolean"),
+        _c("groups_committed_past", "int64"),
+    ),
+    "failback_groups": (
+        _c("group_id", "string"),
+        _c("topic", "string"),
+        _c("partition", "int32"),
+        _c("in_scope", "boolean"),
+        _c("src_committed_offset", "int64"),
+        _c("last_mirror_offset", "int64"),
+        _c("committed_past_truncation", "boolean"),
+        _c("records_past_truncation", "int64"),
+    ),
     # Batch and record level (Spark only: a row per batch, marker or chunk).
     "batch_diffs": (
         _c("topic", "string"),
@@ -493,6 +588,7 @@ AUX_TABLES: dict[str, tuple[Column, ...]] = {
         _c("preserves_topic_ids", "boolean", False),
         _c("preserves_batch_epochs", "boolean", False),
         _c("sync_group_offsets", "boolean", False),
+        _c("dst_markers_collected", "boolean", False),
     ),
 }
 

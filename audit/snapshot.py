@@ -108,6 +108,9 @@ class Snapshot:
     # mode mm2, on the cluster that holds the topic: None when not collected here.
     mm2_offset_syncs: tuple[Mm2OffsetSyncRecord, ...] | None = None
     mm2_checkpoints: tuple[Mm2CheckpointRecord, ...] | None = None
+    # The mirror's own state per partition (records of mirror_state.MirrorPartitionRecord's
+    # shape), in the snapshot of the cluster it writes to: None when not imported.
+    mirror_partitions: tuple[Any, ...] | None = None
 
 
 def make_manifest(
@@ -155,6 +158,7 @@ def write_snapshot(directory: str | Path, snap: Snapshot) -> Path:
             ("open_transactions", snap.open_transactions),
             ("mm2_offset_syncs", snap.mm2_offset_syncs),
             ("mm2_checkpoints", snap.mm2_checkpoints),
+            ("mirror_partitions", snap.mirror_partitions),
         ):
             if rows is not None:
                 write_table(tmp, table, rows)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from audit.collect.metadata.mirror_state import MirrorPartitionRecord
 from audit.snapshot import (
     GroupOffsetRecord,
     GroupRecord,
@@ -58,6 +59,7 @@ def write_pair(
     src_txns: list[OpenTransactionRecord] | None = None,
     src_syncs: list[Mm2OffsetSyncRecord] | None = None,
     dst_checkpoints: list[Mm2CheckpointRecord] | None = None,
+    dst_mirror: list[MirrorPartitionRecord] | None = None,
 ) -> tuple[Path, Path]:
     def manifest(role: str) -> dict[str, object]:
         return make_manifest(role, f"cluster-{role}", T0, T0, {}, {"bootstrap_servers": "x:9092"})  # type: ignore[arg-type]
@@ -81,9 +83,57 @@ def write_pair(
             tuple(dst_groups),
             tuple(dst_offsets),
             mm2_checkpoints=None if dst_checkpoints is None else tuple(dst_checkpoints),
+            mirror_partitions=None if dst_mirror is None else tuple(dst_mirror),
         ),
     )
     return src, dst
+
+
+def mirror(
+    topic: str = "orders",
+    partition: int = 0,
+    state: str = "STOPPED",
+    last_offset: int | None = 100,
+    last_epoch: int | None = 5,
+    source_offset: int | None = 100,
+    error: str | None = None,
+) -> MirrorPartitionRecord:
+    """A partition of a mirror's state, as KIP-1279's DescribeClusterMirrors reports it."""
+    return MirrorPartitionRecord(
+        "a-to-b", topic, partition, state, source_offset, None, last_epoch, last_offset, error
+    )
+
+
+def write_markers(snapshot: Path, markers: list[tuple[str, int, int, int]]) -> None:
+    """A markers table for a snapshot: (topic, partition, offset, control type) per control
+    batch, as a segment scan or a fetch writes it (type 0 ABORT, 1 COMMIT, 7 KIP-1279's
+    pid-reset record, which no released broker writes)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from audit.schemas import arrow_schema
+
+    names = {0: "ABORT", 1: "COMMIT", 7: "PID_RESET"}
+    rows = [
+        {
+            "topic": t,
+            "partition": p,
+            "offset": o,
+            "marker": names.get(ct, f"UNKNOWN({ct})"),
+            "control_type": ct,
+            "control_version": 0,
+            "coordinator_epoch": 0,
+            "producer_id": 7,
+            "producer_epoch": 0,
+            "partition_leader_epoch": 6,
+            "timestamp_ms": T0_MS,
+            "file": None,
+            "position": None,
+        }
+        for t, p, o, ct in markers
+    ]
+    schema = arrow_schema("markers")
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), snapshot / "markers.parquet")
 
 
 def faulty_pair(root: Path) -> tuple[Path, Path]:

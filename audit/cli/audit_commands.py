@@ -13,6 +13,7 @@ from audit.cli.options import (
     add_snapshot_dirs,
     config_of,
     engine_of,
+    path_arg,
 )
 from audit.cli.output import print_outcome
 from audit.errors import ExitCode, UsageError
@@ -29,7 +30,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     from audit.profiles import profile_of
 
     cfg = config_of(args)
-    src, dst = take_snapshots(cfg, args.out, profile_of(cfg).snapshot)
+    src, dst = take_snapshots(cfg, args.out, profile_of(cfg).snapshot, args.mirror_state)
     print(f"snapshots written: {dst} (taken first), {src}")
     return ExitCode.OK
 
@@ -56,7 +57,11 @@ def cmd_nightly(args: argparse.Namespace) -> int:
 def cmd_readiness(args: argparse.Namespace) -> int:
     from audit.pipeline import audit_snapshots, new_run_dir, nightly
 
+    if args.timeout is not None and not args.wait_drained:
+        raise UsageError("--timeout is how long --wait-drained waits: give --wait-drained too")
     cfg = config_of(args)
+    if args.wait_drained:
+        return _readiness_drained(args, cfg)
     if args.source is not None or args.destination is not None:
         src, dst = _snapshot_dirs(args)
         out = args.out if args.out is not None else new_run_dir(cfg)
@@ -69,10 +74,84 @@ def cmd_readiness(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
+def _readiness_drained(args: argparse.Namespace, cfg: Any) -> int:
+    """Wait until drained (audit/drain.py), then the readiness check on the drained state."""
+    from audit.drain import drained_readiness
+    from audit.pipeline import new_run_dir
+
+    if args.source is not None or args.destination is not None:
+        raise UsageError(
+            "--wait-drained polls the live clusters: give --config FILE, not snapshot directories"
+        )
+    if args.config is None:
+        raise UsageError("--wait-drained polls the live clusters: give --config FILE")
+    out = args.out if args.out is not None else new_run_dir(cfg)
+    timeout = args.timeout if args.timeout is not None else DRAIN_TIMEOUT
+    progress = DrainProgress()
+    status, outcome = drained_readiness(cfg, out, timeout, args.poll_interval, progress, engine_of(args, cfg))
+    progress.end()
+    if outcome is None:
+        print(
+            f"not drained after {status.elapsed_seconds:.0f}s: {status.lag_records} records left on "
+            f"{status.partitions - status.drained_partitions} of {status.partitions} partitions"
+            + ("" if status.source_quiet else "; the source is still being written to")
+        )
+        for lag in status.lagging:
+            txn = " (transaction open on the source)" if lag.open_transaction else ""
+            print(f"  {lag.topic}-{lag.partition}: {lag.lag_records} records{txn}")
+        return ExitCode.FAILED
+    print(f"drained: {status.partitions} partitions, source quiet, after {status.elapsed_seconds:.0f}s")
+    print_outcome(outcome.summary, outcome.report)
+    return outcome.exit_code
+
+
+DRAIN_TIMEOUT = 600.0
+
+
+class DrainProgress:
+    """The live progress line: rewritten in place on a terminal, a line per change otherwise
+    (a CI log keeps the history without a line per poll)."""
+
+    def __init__(self) -> None:
+        import sys
+
+        self.out = sys.stderr
+        self.tty = self.out.isatty()
+        self.last = ""
+        self.key: tuple[int, int, int] | None = None
+
+    def __call__(self, status: Any) -> None:
+        line = (
+            f"drain: {status.lag_records} records behind, {status.drained_partitions}/{status.partitions} "
+            f"partitions drained, {status.open_transactions} open transactions, "
+            f"source {'quiet' if status.source_quiet else 'writing'}, {status.elapsed_seconds:.0f}s"
+        )
+        if self.tty:
+            self.out.write("\r\033[K" + line)
+            self.out.flush()
+        elif (key := (status.lag_records, status.drained_partitions, status.open_transactions)) != self.key:
+            print(line, file=self.out, flush=True)
+            self.key = key
+        self.last = line
+
+    def end(self) -> None:
+        if self.tty and self.last:
+            self.out.write("\n")
+            self.out.flush()
+
+
 def add_commands(sub: Any) -> None:
     p = sub.add_parser("snapshot", help="snapshot both clusters (destination first) into a directory")
     add_config(p, required=True)
     add_out(p, True, "directory to write <out>/source and <out>/destination into")
+    p.add_argument(
+        "--mirror-state",
+        metavar="FILE",
+        type=path_arg,
+        help="the mirror's own per-partition state as JSON (KIP-1279's DescribeClusterMirrors response "
+        "or 'kafka-cluster-mirrors.sh --describe --json'), into the destination's snapshot "
+        "(default: mirror.state_file)",
+    )
     p.set_defaults(handler=cmd_snapshot)
 
     p = sub.add_parser("audit", help="audit two snapshot directories offline")
@@ -104,4 +183,24 @@ def add_commands(sub: Any) -> None:
         "directory under output.root, as nightly)",
     )
     add_engine(p, "local")
+    p.add_argument(
+        "--wait-drained",
+        action="store_true",
+        help="the last step before a planned failover: poll the live clusters (in this process, no "
+        "Spark) until every in-scope partition has zero lag and the source is quiet (no new records "
+        "between two polls, no open transaction), then check; exit 1 with what still lags on timeout",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"with --wait-drained: how long to wait (default {DRAIN_TIMEOUT:.0f})",
+    )
+    p.add_argument(
+        "--poll-interval",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="with --wait-drained: seconds between polls (default 2)",
+    )
     p.set_defaults(handler=cmd_readiness)

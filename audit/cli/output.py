@@ -19,9 +19,20 @@ def print_outcome(summary: dict[str, object], report: Path) -> None:
     ]
     if "readiness" in summary:
         print(f"readiness: {summary['readiness']}")
+    if "expected_loss_records" in summary:
         print(f"  expected loss:         {summary['expected_loss_records']} records (unmirrored)")
         print(
             f"  expected reprocessing: {summary['expected_reprocess_records']} records (group offsets behind)"
+        )
+    if "failback_truncation_records" in summary:
+        truncated = summary["failback_truncation_records"]
+        print(f"  mirroring back would truncate {truncated} records on the old source")
+    failover = summary.get("failover")
+    if isinstance(failover, dict):
+        print(
+            f"failover: {failover['realized_loss_records']} records lost at the stop "
+            f"(readiness predicted {failover['predicted_loss_records']}); consumers skip "
+            f"{failover['skipped_records']}, reprocess {failover['reprocessed_records']}"
         )
     plan = summary.get("failover_plan")
     if isinstance(plan, dict):

@@ -1,13 +1,17 @@
-"""The local sandbox's commands (up, status, down, mm2-start, mm2-stop) and the demo."""
+"""The local sandbox's commands (up, status, down, mm2-start, mm2-stop, the continuous mirror
+and its failover) and the demo."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from audit.cli.options import PORT, add_out, add_timeout, add_workdir, int_in, sasl_user
+from audit.cli.options import PORT, add_out, add_timeout, add_workdir, int_in, path_arg, sasl_user
 from audit.cli.output import print_outcome, print_status
 from audit.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from audit.sandbox.state import SandboxState
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -15,6 +19,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     if args.expect_faults and args.healthy:
         raise UsageError("--expect-faults checks the injected faults: the --healthy demo injects none")
+    if args.failover:
+        return _failover_demo(args)
     if args.mode == "mm2":
         injected = demo_mm2.INJECTED
         outcome = demo_mm2.run_mm2_demo(
@@ -26,17 +32,38 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print_outcome(outcome.summary, outcome.report)
     if not args.expect_faults:
         return outcome.exit_code
-    problems = injected.problems(outcome.summary)
+    return _caught(injected.problems(outcome.summary), f"({', '.join(sorted(injected.fail))} failed)")
+
+
+def _caught(problems: list[str], what: str) -> int:
+    """``--expect-faults``: 0 when the audit caught exactly the injected faults."""
     if problems:
         print("demo: the audit did not catch exactly the injected faults:")
         for line in problems:
             print(f"  {line}")
         return ExitCode.FAILED
     print(
-        f"demo: the injected faults were caught ({', '.join(sorted(injected.fail))} failed) and "
-        "nothing else failed: the demo did what it is for"
+        f"demo: the injected faults were caught {what} and nothing else failed: the demo did what it is for"
     )
     return ExitCode.OK
+
+
+def _failover_demo(args: argparse.Namespace) -> int:
+    from audit.sandbox import demo_failover
+
+    if args.mode != "cluster-mirroring":
+        raise UsageError(
+            "--failover follows an offset-preserving mirror's stop: it runs in mode cluster-mirroring"
+        )
+    demo = demo_failover.run_failover_demo(
+        healthy=args.healthy, out=args.out, keep=args.keep, workdir=args.workdir
+    )
+    for step, outcome in demo.steps:
+        print(f"== {step}")
+        print_outcome(outcome.summary, outcome.report)
+    if not args.expect_faults:
+        return demo.exit_code
+    return _caught(demo.problems(args.healthy), "(each step failed on its own)")
 
 
 def cmd_sandbox_up(args: argparse.Namespace) -> int:
@@ -82,7 +109,7 @@ def cmd_sandbox_down(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _running_sandbox(args: argparse.Namespace) -> object:
+def _running_sandbox(args: argparse.Namespace) -> SandboxState:
     from audit.sandbox.cluster import default_workdir, status
 
     workdir = args.workdir or default_workdir()
@@ -94,10 +121,8 @@ def _running_sandbox(args: argparse.Namespace) -> object:
 
 def cmd_sandbox_mm2_start(args: argparse.Namespace) -> int:
     from audit.sandbox import mm2
-    from audit.sandbox.state import SandboxState
 
     state = _running_sandbox(args)
-    assert isinstance(state, SandboxState)
     opts = mm2.Mm2Options(
         topics=args.topics,
         groups=args.groups,
@@ -113,12 +138,56 @@ def cmd_sandbox_mm2_start(args: argparse.Namespace) -> int:
 
 def cmd_sandbox_mm2_stop(args: argparse.Namespace) -> int:
     from audit.sandbox import mm2
-    from audit.sandbox.state import SandboxState
 
     state = _running_sandbox(args)
-    assert isinstance(state, SandboxState)
     proc = mm2.stop(state)
     print("MirrorMaker 2 was not running" if proc is None else f"MirrorMaker 2 stopped (log {proc.log_path})")
+    return ExitCode.OK
+
+
+def cmd_sandbox_mirror_start(args: argparse.Namespace) -> int:
+    from audit.sandbox import mirror_control
+
+    state = _running_sandbox(args)
+    proc = mirror_control.start(state, args.topics, args.groups or None, args.interval)
+    print(f"mirror running: pid {proc.pid}, state {proc.state_path}, log {proc.log_path}")
+    return ExitCode.OK
+
+
+def cmd_sandbox_mirror_pause(args: argparse.Namespace) -> int:
+    from audit.sandbox import mirror_control
+
+    state = _running_sandbox(args)
+    mirror_control.pause(state, args.topics)
+    print(f"paused topics: {', '.join(args.topics) if args.topics else 'none'}")
+    return ExitCode.OK
+
+
+def cmd_sandbox_mirror_state(args: argparse.Namespace) -> int:
+    import json
+
+    from audit.fsutil import atomic_write_json
+    from audit.sandbox import mirror_control
+
+    state = _running_sandbox(args)
+    data = mirror_control.read_state(state)
+    if args.out is None:
+        print(json.dumps(data, indent=2))
+    else:
+        atomic_write_json(args.out, data)
+        print(f"mirror state written: {args.out} (mirror.state_file or snapshot --mirror-state)")
+    return ExitCode.OK
+
+
+def cmd_sandbox_failover(args: argparse.Namespace) -> int:
+    from audit.sandbox import mirror_control
+
+    state = _running_sandbox(args)
+    parts = mirror_control.failover(state, args.timeout)
+    print(
+        f"mirror stopped: {len(parts)} partitions STOPPED, destination leader epochs raised; state in "
+        f"{mirror_control.state_path(state)}"
+    )
     return ExitCode.OK
 
 
@@ -137,6 +206,12 @@ def add_demo(sub: Any) -> None:
         choices=("cluster-mirroring", "mm2"),
         default="cluster-mirroring",
         help="the offset-preserving emulator (default) or a real MirrorMaker 2",
+    )
+    p.add_argument(
+        "--failover",
+        action="store_true",
+        help="the failover lifecycle instead: readiness, the mirror's stop, failover verify and "
+        "failback readiness (with --healthy: drained first, nothing lost, failback GO)",
     )
     add_out(p, False, "run directory")
     p.add_argument("--keep", action="store_true", help="leave the sandbox running afterwards")
@@ -214,3 +289,42 @@ def add_sandbox(sub: Any) -> None:
     p = sbsub.add_parser("mm2-stop", help="stop the MirrorMaker 2 that mm2-start started (its log stays)")
     add_workdir(p)
     p.set_defaults(handler=cmd_sandbox_mm2_stop)
+    p = sbsub.add_parser(
+        "mirror-start",
+        help="start the offset-preserving mirror emulator as a background process that copies "
+        "continuously (READ_UNCOMMITTED, as KIP-1279) until 'sandbox failover' stops it",
+    )
+    add_workdir(p)
+    p.add_argument("--topics", default=".*", metavar="REGEX", help="topics to mirror (default .*)")
+    p.add_argument(
+        "--groups",
+        default=".*",
+        metavar="REGEX",
+        help="groups whose offsets it syncs (default .*; '' for none)",
+    )
+    p.add_argument(
+        "--interval", type=float, default=0.5, metavar="S", help="seconds between copy cycles (default 0.5)"
+    )
+    p.set_defaults(handler=cmd_sandbox_mirror_start)
+    p = sbsub.add_parser(
+        "mirror-pause", help="pause the mirror on these topics (PAUSED; none given: resume all)"
+    )
+    add_workdir(p)
+    p.add_argument("topics", nargs="*", metavar="TOPIC")
+    p.set_defaults(handler=cmd_sandbox_mirror_pause)
+    p = sbsub.add_parser(
+        "mirror-state",
+        help="the mirror's per-partition state in the shape of KIP-1279's DescribeClusterMirrors "
+        "response (what mirror.state_file imports)",
+    )
+    add_workdir(p)
+    p.add_argument("--out", type=path_arg, metavar="FILE", help="write it to FILE (default: print it)")
+    p.set_defaults(handler=cmd_sandbox_mirror_state)
+    p = sbsub.add_parser(
+        "failover",
+        help="stop the mirror as KIP-1279 does: last mirrored offset and epoch recorded, transactions "
+        "in flight aborted (real ABORT markers), destination leader epochs raised by leader moves",
+    )
+    add_workdir(p)
+    add_timeout(p, "the mirror to stop")
+    p.set_defaults(handler=cmd_sandbox_failover)

@@ -9,10 +9,13 @@ activity and scope make of it.
 
 from __future__ import annotations
 
-from audit.compare.sql import Comparison, group_active, offset_in_range, side
+from audit.compare.failover import MIRROR_STATES, STOPPED_STATES
+from audit.compare.sql import Comparison, group_active, in_list, offset_in_range, side
 
 _PARTITION_KEY = ("topic", "partition")
 _GROUP_OFFSET_KEY = ("group_id", "topic", "partition")
+# A mirror that stopped or paused writes control records past its last mirrored offset.
+STOPPED = in_list(STOPPED_STATES)
 
 PARTITIONS = Comparison(
     "partitions",
@@ -25,6 +28,10 @@ WITH joined AS (
   FROM (SELECT *, TRUE AS present FROM {{src_partitions}}) s
   FULL OUTER JOIN (SELECT *, TRUE AS present FROM {{dst_partitions}}) d USING (topic, partition)
 ),
+open_txns AS (
+  SELECT topic, partition, count(*) AS n
+  FROM {{src_open_transactions}} WHERE side = 'partition' GROUP BY topic, partition
+),
 derived AS (
   SELECT joined.*,
     joined.src_present AND ts.in_scope AS in_scope,
@@ -33,15 +40,32 @@ derived AS (
     dst_leader_epoch - src_leader_epoch AS epoch_headroom,
     src_high_watermark - src_log_start_offset AS src_retained_records,
     src_last_stable_offset < src_high_watermark AS src_open_txn,
-    ts.streams_internal AS streams_internal_topic
-  FROM joined LEFT JOIN {{topic_scope}} ts ON ts.topic = joined.topic
+    ts.streams_internal AS streams_internal_topic,
+    m.state AS mirror_state,
+    m.last_mirror_offset,
+    m.last_mirror_epoch,
+    ot.n AS src_open_txn_count,
+    CASE WHEN m.state IN {STOPPED} THEN dst_high_watermark - m.last_mirror_offset END AS stop_control_records,
+    -- Without batches to count them: at most one pid-reset record per partition and one
+    -- ABORT per transaction open on the source at the stop.
+    CASE WHEN m.state IN {STOPPED}
+      THEN 1 + greatest(coalesce(ot.n, 0),
+                        CASE WHEN src_last_stable_offset < src_high_watermark THEN 1 ELSE 0 END)
+      ELSE 0 END AS stop_control_bound
+  FROM joined
+  LEFT JOIN {{topic_scope}} ts ON ts.topic = joined.topic
+  LEFT JOIN {{dst_mirror_partitions}} m ON m.topic = joined.topic AND m.partition = joined.partition
+  LEFT JOIN open_txns ot ON ot.topic = joined.topic AND ot.partition = joined.partition
 )
 SELECT derived.*,
   -- CM-OFFSET-2's warning: the backlog is more than half of what the source still keeps.
   lag_records * 2 <= src_retained_records AS backlog_within_half_retention,
   CASE WHEN src_open_txn
     THEN CAST(p.src_started_at_ms - src_open_txn_first_timestamp_ms AS DOUBLE) / 1000
-  END AS open_txn_age_seconds
+  END AS open_txn_age_seconds,
+  -- The lag in data records: the stop's control records are not the destination being
+  -- ahead (CM-OFFSET-1); where the mirror gives no last mirrored offset, up to the bound.
+  lag_records + coalesce(stop_control_records, stop_control_bound) AS data_lag_records
 FROM derived CROSS JOIN {{run_params}} p
 """,
 )
@@ -158,4 +182,4 @@ FROM classified
 """,
 )
 
-COMPARISONS = (PARTITIONS, GROUP_OFFSETS, TOPICS, GROUPS)
+COMPARISONS = (PARTITIONS, GROUP_OFFSETS, TOPICS, GROUPS, MIRROR_STATES)

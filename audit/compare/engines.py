@@ -44,6 +44,9 @@ class Tables(Protocol):
     def reopen(self, name: str, path: Path) -> None:
         """A written table moved to ``path``: read it from there from now on."""
 
+    def load_compared(self, name: str, path: Path, table: str) -> None:
+        """Register a comparison table's file (checked by the caller), cast to its columns."""
+
     def put(self, name: str, table: str, rows: list[tuple[Any, ...]]) -> None:
         """Register a small table of the declared ``table``'s columns from Python rows."""
 
@@ -61,6 +64,10 @@ class Tables(Protocol):
 
     def has(self, name: str) -> bool: ...
 
+    def collected(self, name: str) -> bool:
+        """Whether ``name`` holds a table that was collected (loaded from a file), not an
+        empty stand-in for one that was not."""
+
 
 class SparkTables:
     engine: EngineName = "spark"
@@ -68,15 +75,28 @@ class SparkTables:
     def __init__(self, spark: Any) -> None:
         self.spark = spark
         self._frames: dict[str, Any] = {}
+        self._loaded: set[str] = set()
+
+    def collected(self, name: str) -> bool:
+        return name in self._loaded
 
     def has(self, name: str) -> bool:
         return name in self._frames
 
     def load(self, name: str, directory: Path, table: str) -> None:
         self._frames[name] = read_table(self.spark, directory, table)
+        self._loaded.add(name)
 
     def reopen(self, name: str, path: Path) -> None:
         self._frames[name] = self.spark.read.parquet(str(path))
+
+    def load_compared(self, name: str, path: Path, table: str) -> None:
+        from pyspark.sql import functions as F
+
+        schema = spark_schema(table, "comparison")
+        df = self.spark.read.parquet(str(path))
+        self._frames[name] = df.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
+        self._loaded.add(name)
 
     def put(self, name: str, table: str, rows: list[tuple[Any, ...]]) -> None:
         self._frames[name] = self.spark.createDataFrame(rows, spark_schema(table))
@@ -127,15 +147,27 @@ class LocalTables:
 
         self.con = duckdb.connect(":memory:")
         self._arrow: dict[str, Any] = {}
+        self._loaded: set[str] = set()
+
+    def collected(self, name: str) -> bool:
+        return name in self._loaded
 
     def has(self, name: str) -> bool:
         return name in self._arrow
 
     def load(self, name: str, directory: Path, table: str) -> None:
         self._register(name, read_arrow(directory, table))
+        self._loaded.add(name)
 
     def reopen(self, name: str, path: Path) -> None:
         """The Arrow table in memory is the file's content: nothing to read again."""
+
+    def load_compared(self, name: str, path: Path, table: str) -> None:
+        import pyarrow.parquet as pq
+
+        schema = arrow_schema(table, "comparison")
+        self._register(name, pq.read_table(path, columns=schema.names).cast(schema))
+        self._loaded.add(name)
 
     def _register(self, name: str, arrow: Any) -> None:
         self._arrow[name] = arrow

@@ -31,7 +31,16 @@ SNAPSHOT_INPUTS = ("partitions", "groups", "group_offsets")
 # from a segments scan or a fetch, record chunks from a records scan); absent, their
 # invariants are skipped as not collected.
 BATCH_TABLES = ("batch_diffs", "marker_diffs", "txn_closure", "scan_issues")
-OPTIONAL_TABLES = (*BATCH_TABLES, "record_chunk_diffs")
+OPTIONAL_TABLES = (
+    *BATCH_TABLES,
+    "record_chunk_diffs",
+    # Computed only where a mirror's own state was imported.
+    "mirror_states",
+    "failover_partitions",
+    "failover_groups",
+    "failback_partitions",
+    "failback_groups",
+)
 
 
 def started_ms(manifest: dict[str, Any], directory: Path) -> int:
@@ -86,6 +95,30 @@ def load_snapshot_table(tables: Tables, name: str, directory: Path, table: str) 
     return present
 
 
+def load_compared(tables: Tables, name: str, path: Path, table: str) -> None:
+    """Register a comparison table another run wrote (``failover verify`` reads its
+    readiness run's ``partitions``), checked against its declared columns."""
+    import pyarrow.parquet as pq
+
+    from audit.schemas import arrow_schema
+
+    schema = arrow_schema(table, "comparison")
+    try:
+        # Spark writes a directory of part files, the in-process engine one file.
+        if path.is_dir():
+            names: set[str] | None = set(pq.ParquetDataset(path).schema.names)
+        else:
+            names = set(pq.read_schema(path).names) if path.is_file() else None
+    except Exception as exc:  # pyarrow raises several types for corrupt files
+        raise InputError(f"{path} is not a readable Parquet file: {exc}") from exc
+    if names is None:
+        raise InputError(f"{path} is missing: the run it belongs to did not finish its comparison")
+    missing = [f.name for f in schema if f.name not in names]
+    if missing:
+        raise InputError(f"{path} has no column '{missing[0]}': a run of another version of this tool?")
+    tables.load_compared(name, path, table)
+
+
 def run_compare(
     tables: Tables,
     comparisons: tuple[Comparison, ...],
@@ -126,15 +159,17 @@ def run_compare(
         topics = src_topics | dst_topics
     tables.put("topic_scope", "topic_scope", topic_scope_rows(topics, inputs.topic_in_scope(cfg)))
     tables.put("group_scope", "group_scope", group_scope_rows(names["groups"], cfg))
-    tables.put("run_params", "run_params", params_row(cfg, started_ms(src_manifest, source)))
+    markers = check_table(destination, "markers")
+    tables.put("run_params", "run_params", params_row(cfg, started_ms(src_manifest, source), markers))
 
     out, tmp = run_dir / "compare", run_dir / ".compare.partial"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     written = []
     for comparison in comparisons:
-        tables.compute(comparison, tmp / f"{comparison.table}.parquet")
-        written.append(comparison.table)
+        if all(tables.collected(name) for name in comparison.requires):
+            tables.compute(comparison, tmp / f"{comparison.table}.parquet")
+            written.append(comparison.table)
     if extra is not None:
         written += extra(tables, source, destination, cfg, tmp)
     shutil.rmtree(out, ignore_errors=True)
@@ -149,13 +184,21 @@ def run_compare(
 # --------------------------------------------------------------------------- mode inputs
 
 
-def scan_issue_inputs(tables: Tables, source: Path, destination: Path) -> list[tuple[str, Path, str]]:
+def cluster_mirroring_inputs(tables: Tables, source: Path, destination: Path) -> list[tuple[str, Path, str]]:
     """Mode cluster-mirroring: each side's batch scan issues (small: a row per problem),
-    whose topics are named too, since their rows are judged in scope like the batches'."""
+    whose topics are named too, since their rows are judged in scope like the batches';
+    the mirror's own state (from the snapshot of the cluster it writes to: the
+    destination's, or the source's for a mirror running back), the source's open
+    transactions and the destination's markers (where batches were read), which judge a
+    stop (CM-FAILOVER-1). Each absent one is an empty input."""
     named = []
     for side, prefix, directory in (("src", "src_", source), ("dst", "dst_", destination)):
         if load_snapshot_table(tables, f"{prefix}batch_scan_issues", directory, "batch_scan_issues"):
             named.append((side, directory, "batch_scan_issues"))
+    if not load_snapshot_table(tables, "dst_mirror_partitions", destination, "mirror_partitions"):
+        load_snapshot_table(tables, "dst_mirror_partitions", source, "mirror_partitions")
+    load_snapshot_table(tables, "src_open_transactions", source, "open_transactions")
+    load_snapshot_table(tables, "dst_markers", destination, "markers")
     return named
 
 

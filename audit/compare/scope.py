@@ -49,7 +49,9 @@ def topic_name_rows(
     return sorted(pairs)
 
 
-def params_row(cfg: AuditConfig, src_started_at_ms: int) -> list[tuple[Any, ...]]:
+def params_row(
+    cfg: AuditConfig, src_started_at_ms: int, dst_markers_collected: bool
+) -> list[tuple[Any, ...]]:
     """``run_params``: what the queries need of the configuration and the snapshots."""
     return [
         (
@@ -57,5 +59,6 @@ def params_row(cfg: AuditConfig, src_started_at_ms: int) -> list[tuple[Any, ...]
             cfg.mirror.preserves_topic_ids,
             cfg.mirror.preserves_batch_epochs,
             cfg.mirror.mm2.sync_group_offsets,
+            dst_markers_collected,
         )
     ]

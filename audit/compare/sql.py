@@ -30,6 +30,10 @@ class Comparison:
     table: str
     key: tuple[str, ...]
     sql: str
+    # Inputs that must have been collected (not stood in for by an empty table) for the
+    # comparison to mean anything; without them it is not computed, and its invariants
+    # are skipped as not collected.
+    requires: tuple[str, ...] = ()
 
     def declared_sql(self, ordered: bool = True) -> str:
         """The query with its result cast to the declared columns, in the declared order,

@@ -7,6 +7,7 @@ are. The slices are SQL over the comparison tables, run by whichever engine comp
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,9 @@ class ReportData:
     lag: tuple[dict[str, Any], ...]
     epochs: tuple[dict[str, Any], ...]
     group_positions: tuple[dict[str, Any], ...]
+    # failover verify: predicted and realized loss per partition; failback: truncation.
+    failover: tuple[dict[str, Any], ...] = ()
+    failback: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,8 @@ class ReportSlices:
     lag: str
     epochs: str | None = None
     group_positions: str | None = None
+    failover: str | None = None
+    failback: str | None = None
 
 
 CLUSTER_MIRRORING_SLICES = ReportSlices(
@@ -84,13 +90,44 @@ ORDER BY unreplicated_records DESC NULLS LAST, topic, partition LIMIT {CHART_ROW
 )
 
 
+# failover verify: the partitions whose stop lost the most beyond the prediction first.
+FAILOVER_SLICES = dataclasses.replace(
+    CLUSTER_MIRRORING_SLICES,
+    failover=f"""
+SELECT topic, partition, predicted_loss_records, realized_loss_records, source_offset_at_stop,
+  source_offset_from, last_mirror_offset, mirror_state
+FROM {{failover_partitions}} WHERE in_scope
+ORDER BY coalesce(realized_loss_records, 0) - predicted_loss_records DESC, topic, partition
+LIMIT {CHART_ROWS}
+""",
+)
+
+# failback readiness: the partitions mirroring back would truncate the most first.
+FAILBACK_SLICES = dataclasses.replace(
+    CLUSTER_MIRRORING_SLICES,
+    failback=f"""
+SELECT topic, partition, truncate_records, last_mirror_offset, src_high_watermark,
+  groups_committed_past, src_open_txn, mirror_state
+FROM {{failback_partitions}} WHERE in_scope
+ORDER BY truncate_records DESC NULLS LAST, topic, partition
+LIMIT {CHART_ROWS}
+""",
+)
+
+
 def collect_report_data(compared: Compared, slices: ReportSlices) -> ReportData:
     """The slices, run by the engine that holds the tables: only bounded rows come back."""
     rows = compared.tables.rows
+
+    def optional(sql: str | None) -> tuple[dict[str, Any], ...]:
+        return tuple(rows(sql)) if sql else ()
+
     (totals,) = rows(slices.totals)
     return ReportData(
         totals={k: int(v or 0) for k, v in totals.items()},
         lag=tuple(rows(slices.lag)),
-        epochs=tuple(rows(slices.epochs)) if slices.epochs else (),
-        group_positions=tuple(rows(slices.group_positions)) if slices.group_positions else (),
+        epochs=optional(slices.epochs),
+        group_positions=optional(slices.group_positions),
+        failover=optional(slices.failover),
+        failback=optional(slices.failback),
     )

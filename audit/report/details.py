@@ -104,6 +104,8 @@ def invariant_details(
 ) -> dict[str, dict[str, Any]]:
     """Per invariant ID, what summary.json adds to its entry."""
     details = _open_transactions(source, src_manifest)
+    if "mirror_states" in compared.frames:
+        details["CM-FAILOVER-1"] = _mirror_state(compared, dst_manifest, src_manifest)
     if compared.engine == "spark" and "batch_diffs" in compared.frames:
         details["CM-DATA-2"] = {"first_divergence": first_batch_divergence(compared)}
     if compared.engine == "spark" and "record_chunk_diffs" in compared.frames:
@@ -115,6 +117,31 @@ def invariant_details(
             "unreadable_ranges": _unreadable_ranges(records_note),
         }
     return details
+
+
+UNCHECKED = "FROM {mirror_states} WHERE in_scope AND stopped AND last_mirror_offset IS NULL"
+
+
+def _mirror_state(compared: Compared, *manifests: dict[str, Any]) -> dict[str, Any]:
+    """Where the mirror's state came from, and the stopped partitions whose control-record
+    check could not run because the state gives no last mirrored offset for them."""
+    out: dict[str, Any] = {}
+    for manifest in manifests:
+        note = (manifest.get("notes") or {}).get("mirror_state")
+        if note:
+            out["mirror_state"] = note
+            break
+    (count,) = compared.tables.rows(f"SELECT count(*) AS n {UNCHECKED}")
+    if count["n"]:
+        first = compared.tables.rows(
+            f"SELECT topic, partition {UNCHECKED} ORDER BY topic, partition LIMIT 20"
+        )
+        out["unchecked"] = {
+            "field": "LastMirrorOffset",
+            "total": int(count["n"]),
+            "partitions": [{"topic": r["topic"], "partition": r["partition"]} for r in first],
+        }
+    return out
 
 
 def _unreadable_ranges(records_note: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from audit.fsutil import atomic_write_json
-from audit.validate.readiness import ReadinessFigures
 from audit.validate.results import InvariantResult, verdict
 
 log = logging.getLogger(__name__)
@@ -18,10 +17,14 @@ def build_summary(
     results: list[InvariantResult],
     mode: str,
     run: dict[str, Any],
-    readiness: ReadinessFigures | None = None,
+    figures: dict[str, int] | None = None,
     details: dict[str, dict[str, Any]] | None = None,
+    go_no_go: bool = False,
+    figures_key: str | None = None,
 ) -> dict[str, Any]:
-    """``details`` adds per-invariant context, e.g. CM-TXN-1's named open transactions."""
+    """``details`` adds per-invariant context, e.g. CM-TXN-1's named open transactions;
+    ``figures`` go at the top level, or under ``figures_key``; ``go_no_go`` adds the
+    readiness answer (GO unless an invariant failed)."""
     invariants = {r.id: r.to_json() for r in results}
     for inv_id, extra in (details or {}).items():
         if inv_id in invariants:
@@ -32,10 +35,13 @@ def build_summary(
         "run": run,
         "invariants": invariants,
     }
-    if readiness is not None:
+    if go_no_go:
         summary["readiness"] = "NO-GO" if summary["verdict"] == "FAIL" else "GO"
-        summary["expected_loss_records"] = readiness.expected_loss_records
-        summary["expected_reprocess_records"] = readiness.expected_reprocess_records
+    if figures is not None:
+        if figures_key is None:
+            summary.update(figures)
+        else:
+            summary[figures_key] = dict(figures)
     return summary
 
 

@@ -45,7 +45,6 @@ log = logging.getLogger(__name__)
 CLUSTER_NAMES: tuple[str, ...] = ("source", "destination")
 
 
-
 def default_workdir() -> Path:
     """``$MIRROR_AUDIT_SANDBOX_DIR`` or ``$XDG_STATE_HOME/kafka-mirror-audit/sandbox``."""
     explicit = os.environ.get("MIRROR_AUDIT_SANDBOX_DIR")
@@ -333,9 +332,11 @@ def down(workdir: Path, keep_data: bool = False) -> SandboxState | None:
     state = load_state(workdir)
     if state is None:
         return None
-    from audit.sandbox import mm2  # MirrorMaker 2 first: it is a client of both clusters
+    # The mirrors first: they are clients of both clusters.
+    from audit.sandbox import mirror_control, mm2
 
     mm2.stop(state)
+    mirror_control.stop(state)
     _stop_all(state)
     if keep_data:
         (Path(state.workdir) / "state.json").unlink(missing_ok=True)

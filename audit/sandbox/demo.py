@@ -17,7 +17,6 @@ Without ``--healthy`` five faults are injected on the real brokers first:
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,10 +25,10 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from audit.config import AuditConfig, ClusterConfig, OutputConfig, RecordsConfig, SparkConfig
-from audit.errors import SandboxError
 from audit.pipeline import RunOutcome, nightly
 from audit.sandbox.cluster import SandboxOptions, default_workdir, down, start_node, stop_node, up
 from audit.sandbox.injected import InjectedFaults
+from audit.sandbox.leaders import elect_preferred, wait_in_sync, wait_leader
 from audit.sandbox.mirror import SourceRecord, mirror_once, sync_group_offsets, wait_transactions_settled
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, client_conf, commit_offsets, produce, require_fresh_demo
@@ -56,26 +55,6 @@ def _create(bootstrap: str, topic: str, assignment: list[list[int]]) -> None:
     futures[topic].result(timeout=60)
 
 
-def _wait_leader(bootstrap: str, topic: str, partition: int, leader: int, timeout: float = 60) -> None:
-    admin = AdminClient(client_conf(bootstrap))
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        md = admin.list_topics(topic, timeout=10).topics[topic].partitions[partition]
-        if md.leader == leader:
-            return
-        time.sleep(0.3)
-    raise SandboxError(
-        f"leadership of {topic}-{partition} did not move to broker {leader} within {timeout:.0f}s"
-    )
-
-
-def _elect_preferred(bootstrap: str, tps: list[TopicPartition]) -> None:
-    from confluent_kafka import ElectionType
-
-    admin = AdminClient(client_conf(bootstrap))
-    admin.elect_leaders(ElectionType.PREFERRED, tps).result(timeout=60)
-
-
 def _move_leadership(
     state: SandboxState, cluster: str, tps: list[TopicPartition], times: int
 ) -> SandboxState:
@@ -85,25 +64,14 @@ def _move_leadership(
         if i % 2 == 0:  # node 2 leads: stop it, leadership moves to node 1 (+1)
             stop_node(state, cluster, 2)
             for tp in tps:
-                _wait_leader(node1, tp.topic, tp.partition, 1)
+                wait_leader(node1, tp.topic, tp.partition, 1)
             state = start_node(state, cluster, 2)
         else:  # node 1 leads, node 2 is preferred: a preferred election moves it back (+1)
-            _wait_in_sync(node1, tps)
-            _elect_preferred(node1, tps)
+            wait_in_sync(node1, tps)
+            elect_preferred(node1, tps)
             for tp in tps:
-                _wait_leader(node1, tp.topic, tp.partition, 2)
+                wait_leader(node1, tp.topic, tp.partition, 2)
     return state
-
-
-def _wait_in_sync(bootstrap: str, tps: list[TopicPartition], timeout: float = 60) -> None:
-    admin = AdminClient(client_conf(bootstrap))
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        md = admin.list_topics(timeout=10)
-        if all(len(md.topics[tp.topic].partitions[tp.partition].isrs) >= 2 for tp in tps):
-            return
-        time.sleep(0.3)
-    raise SandboxError("replicas did not rejoin the ISR in time")
 
 
 def _traffic(src: str) -> None:

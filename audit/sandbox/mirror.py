@@ -48,9 +48,23 @@ class SourceRecord:
     committed: bool
 
 
-def _source_records(bootstrap: str, topic: str, partition: int, start: int, end: int) -> list[SourceRecord]:
+def source_records(
+    bootstrap: str,
+    topic: str,
+    partition: int,
+    start: int,
+    end: int,
+    committed_from: int | None = None,
+    committed_to: int | None = None,
+) -> list[SourceRecord]:
+    """[start, end) read uncommitted, each record marked committed where a committed read
+    of [committed_from, committed_to) (default: the same range) holds it."""
     uncommitted = scan_messages(bootstrap, topic, partition, start, end, "read_uncommitted")
-    committed = {m.offset() for m in scan_messages(bootstrap, topic, partition, start, end, "read_committed")}
+    first = start if committed_from is None else committed_from
+    last = end if committed_to is None else committed_to
+    committed = {
+        m.offset() for m in scan_messages(bootstrap, topic, partition, first, last, "read_committed")
+    }
     return [
         SourceRecord(
             int(m.offset() or 0),
@@ -94,13 +108,20 @@ def split_segments(records: list[SourceRecord], start: int, end: int) -> list[Se
 
 
 class PartitionWriter:
-    """Writes one destination partition; a transactional producer per partition for replays."""
+    """Writes one destination partition; a transactional producer per partition for replays
+    (and, in the continuous emulator, for the transaction the source still has open)."""
 
-    def __init__(self, bootstrap: str, topic: str, partition: int) -> None:
+    def __init__(self, bootstrap: str, topic: str, partition: int, txn_timeout_ms: int = 60_000) -> None:
         self.topic, self.partition = topic, partition
         self.plain = Producer(client_conf(bootstrap, **{"enable.idempotence": True, "linger.ms": 5}))
         self.txn = Producer(
-            client_conf(bootstrap, **{"transactional.id": f"mirror-emulator-{topic}-{partition}"})
+            client_conf(
+                bootstrap,
+                **{
+                    "transactional.id": f"mirror-emulator-{topic}-{partition}",
+                    "transaction.timeout.ms": txn_timeout_ms,
+                },
+            )
         )
         self.txn.init_transactions(30)
 
@@ -115,6 +136,25 @@ class PartitionWriter:
                 headers=list(r.headers) or None,
             )
         producer.flush(60)
+
+    def send_plain(self, records: list[SourceRecord]) -> None:
+        if records:
+            self._send(self.plain, records)
+
+    def begin_open(self) -> None:
+        """Open the transaction that stands for one the source has open."""
+        self.txn.begin_transaction()
+
+    def send_in_open(self, records: tuple[SourceRecord, ...] | list[SourceRecord]) -> None:
+        if records:
+            self._send(self.txn, records)
+
+    def close_open(self, commit: bool) -> None:
+        """Close it the way the source closed its own (a real COMMIT or ABORT marker)."""
+        if commit:
+            self.txn.commit_transaction(30)
+        else:
+            self.txn.abort_transaction(30)
 
     def write(self, seg: Segment) -> None:
         if seg.marker_offset is None:
@@ -163,7 +203,7 @@ def mirror_once(
             if start >= end:
                 copied[(topic, tp.partition)] = 0
                 continue
-            records = _source_records(src_bootstrap, topic, tp.partition, start, end)
+            records = source_records(src_bootstrap, topic, tp.partition, start, end)
             if tamper is not None:
                 records = [tamper(topic, tp.partition, r) for r in records]
             writer = PartitionWriter(dst_bootstrap, topic, tp.partition)

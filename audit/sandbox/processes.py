@@ -50,9 +50,16 @@ def start_java(
 ) -> tuple[int, int]:
     """Start a long-running JVM (a broker, MirrorMaker 2) in its own session, output to
     ``log_path``; returns its pid and /proc start time, the pair it is stopped by."""
+    return start_process(java_cmd(java, jars, heap_mb, main, args), log_path)
+
+
+def start_process(cmd: Sequence[str], log_path: Path) -> tuple[int, int]:
+    """Start a long-running process in its own session (so a terminal's Ctrl-C reaches only
+    the command that started it), output to ``log_path``; returns its pid and /proc start
+    time, the pair ``stop_process`` checks before it signals."""
     with open(log_path, "ab") as out:
         proc = subprocess.Popen(
-            java_cmd(java, jars, heap_mb, main, args),
+            list(cmd),
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

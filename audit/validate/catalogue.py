@@ -110,9 +110,48 @@ CLUSTER_MIRRORING: tuple[Invariant, ...] = (
     ),
     Invariant(
         "CM-FAILOVER-1",
-        "after a stop: destination LEO equals the last mirrored offset, in-flight "
-        "transactions closed, epochs bumped",
-        "mirror_partitions",
+        "after a stop: destination LEO equals the last mirrored offset plus the control records "
+        "the stop wrote, no transaction left open on the destination, DLE > SLE; no partition FAILED",
+        "mirror_partitions (the mirror's state: mirror.state_file or snapshot --mirror-state)",
+    ),
+)
+
+# failover verify: the destination after the stop against the readiness check before it.
+FAILOVER_VERIFY: tuple[Invariant, ...] = (
+    CLUSTER_MIRRORING[-1],
+    Invariant(
+        "CM-FAILOVER-2",
+        "no partition lost more records at the stop (source LEO at the stop - last mirrored "
+        "offset) than the readiness check before it predicted",
+        "mirror_partitions with LastMirrorOffset, and the readiness run (--before)",
+    ),
+    Invariant(
+        "CM-FAILOVER-3",
+        "every synced group resumes on the destination inside [log start, LEO] and skips no "
+        "record it had not processed on the source (records it reads again are counted)",
+        "group_offsets of both sides",
+    ),
+)
+
+# failback readiness: mirroring back truncates the old source to the last mirrored offset.
+FAILBACK: tuple[Invariant, ...] = (
+    Invariant(
+        "CM-FAILBACK-1",
+        "mirroring back truncates at most max_failback_truncation_records records of any "
+        "partition of the old source (records past the last mirrored offset)",
+        "mirror_partitions with LastMirrorOffset (the state recorded at the stop)",
+    ),
+    Invariant(
+        "CM-FAILBACK-2",
+        "no group committed on the old source past the offset mirroring back truncates to "
+        "(warn: its position would point into records that are replaced)",
+        "mirror_partitions with LastMirrorOffset, and group offsets",
+    ),
+    Invariant(
+        "CM-FAILBACK-3",
+        "no transaction open on the old source: its coordinator could write a second marker "
+        "after the failover's ABORT",
+        "partitions",
     ),
 )
 

@@ -101,13 +101,17 @@ def load_suite_file(path: Path) -> SuiteFile:
     return SuiteFile(str(raw.get("name") or path.stem), str(table), path, raw)
 
 
-def load_suites(directory: Path, prefix: str, origin: str = "expectations directory") -> list[SuiteFile]:
-    """Every ``<prefix>*.json`` suite of ``directory``; ``origin`` says who named the
-    directory, so a wrong one is fixed where it was set."""
+def load_suites(
+    directory: Path, patterns: tuple[str, ...], origin: str = "expectations directory"
+) -> list[SuiteFile]:
+    """The suites of ``directory`` whose file names match ``patterns`` (globs such as
+    ``cm_*.json``), each once; ``origin`` says who named the directory, so a wrong one is
+    fixed where it was set."""
     if not directory.is_dir():
         what = "does not exist" if not directory.exists() else "is not a directory"
         raise ConfigError(f"expectations directory {directory} ({origin}) {what}")
-    return [load_suite_file(p) for p in sorted(directory.glob(f"{prefix}*.json"))]
+    paths = sorted({p for pattern in patterns for p in directory.glob(pattern)})
+    return [load_suite_file(p) for p in paths]
 
 
 class GxRunner:

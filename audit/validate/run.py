@@ -108,6 +108,60 @@ INDEX_COLUMNS = {
         "dst_max_record_epoch",
         "dst_leader_epoch",
     ],
+    "mirror_states": [
+        "topic",
+        "partition",
+        "state",
+        "error_message",
+        "last_mirror_offset",
+        "dst_high_watermark",
+        "stop_control_records",
+        "stop_control_bound",
+        "stop_markers",
+        "dst_last_stable_offset",
+        "src_leader_epoch",
+        "dst_leader_epoch",
+        "last_mirror_epoch",
+    ],
+    "failover_partitions": [
+        "topic",
+        "partition",
+        "predicted_loss_records",
+        "realized_loss_records",
+        "source_offset_at_stop",
+        "source_offset_from",
+        "last_mirror_offset",
+        "mirror_state",
+    ],
+    "failover_groups": [
+        "group_id",
+        "topic",
+        "partition",
+        "src_committed_offset",
+        "resume_offset",
+        "dst_log_start_offset",
+        "dst_high_watermark",
+        "skipped_records",
+        "reprocessed_records",
+    ],
+    "failback_partitions": [
+        "topic",
+        "partition",
+        "truncate_records",
+        "last_mirror_offset",
+        "src_high_watermark",
+        "src_last_stable_offset",
+        "mirror_state",
+        "groups_committed_past",
+    ],
+    "failback_groups": [
+        "group_id",
+        "topic",
+        "partition",
+        "src_committed_offset",
+        "last_mirror_offset",
+        "records_past_truncation",
+    ],
     "mm2_partitions": [
         "topic",
         "partition",
@@ -156,17 +210,20 @@ INDEX_COLUMNS = {
 }
 
 
-def mode_suites(cfg: AuditConfig, prefix: str, expectations_dir: Path | None = None) -> list[SuiteFile]:
-    """The suites of the configured mode (``<prefix>*.json``), read and checked: called
-    before any work, so a missing or broken suite directory costs no snapshot or Spark job."""
+def mode_suites(
+    cfg: AuditConfig, patterns: tuple[str, ...], expectations_dir: Path | None = None
+) -> list[SuiteFile]:
+    """The suites of a profile (file name globs such as ``cm_*.json``), read and checked:
+    called before any work, so a missing or broken suite directory costs no snapshot or
+    Spark job."""
     if expectations_dir is not None:
         directory, origin = expectations_dir, "given"
     else:
         directory, origin = find_expectations(cfg.validation.expectations_dir)
-    suites = load_suites(directory, prefix, origin)
+    suites = load_suites(directory, patterns, origin)
     if not suites:
         raise ConfigError(
-            f"no expectation suites for mode {cfg.mode} ({prefix}*.json) in {directory} ({origin})"
+            f"no expectation suites for mode {cfg.mode} ({', '.join(patterns)}) in {directory} ({origin})"
         )
     return suites
 

@@ -156,3 +156,30 @@ def test_injected_faults_are_caught_only_when_exactly_they_fail_and_warn() -> No
 def test_expect_faults_with_the_healthy_demo_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--healthy", "--expect-faults"]) == 2
     assert "the --healthy demo injects none" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["readiness", "--config", "c.yaml", "--timeout", "5"], "--timeout is how long --wait-drained waits"),
+        (
+            ["readiness", "--wait-drained", "--source", "s", "--destination", "d"],
+            "--wait-drained polls the live clusters: give --config FILE, not snapshot directories",
+        ),
+        (["readiness", "--wait-drained"], "--wait-drained polls the live clusters: give --config FILE"),
+        (["demo", "--failover", "--mode", "mm2"], "--failover follows an offset-preserving mirror's stop"),
+    ],
+)
+def test_drain_and_failover_demo_refuse_what_cannot_work_before_any_cluster_is_read(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("action", ["mirror-start", "mirror-pause", "mirror-state", "failover"])
+def test_sandbox_mirror_commands_need_a_running_sandbox(
+    action: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sandbox", action, "--workdir", str(tmp_path)]) == 2
+    assert "sandbox is not running" in capsys.readouterr().err

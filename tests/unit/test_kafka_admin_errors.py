@@ -6,6 +6,8 @@ built, never answered, and ``_fail`` composes the message from the error it is g
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
@@ -36,3 +38,52 @@ def test_other_failures_point_at_the_connection_not_at_acls(admin: KafkaAdmin) -
     message = str(admin._fail("list_topics (metadata)", KafkaException(KafkaError(KafkaError._TRANSPORT))))
     assert "check bootstrap_servers, network and credentials" in message
     assert "Permissions" not in message
+
+
+class _Answers:
+    """Stands in for the AdminClient's list_offsets only: each call answers the next of
+    ``rounds`` per partition (an error code or an offset), as futures."""
+
+    def __init__(self, rounds: list[dict[tuple[str, int], int | KafkaError]]) -> None:
+        self.rounds = rounds
+        self.asked: list[set[tuple[str, int]]] = []
+
+    def list_offsets(self, request: dict[Any, Any], **_: object) -> dict[Any, Any]:
+        from concurrent.futures import Future
+
+        from confluent_kafka.admin import ListOffsetsResultInfo
+
+        answers = self.rounds.pop(0)
+        self.asked.append({(tp.topic, tp.partition) for tp in request})
+        out = {}
+        for tp in request:
+            f: Future[Any] = Future()
+            answer = answers[(tp.topic, tp.partition)]
+            if isinstance(answer, KafkaError):
+                f.set_exception(KafkaException(answer))
+            else:
+                f.set_result(ListOffsetsResultInfo(answer, -1, 4))
+            out[tp] = f
+        return out
+
+    def poll(self, _timeout: float) -> int:
+        return 0
+
+
+def test_a_partition_whose_new_leader_has_no_offset_yet_is_asked_again_not_failed(admin: KafkaAdmin) -> None:
+    """Just after a leader move the new leader answers OFFSET_NOT_AVAILABLE until its high
+    watermark caught up (KIP-207): asked again, only that partition."""
+    not_yet = KafkaError(KafkaError.OFFSET_NOT_AVAILABLE)
+    fake = _Answers([{("t", 0): 10, ("t", 1): not_yet}, {("t", 1): not_yet}, {("t", 1): 21}])
+    admin._admin = fake  # type: ignore[assignment]
+    offsets = admin.list_offsets([("t", 0), ("t", 1)], "latest")
+    assert {k: v.offset for k, v in offsets.items()} == {("t", 0): 10, ("t", 1): 21}
+    assert fake.asked == [{("t", 0), ("t", 1)}, {("t", 1)}, {("t", 1)}]
+
+
+def test_an_error_that_is_not_a_moving_leader_fails_at_once(admin: KafkaAdmin) -> None:
+    fake = _Answers([{("t", 0): KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)}])
+    admin._admin = fake  # type: ignore[assignment]
+    with pytest.raises(Exception, match="TOPIC_AUTHORIZATION_FAILED"):
+        admin.list_offsets([("t", 0)], "latest")
+    assert len(fake.asked) == 1

@@ -91,6 +91,16 @@ _SILENT.propagate = False
 # handshake). The transport errors and "all brokers down" that follow are only their
 # consequence, so these lead the message whenever one was seen.
 _REFUSED = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL})
+# Partition errors of a leadership in motion, retried until the call's timeout.
+_NOT_YET = frozenset(
+    {
+        KafkaError.OFFSET_NOT_AVAILABLE,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.FENCED_LEADER_EPOCH,
+    }
+)
 
 
 def _enum_name(value: Any) -> str:
@@ -207,13 +217,34 @@ class KafkaAdmin:
         if not request:
             return {}
         level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
-        futures = self._admin.list_offsets(request, isolation_level=level, request_timeout=self.timeout)
         out: dict[tuple[str, int], OffsetInfo] = {}
-        for tp, fut in futures.items():
-            info = self._result(f"list_offsets({spec}, {tp.topic}-{tp.partition})", fut)
-            ts = info.timestamp if info.timestamp is not None and info.timestamp >= 0 else None
-            epoch = info.leader_epoch if info.leader_epoch is not None and info.leader_epoch >= 0 else None
-            out[(tp.topic, tp.partition)] = OffsetInfo(int(info.offset), ts, epoch)
+        deadline, pause = time.monotonic() + self.timeout, 0.1
+        while request:
+            futures = self._admin.list_offsets(request, isolation_level=level, request_timeout=self.timeout)
+            again = {}
+            for tp, fut in futures.items():
+                call = f"list_offsets({spec}, {tp.topic}-{tp.partition})"
+                try:
+                    info = fut.result(timeout=self.timeout + 5)
+                except KafkaException as exc:
+                    # Just after a leader change the new leader answers "not yet" (KIP-207)
+                    # until its high watermark has caught up: asked again, not an error.
+                    if exc.args[0].code() in _NOT_YET and time.monotonic() < deadline:
+                        again[tp] = request[tp]
+                        continue
+                    raise self._fail(call, exc) from exc
+                except Exception as exc:
+                    raise self._fail(call, exc) from exc
+                ts = info.timestamp if info.timestamp is not None and info.timestamp >= 0 else None
+                epoch = (
+                    info.leader_epoch if info.leader_epoch is not None and info.leader_epoch >= 0 else None
+                )
+                out[(tp.topic, tp.partition)] = OffsetInfo(int(info.offset), ts, epoch)
+            if again:
+                log.debug("%s: list_offsets again for %d partitions (leaders moving)", self.role, len(again))
+                time.sleep(pause)
+                pause = min(1.0, pause * 2)
+            request = again
         return out
 
     def offsets_for_times(self, wanted: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:

@@ -6,6 +6,7 @@ only make the destination look further behind, never ahead (CM-OFFSET-1 stays ho
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from audit.collect.metadata.kafka_admin import KafkaAdmin, TopicInfo
+from audit.collect.metadata.mirror_state import MirrorState, read_mirror_state
 from audit.collect.metadata.mm2_topics import collect_mm2
 from audit.collect.metadata.transactions import collect_open_transactions
 from audit.config import AuditConfig
@@ -176,17 +178,33 @@ def _partitions(
     return partitions, open_positions
 
 
-def take_snapshots(cfg: AuditConfig, out: Path, plan: SnapshotPlan) -> tuple[Path, Path]:
+def with_mirror_state(snap: Snapshot, state: MirrorState, origin: str) -> Snapshot:
+    """The snapshot with the mirror's state in it, and a manifest note of where it came from."""
+    notes = {**snap.manifest.get("notes", {}), "mirror_state": state.note(origin)}
+    return dataclasses.replace(
+        snap, mirror_partitions=state.records, manifest={**snap.manifest, "notes": notes}
+    )
+
+
+def take_snapshots(
+    cfg: AuditConfig, out: Path, plan: SnapshotPlan, mirror_state: Path | None = None
+) -> tuple[Path, Path]:
     """Snapshot the destination, then the source, into ``out/destination`` and ``out/source``.
 
     Both clusters' settings are checked before either is read, and each directory appears
-    only once complete.
+    only once complete. The mirror's own state (``mirror_state``, else
+    ``mirror.state_file``) is read first and goes into the destination's snapshot: the
+    cluster the mirror writes to.
     """
     cfg.cluster("destination")
     cfg.cluster("source")
+    state_file = mirror_state or (Path(cfg.mirror.state_file) if cfg.mirror.state_file else None)
+    state = read_mirror_state(state_file) if state_file is not None else None
     # Both are read before either is written: a failure on the source leaves no lone
     # destination snapshot behind to be mistaken for a usable pair.
     dst_snap = collect_snapshot(cfg, "destination", plan)
+    if state is not None and state_file is not None:
+        dst_snap = with_mirror_state(dst_snap, state, str(state_file))
     src_snap = collect_snapshot(cfg, "source", plan)
     dst = write_snapshot(out / "destination", dst_snap)
     src = write_snapshot(out / "source", src_snap)

@@ -180,4 +180,3 @@ def narrow(spark: Any, mismatches: Any, clients: dict[str, dict[str, str]], cfg:
     picked = ranked.orderBy("n", "topic", "partition").limit(cfg.narrow_max_chunks).drop("n")
     picked = picked.repartition(max(1, spark.sparkContext.defaultParallelism))
     return picked.mapInArrow(_narrow_task(clients, cfg), spark_schema("record_divergences"))
-

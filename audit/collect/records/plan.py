@@ -45,8 +45,6 @@ class RecordPlan:
         return sum(r.end - r.start for r in self.ranges)
 
 
-
-
 def common_ranges(
     src_parts: list[Any], dst_parts: list[Any], in_scope: Callable[[str], bool]
 ) -> dict[tuple[str, int], tuple[int, int]]:
@@ -251,5 +249,3 @@ def task_groups(ranges: list[TaskRange], tasks: int) -> list[list[TaskRange]]:
             loads[i] += r[4] - r[3]
         groups.extend(bins)
     return groups
-
-

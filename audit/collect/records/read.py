@@ -348,5 +348,3 @@ def task_frame(spark: Any, groups: list[list[TaskRange]]) -> Any:
     # parallelize cuts a list of n items into n slices of one item each.
     dealt = spark.sparkContext.parallelize(groups, len(groups)).flatMap(lambda g: g)
     return spark.createDataFrame(dealt, schema)
-
-

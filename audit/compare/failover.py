@@ -1,0 +1,171 @@
+"""The failover's comparisons: the mirror's state at a stop, what the stop cost against what
+readiness predicted, and what mirroring back would truncate. One SQL query each (see
+``sql.py``), run by either engine.
+
+``{dst_mirror_partitions}`` is the mirror's own per-partition state (``mirror_state.py``),
+in the snapshot of the cluster the mirror writes to. KIP-1279's stop (``handleStopping``
+in the prototype) records the last mirrored position as the destination's log end offset
+and leader epoch, bumps the leader epoch, aborts the transactions in flight (an ABORT
+marker each) and writes one pid-reset control record: after it the destination's LEO is
+the last mirrored offset plus those control records, never "ahead" of the source.
+"""
+
+from __future__ import annotations
+
+from audit.compare.sql import Comparison, in_list, offset_in_range
+
+STOPPED_STATES = ("STOPPED", "PAUSED")
+
+# Per partition of the mirror state: its state joined to the partitions comparison, the
+# control records the stop wrote (the destination's LEO past the last mirrored offset), and
+# what CM-FAILOVER-1 asks of a stopped partition. Where batches were read, the markers past
+# the last mirrored offset are counted and must be exactly those records; otherwise they
+# may be at most one per partition (the pid-reset record) plus one per transaction open on
+# the source at the stop (an ABORT each).
+MIRROR_STATES = Comparison(
+    "mirror_states",
+    ("topic", "partition"),
+    requires=("dst_mirror_partitions",),
+    sql=f"""
+WITH markers_past AS (
+  SELECT k.topic, k.partition, count(*) AS n
+  FROM {{dst_markers}} k
+  JOIN {{dst_mirror_partitions}} m ON m.topic = k.topic AND m.partition = k.partition
+  WHERE k.offset >= m.last_mirror_offset
+  GROUP BY k.topic, k.partition
+),
+joined AS (
+  SELECT m.mirror, m.topic, m.partition, m.state, m.error_message, m.source_offset,
+    m.destination_offset, m.last_mirror_epoch, m.last_mirror_offset,
+    coalesce(p.in_scope, FALSE) AS in_scope,
+    p.src_high_watermark, p.src_leader_epoch, p.dst_high_watermark, p.dst_last_stable_offset,
+    p.dst_leader_epoch, p.stop_control_bound, p.stop_control_records,
+    m.state IN {in_list(STOPPED_STATES)} AS stopped,
+    m.state = 'FAILED' AS failed,
+    CASE WHEN r.dst_markers_collected THEN coalesce(mp.n, 0) END AS stop_markers
+  FROM {{dst_mirror_partitions}} m
+  CROSS JOIN {{run_params}} r
+  LEFT JOIN {{partitions}} p ON p.topic = m.topic AND p.partition = m.partition
+  LEFT JOIN markers_past mp ON mp.topic = m.topic AND mp.partition = m.partition
+)
+SELECT joined.*,
+  CASE WHEN stopped AND stop_control_records IS NOT NULL THEN
+    CASE WHEN stop_markers IS NOT NULL THEN stop_control_records = stop_markers
+      ELSE stop_control_records BETWEEN 0 AND stop_control_bound END
+  END AS control_records_ok,
+  CASE WHEN stopped THEN dst_last_stable_offset = dst_high_watermark END AS dst_transactions_closed,
+  CASE WHEN stopped THEN dst_leader_epoch > src_leader_epoch
+    AND (last_mirror_epoch IS NULL OR dst_leader_epoch > last_mirror_epoch) END AS epoch_bumped
+FROM joined
+""",
+)
+
+# failover verify: per partition readiness judged, what it predicted the failover would
+# lose and what the stop lost: the source's LEO at the stop (the mirror's own record of
+# it, else the readiness run's source snapshot) past the last mirrored offset.
+FAILOVER_PARTITIONS = Comparison(
+    "failover_partitions",
+    ("topic", "partition"),
+    requires=("dst_mirror_partitions",),
+    sql="""
+WITH placed AS (
+  SELECT b.topic, b.partition, b.in_scope,
+    CASE WHEN b.dst_present THEN greatest(0, b.lag_records) ELSE b.src_retained_records END
+      AS predicted_loss_records,
+    m.state AS mirror_state,
+    m.last_mirror_offset,
+    coalesce(m.source_offset, b.src_high_watermark) AS source_offset_at_stop,
+    CASE WHEN m.source_offset IS NOT NULL THEN 'mirror state' ELSE 'readiness snapshot' END
+      AS source_offset_from,
+    b.src_high_watermark AS readiness_src_high_watermark,
+    b.dst_high_watermark AS readiness_dst_high_watermark
+  FROM {before_partitions} b
+  LEFT JOIN {dst_mirror_partitions} m ON m.topic = b.topic AND m.partition = b.partition
+  WHERE b.src_present
+)
+SELECT placed.*,
+  greatest(0, source_offset_at_stop - last_mirror_offset) AS realized_loss_records,
+  greatest(0, source_offset_at_stop - last_mirror_offset) <= predicted_loss_records AS loss_within_prediction
+FROM placed
+""",
+)
+
+# failover verify: per synced group partition, where its consumers resume on the destination
+# (its committed offset there) against what the group had processed on the source: records
+# it will skip (resuming past them) and read again (resuming behind), counted only where the
+# destination holds them (below the last mirrored offset; what was never mirrored is loss).
+FAILOVER_GROUPS = Comparison(
+    "failover_groups",
+    ("group_id", "topic", "partition"),
+    requires=("dst_mirror_partitions",),
+    sql=f"""
+WITH placed AS (
+  SELECT g.group_id, g.topic, g.partition, g.sync_candidate AS in_scope,
+    g.src_committed_offset, g.dst_committed_offset AS resume_offset,
+    g.dst_log_start_offset, g.dst_high_watermark,
+    coalesce(m.last_mirror_offset, g.dst_high_watermark) AS mirrored_end
+  FROM {{group_offsets}} g
+  LEFT JOIN {{dst_mirror_partitions}} m ON m.topic = g.topic AND m.partition = g.partition
+  WHERE g.src_committed_offset IS NOT NULL
+)
+SELECT placed.*,
+  {offset_in_range("resume_offset", "dst_log_start_offset", "dst_high_watermark")} AS resume_in_range,
+  -- Out of range, the consumer's auto.offset.reset decides where it resumes: counted as
+  -- out of range (CM-FAILOVER-3), not as a number of records skipped or reprocessed.
+  CASE WHEN {offset_in_range("resume_offset", "dst_log_start_offset", "dst_high_watermark")}
+    THEN greatest(0, least(resume_offset, mirrored_end) - src_committed_offset) ELSE 0 END
+    AS skipped_records,
+  CASE WHEN {offset_in_range("resume_offset", "dst_log_start_offset", "dst_high_watermark")}
+    THEN greatest(0, least(src_committed_offset, mirrored_end) - resume_offset) ELSE 0 END
+    AS reprocessed_records
+FROM placed
+""",
+)
+
+# failback readiness: mirroring back makes the old source (here the source snapshot) a
+# mirror of the old destination, which truncates each partition to the last mirrored
+# offset recorded at the stop: what it holds past that point (produced after the stop, or
+# never mirrored) is lost; open transactions there could get a second marker.
+FAILBACK_PARTITIONS = Comparison(
+    "failback_partitions",
+    ("topic", "partition"),
+    requires=("dst_mirror_partitions",),
+    sql="""
+WITH committed_past AS (
+  SELECT o.topic, o.partition, count(*) AS n
+  FROM {src_group_offsets} o
+  JOIN {dst_mirror_partitions} m ON m.topic = o.topic AND m.partition = o.partition
+  WHERE o.committed_offset > m.last_mirror_offset
+  GROUP BY o.topic, o.partition
+)
+SELECT p.topic, p.partition, p.in_scope,
+  m.state AS mirror_state, m.last_mirror_offset, m.last_mirror_epoch,
+  p.src_log_start_offset, p.src_high_watermark, p.src_last_stable_offset,
+  greatest(0, p.src_high_watermark - m.last_mirror_offset) AS truncate_records,
+  p.src_last_stable_offset < p.src_high_watermark AS src_open_txn,
+  coalesce(c.n, 0) AS groups_committed_past
+FROM {partitions} p
+LEFT JOIN {dst_mirror_partitions} m ON m.topic = p.topic AND m.partition = p.partition
+LEFT JOIN committed_past c ON c.topic = p.topic AND c.partition = p.partition
+WHERE p.src_present
+""",
+)
+
+FAILBACK_GROUPS = Comparison(
+    "failback_groups",
+    ("group_id", "topic", "partition"),
+    requires=("dst_mirror_partitions",),
+    sql="""
+SELECT g.group_id, g.topic, g.partition, g.group_in_scope AND g.topic_in_scope AS in_scope,
+  g.src_committed_offset, m.last_mirror_offset,
+  g.src_committed_offset > m.last_mirror_offset AS committed_past_truncation,
+  greatest(0, g.src_committed_offset - m.last_mirror_offset) AS records_past_truncation
+FROM {group_offsets} g
+JOIN {dst_mirror_partitions} m ON m.topic = g.topic AND m.partition = g.partition
+WHERE g.src_committed_offset IS NOT NULL
+""",
+)
+
+
+VERIFY = (FAILOVER_PARTITIONS, FAILOVER_GROUPS)
+FAILBACK = (FAILBACK_PARTITIONS, FAILBACK_GROUPS)

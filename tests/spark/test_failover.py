@@ -1,0 +1,337 @@
+"""The failover on hand-made snapshots, on both engines: a mirror's state after a stop
+(CM-FAILOVER-1, the stop's control records never read as the destination being ahead),
+failover verify against a readiness run (CM-FAILOVER-2, -3) and failback readiness
+(CM-FAILBACK-1 to 3). A released broker cannot write KIP-1279's pid-reset record, so the
+markers that carry it are made here, as the batch tests make theirs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audit.compare.engines import ENGINES
+from audit.compare.engines import EngineName as Engine
+from audit.config_file import parse_config
+from audit.pipeline import audit_snapshots, failback_readiness, failover_verify
+from audit.snapshot import OpenTransactionRecord
+from tests.snapshots import T0_MS, group, mirror, offset, part, write_markers, write_pair
+
+CFG = parse_config("", env={})
+
+
+def _engine(engine: Engine, request: pytest.FixtureRequest) -> Engine:
+    if engine == "spark":
+        request.getfixturevalue("spark")
+    return engine
+
+
+def _statuses(summary: dict[str, Any]) -> dict[str, str]:
+    return {k: v["status"] for k, v in summary["invariants"].items()}
+
+
+def _examples(summary: dict[str, Any], invariant: str, *cols: str) -> set[tuple[Any, ...]]:
+    inv = summary["invariants"][invariant]
+    return {tuple(e[c] for c in cols) for check in inv["checks"] for e in check["examples"]}
+
+
+def _open_txn(topic: str, partition: int) -> OpenTransactionRecord:
+    return OpenTransactionRecord("partition", None, 7, 0, None, topic, partition, 90, T0_MS - 1000)
+
+
+def _clean_stop(root: Path) -> tuple[Path, Path]:
+    """KIP-1279's stop as its prototype writes it: orders-0 idle (one pid-reset record past
+    the last mirrored offset), orders-1 with a transaction open on the source (an ABORT for
+    it, then the pid-reset record); epochs bumped past the source's and the last mirrored."""
+    return write_pair(
+        root,
+        [
+            part("orders", 0, leader_epoch=5),
+            part(
+                "orders", 1, leader_epoch=5, last_stable_offset=90, open_txn_first_timestamp_ms=T0_MS - 1000
+            ),
+        ],
+        [
+            part("orders", 0, leader_epoch=7, high_watermark=101, last_stable_offset=101),
+            part("orders", 1, leader_epoch=7, high_watermark=102, last_stable_offset=102),
+        ],
+        src_txns=[_open_txn("orders", 1)],
+        dst_mirror=[mirror("orders", 0, last_epoch=6), mirror("orders", 1, last_epoch=6)],
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("markers", [False, True], ids=["bound", "counted"])
+def test_a_clean_stop_passes_and_its_control_records_are_not_the_destination_ahead(
+    engine: Engine, markers: bool, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    src, dst = _clean_stop(tmp_path / "snap")
+    if markers:
+        write_markers(dst, [("orders", 0, 100, 7), ("orders", 1, 100, 0), ("orders", 1, 101, 7)])
+    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, engine=_engine(engine, request)).summary
+    statuses = _statuses(summary)
+    assert statuses["CM-FAILOVER-1"] == "pass", summary["invariants"]["CM-FAILOVER-1"]
+    assert summary["invariants"]["CM-FAILOVER-1"]["evaluated"] == 2
+    # The destination's LEO is 1 and 2 above the source's: control records, not data.
+    assert statuses["CM-OFFSET-1"] == "pass", summary["invariants"]["CM-OFFSET-1"]
+    assert "unchecked" not in summary["invariants"]["CM-FAILOVER-1"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_without_the_mirror_state_the_stops_records_look_like_the_destination_ahead(
+    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """What the auditor said before it read the mirror's state: CM-OFFSET-1 failed on a
+    clean stop, and CM-FAILOVER-1 is skipped as not collected, never passed."""
+    src, dst = _clean_stop(tmp_path / "snap")
+    (dst / "mirror_partitions.parquet").unlink()
+    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, engine=_engine(engine, request)).summary
+    assert _statuses(summary)["CM-OFFSET-1"] == "fail"
+    failover = summary["invariants"]["CM-FAILOVER-1"]
+    assert failover["status"] == "skipped" and "mirror_partitions" in failover["reason"]
+
+
+def _faulty_stop(root: Path) -> tuple[Path, Path]:
+    topics = ("extra", "open-dst", "no-bump", "failed", "miscounted", "fine")
+    return write_pair(
+        root,
+        [part(t, leader_epoch=5) for t in topics],
+        [
+            part("extra", leader_epoch=7, high_watermark=104, last_stable_offset=104),  # 4 > 1
+            part("open-dst", leader_epoch=7, high_watermark=101, last_stable_offset=100),  # txn left open
+            part("no-bump", leader_epoch=5, high_watermark=101, last_stable_offset=101),  # DLE == SLE
+            part("failed", leader_epoch=7, high_watermark=100),
+            part("miscounted", leader_epoch=7, high_watermark=101, last_stable_offset=101),
+            part("fine", leader_epoch=7, high_watermark=101, last_stable_offset=101),
+        ],
+        dst_mirror=[
+            mirror("extra"),
+            mirror("open-dst"),
+            mirror("no-bump", last_epoch=4),
+            mirror(
+                "failed",
+                state="FAILED",
+                last_offset=None,
+                error="fetch from source failed: OFFSET_OUT_OF_RANGE",
+            ),
+            mirror("miscounted"),
+            mirror("fine"),
+        ],
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_each_fault_of_a_stop_fails_cm_failover_1_at_its_partition(
+    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    src, dst = _faulty_stop(tmp_path / "snap")
+    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, engine=_engine(engine, request)).summary
+    inv = summary["invariants"]["CM-FAILOVER-1"]
+    assert inv["status"] == "fail"
+
+    def caught(word: str) -> set[str]:
+        check = next(c for c in inv["checks"] if word in c["description"])
+        return {e["topic"] for e in check["examples"]}
+
+    assert caught("FAILED") == {"failed"}
+    # 4 records past the last mirrored offset where at most 1 (the pid-reset) is allowed;
+    # "miscounted" holds one, within the bound: only markers tell it apart (next test).
+    assert caught("control records") == {"extra"}
+    assert caught("no transaction") == {"open-dst"}
+    assert caught("leader epoch") == {"no-bump"}
+    failed = next(c for c in inv["checks"] if "FAILED" in c["description"])
+    assert failed["examples"][0]["error_message"] == "fetch from source failed: OFFSET_OUT_OF_RANGE"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_counted_from_markers_the_control_records_must_be_exactly_those_past_the_last_mirrored_offset(
+    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    src, dst = _faulty_stop(tmp_path / "snap")
+    # "miscounted": the record past the last mirrored offset is data, not a control record.
+    write_markers(
+        dst, [("extra", 0, o, 0) for o in (100, 101, 102)] + [("extra", 0, 103, 7), ("fine", 0, 100, 7)]
+    )
+    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, engine=_engine(engine, request)).summary
+    control = next(
+        c for c in summary["invariants"]["CM-FAILOVER-1"]["checks"] if "control records" in c["description"]
+    )
+    assert {e["topic"] for e in control["examples"]} == {"miscounted", "open-dst", "no-bump"}
+    assert {e["topic"]: e["stop_markers"] for e in control["examples"]}["miscounted"] == 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_state_without_the_last_mirrored_offset_skips_that_check_for_those_partitions_and_says_so(
+    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """The CLI's rows carry no LastMirrorOffset: the control-record count cannot be judged
+    there; CM-OFFSET-1 allows the bound instead; the summary names the partitions."""
+    src, dst = write_pair(
+        tmp_path / "snap",
+        [part("orders", 0, leader_epoch=5)],
+        [part("orders", 0, leader_epoch=7, high_watermark=101, last_stable_offset=101)],
+        dst_mirror=[mirror("orders", 0, last_offset=None, last_epoch=None)],
+    )
+    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, engine=_engine(engine, request)).summary
+    inv = summary["invariants"]["CM-FAILOVER-1"]
+    assert inv["status"] == "pass"
+    control = next(c for c in inv["checks"] if "control records" in c["description"])
+    assert control["evaluated"] == 0
+    assert inv["unchecked"]["field"] == "LastMirrorOffset"
+    assert inv["unchecked"]["partitions"] == [{"topic": "orders", "partition": 0}]
+    assert _statuses(summary)["CM-OFFSET-1"] == "pass"
+
+
+# --------------------------------------------------------------------------- verify
+
+
+def _readiness_run(root: Path, engine: Engine) -> Path:
+    """Before the stop: orders-0 lags 10 records (predicted loss 10), orders-1 none."""
+    src, dst = write_pair(
+        root / "before",
+        [part("orders", 0, high_watermark=100), part("orders", 1, high_watermark=50)],
+        [
+            part("orders", 0, high_watermark=90, leader_epoch=8),
+            part("orders", 1, high_watermark=50, leader_epoch=8),
+        ],
+        src_groups=[group("g1"), group("g2"), group("g3")],
+        dst_groups=[group("g1"), group("g2"), group("g3")],
+        src_offsets=[offset("g1", 95), offset("g2", 40, partition=1), offset("g3", 30, partition=1)],
+        dst_offsets=[offset("g1", 90), offset("g2", 40, partition=1), offset("g3", 30, partition=1)],
+    )
+    run = root / "readiness"
+    outcome = audit_snapshots(src, dst, run, CFG, readiness=True, engine=engine)
+    assert outcome.summary["expected_loss_records"] == 10
+    return run
+
+
+def _after_stop(root: Path, source_offset: int | None, g2: int = 40, g3: int = 30) -> Path:
+    _, dst = write_pair(
+        root / "after",
+        [],
+        [
+            part("orders", 0, high_watermark=91, last_stable_offset=91, leader_epoch=9),
+            part("orders", 1, high_watermark=51, last_stable_offset=51, leader_epoch=9),
+        ],
+        dst_groups=[group("g1"), group("g2"), group("g3")],
+        dst_offsets=[offset("g1", 90), offset("g2", g2, partition=1), offset("g3", g3, partition=1)],
+        dst_mirror=[
+            mirror("orders", 0, last_offset=90, last_epoch=8, source_offset=source_offset),
+            mirror(
+                "orders", 1, last_offset=50, last_epoch=8, source_offset=None if source_offset is None else 50
+            ),
+        ],
+    )
+    return dst
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_verify_catches_a_loss_above_the_prediction_and_where_groups_resume(
+    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    engine = _engine(engine, request)
+    before = _readiness_run(tmp_path, engine)
+    # Producers wrote 4 more records on orders-0 after the check (the mirror saw 104 at the
+    # stop); g2 resumes 5 past what it processed, g3 past the destination's end.
+    dst = _after_stop(tmp_path, source_offset=104, g2=45, g3=70)
+    outcome = failover_verify(CFG, before, tmp_path / "verify", destination=dst, engine=engine)
+    summary = outcome.summary
+    assert outcome.exit_code == 1
+    assert _statuses(summary)["CM-FAILOVER-2"] == "fail"
+    assert _examples(
+        summary, "CM-FAILOVER-2", "topic", "partition", "predicted_loss_records", "realized_loss_records"
+    ) == {("orders", 0, 10, 14)}
+    assert _statuses(summary)["CM-FAILOVER-3"] == "fail"
+    failover = summary["failover"]
+    assert (failover["predicted_loss_records"], failover["realized_loss_records"]) == (10, 14)
+    assert failover["skipped_records"] == 5 + 0  # g3 is out of range, not counted as skipped past the end
+    assert _statuses(summary)["CM-FAILOVER-1"] == "pass"
+    assert summary["run"]["source_offsets_read_from"].startswith("the readiness run's source snapshot")
+    report = outcome.report.read_text()
+    assert "Failover: predicted and realized" in report
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_verify_passes_a_failover_that_lost_what_readiness_predicted(
+    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Without the mirror's record of the source's offsets, those of the readiness run's
+    source snapshot stand in, and the run says so per partition."""
+    engine = _engine(engine, request)
+    before = _readiness_run(tmp_path, engine)
+    dst = _after_stop(tmp_path, source_offset=None)
+    outcome = failover_verify(CFG, before, tmp_path / "verify", destination=dst, engine=engine)
+    assert outcome.exit_code == 0, _statuses(outcome.summary)
+    assert outcome.summary["failover"]["realized_loss_records"] == 10
+    assert outcome.summary["failover"]["reprocessed_records"] == 0
+
+
+# --------------------------------------------------------------------------- failback
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_failback_readiness_is_go_when_the_old_source_holds_nothing_past_the_stop(
+    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    src, dst = write_pair(
+        tmp_path / "snap",
+        [part("orders", 0, high_watermark=90), part("orders", 1, high_watermark=50)],
+        [
+            part("orders", 0, high_watermark=91, leader_epoch=9),
+            part("orders", 1, high_watermark=51, leader_epoch=9),
+        ],
+        src_groups=[group("g1")],
+        src_offsets=[offset("g1", 90)],
+        dst_mirror=[mirror("orders", 0, last_offset=90), mirror("orders", 1, last_offset=50)],
+    )
+    outcome = failback_readiness(
+        CFG, tmp_path / "failback", source=src, destination=dst, engine=_engine(engine, request)
+    )
+    assert outcome.summary["readiness"] == "GO" and outcome.exit_code == 0, _statuses(outcome.summary)
+    assert outcome.summary["failback_truncation_records"] == 0
+    assert {_statuses(outcome.summary)[i] for i in ("CM-FAILBACK-1", "CM-FAILBACK-2", "CM-FAILBACK-3")} == {
+        "pass"
+    }
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("after_stop", [0, 20])
+def test_failback_readiness_counts_what_mirroring_back_would_truncate(
+    engine: Engine, after_stop: int, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """The old source holds 10 records never mirrored on orders-0 (100 > 90) and
+    ``after_stop`` produced since; g1 committed past the truncation point; a transaction is
+    open on orders-1 when records were produced after the stop."""
+    busy = after_stop > 0
+    src, dst = write_pair(
+        tmp_path / "snap",
+        [
+            part("orders", 0, high_watermark=100 + after_stop, last_stable_offset=100 + after_stop),
+            part(
+                "orders",
+                1,
+                high_watermark=50 + after_stop,
+                last_stable_offset=50 if busy else 50 + after_stop,
+            ),
+        ],
+        [
+            part("orders", 0, high_watermark=91, leader_epoch=9),
+            part("orders", 1, high_watermark=51, leader_epoch=9),
+        ],
+        src_groups=[group("g1")],
+        src_offsets=[offset("g1", 95)],
+        dst_mirror=[mirror("orders", 0, last_offset=90), mirror("orders", 1, last_offset=50)],
+    )
+    outcome = failback_readiness(
+        CFG, tmp_path / "failback", source=src, destination=dst, engine=_engine(engine, request)
+    )
+    summary = outcome.summary
+    assert summary["failback_truncation_records"] == 10 + after_stop + after_stop
+    assert summary["readiness"] == "NO-GO" and outcome.exit_code == 1
+    assert _examples(summary, "CM-FAILBACK-1", "topic", "partition", "truncate_records") == {
+        ("orders", 0, 10 + after_stop),
+        *([("orders", 1, after_stop)] if busy else []),
+    }
+    assert _statuses(summary)["CM-FAILBACK-2"] == "warn"
+    assert _statuses(summary)["CM-FAILBACK-3"] == ("fail" if busy else "pass")
