@@ -46,15 +46,17 @@ CLUSTER_MIRRORING_SLICES = ReportSlices(
     totals="""
 SELECT
   (SELECT count(*) FROM {partitions} WHERE in_scope) AS partitions,
-  (SELECT coalesce(sum(greatest(0, lag_records)), 0) FROM {partitions} WHERE in_scope) AS total_lag_records,
+  (SELECT coalesce(sum(greatest(0, data_lag_records)), 0) FROM {partitions} WHERE in_scope)
+    AS total_lag_records,
   (SELECT coalesce(sum(CAST(dst_present AS BIGINT)), 0) FROM {partitions} WHERE in_scope)
     AS mirrored_partitions,
   (SELECT count(*) FROM {group_offsets} WHERE topic_in_scope) AS group_partitions
 """,
     lag=f"""
-SELECT topic, partition, lag_records, lag_seconds, src_high_watermark, dst_high_watermark
+SELECT topic, partition, data_lag_records AS lag_records, lag_seconds, src_high_watermark,
+  dst_high_watermark
 FROM {{partitions}} WHERE in_scope AND dst_present
-ORDER BY lag_records DESC NULLS LAST, topic, partition LIMIT {CHART_ROWS}
+ORDER BY data_lag_records DESC NULLS LAST, topic, partition LIMIT {CHART_ROWS}
 """,
     epochs=f"""
 SELECT topic, partition, src_leader_epoch, dst_leader_epoch, epoch_headroom
