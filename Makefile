@@ -11,10 +11,11 @@ NATIVE_STAMP := $(VENV)/.native-installed
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: help venv test unit lint typecheck demo demo-healthy jars bench bench-segments bench-records bench-readers clean
+.PHONY: help venv test unit lint typecheck demo demo-healthy cluster-demo jars bench bench-segments bench-records bench-readers clean
 
 help:
 	@echo "make demo   - run the audit demo on the local Kafka sandbox"
+	@echo "make cluster-demo - the demo's nightly job by spark-submit on a local Spark standalone cluster"
 	@echo "make test   - install everything and run the whole test suite (unit, spark, integration)"
 	@echo "make lint / make typecheck / make bench / make clean"
 
@@ -56,6 +57,9 @@ typecheck: $(STAMP) $(NATIVE_STAMP)
 # error only when the demo did not do what it is for.
 demo: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/mirror-audit demo --expect-faults
+
+cluster-demo: $(STAMP) $(NATIVE_STAMP) jars
+	$(BIN)/mirror-audit demo --spark-cluster --expect-faults
 
 demo-healthy: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/mirror-audit demo --healthy

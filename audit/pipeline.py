@@ -108,6 +108,11 @@ def audit_snapshots(
         "thresholds": cfg.redacted()["thresholds"],
         **(run_extra or {}),
     }
+    if engine == "spark":
+        from audit.spark_session import build_spark
+        from audit.spark_session import run_info as spark_run_info
+
+        run_info.update(spark_run_info(build_spark(cfg.spark)))
     details = invariant_details(compared, source, src_manifest, dst_manifest)
     go_no_go = prof.always_go_no_go or (readiness and prof.job_figures is None)
     summary = build_summary(results, cfg.mode, run_info, figures, details, go_no_go, prof.figures_key)

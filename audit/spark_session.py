@@ -39,7 +39,7 @@ def build_spark(cfg: SparkConfig) -> Any:
     # The embedded default binds Spark to loopback (no hostname lookup warning, no open port
     # on the host's network); a cluster master keeps whatever spark-submit set.
     defaults = dict(_DEFAULTS)
-    if cfg.master.startswith("local"):
+    if cfg.master.startswith("local") and "PYSPARK_GATEWAY_PORT" not in os.environ:
         import sys
 
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -49,10 +49,48 @@ def build_spark(cfg: SparkConfig) -> Any:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         # Spark's 200 shuffle partitions are for clusters; on one machine a few per core do.
         defaults["spark.sql.shuffle.partitions"] = str(max(2, 2 * (os.cpu_count() or 1)))
-    builder = SparkSession.builder.master(cfg.master).appName(cfg.app_name)
-    for key, value in {**defaults, **cfg.conf}.items():
+    wanted = {"spark.master": cfg.master, "spark.app.name": cfg.app_name, **defaults, **cfg.conf}
+    given = _submitted_conf()
+    if given:
+        # Under spark-submit its --master, --conf and spark-defaults.conf win over the
+        # configuration file's spark section, as with any Spark application.
+        log.debug("spark-submit set %s; the spark section fills in the rest", ", ".join(sorted(given)))
+        wanted = {k: v for k, v in wanted.items() if k not in given}
+    builder = SparkSession.builder
+    for key, value in wanted.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
-    log.debug("spark session %s on %s", session.version, cfg.master)
+    log.debug("spark session %s on %s", session.version, session.sparkContext.master)
     return session
+
+
+def _submitted_conf() -> dict[str, str]:
+    """The settings spark-submit passed this driver (its --master, --conf, properties
+    file), or nothing when this process was not started by spark-submit."""
+    import os
+
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # spark-submit's PythonRunner sets it
+        return {}
+    from pyspark import SparkConf, SparkContext
+
+    # SparkConf reads the JVM's spark.* properties only once the gateway is up.
+    SparkContext._ensure_initialized()
+    return dict(SparkConf().getAll())
+
+
+def run_info(session: Any) -> dict[str, Any]:
+    """What summary.json's run section says of the Spark application: its master and how
+    many executors ran tasks (from Spark's status store, which the listener bus keeps
+    with the UI off; in local mode the driver is the one executor)."""
+    sc = session.sparkContext
+    try:
+        summaries = sc._jvm.scala.jdk.javaapi.CollectionConverters.asJava(
+            sc._jsc.sc().statusStore().executorList(False)
+        )
+        ran = [e for e in summaries if e.totalTasks() > 0]
+        executors: int | None = len([e for e in ran if e.id() != "driver"]) or len(ran)
+    except Exception:  # a private API: its absence costs the figure, not the run
+        log.debug("executor summaries unavailable", exc_info=True)
+        executors = None
+    return {"spark_master": sc.master, "spark_executors_ran_tasks": executors}

@@ -21,6 +21,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise UsageError("--expect-faults checks the injected faults: the --healthy demo injects none")
     if args.failover:
         return _failover_demo(args)
+    if args.spark_cluster:
+        return _cluster_demo(args)
     if args.mode == "mm2":
         injected = demo_mm2.INJECTED
         outcome = demo_mm2.run_mm2_demo(
@@ -46,6 +48,25 @@ def _caught(problems: list[str], what: str) -> int:
         f"demo: the injected faults were caught {what} and nothing else failed: the demo did what it is for"
     )
     return ExitCode.OK
+
+
+def _cluster_demo(args: argparse.Namespace) -> int:
+    from audit.sandbox import demo, demo_cluster
+
+    if args.healthy or args.mode != "cluster-mirroring":
+        raise UsageError(
+            "--spark-cluster runs the faulty cluster-mirroring demo (without --healthy or --mode)"
+        )
+    code, summary, run_dir = demo_cluster.run_cluster_demo(args.out, args.workdir)
+    # The job printed its verdict and invariants itself (above).
+    print(
+        f"demo: the job ran on {summary['run'].get('spark_master')} with "
+        f"{summary['run'].get('spark_executors_ran_tasks')} executors; spark-submit exited {code}; "
+        f"run {run_dir}"
+    )
+    if not args.expect_faults:
+        return code
+    return _caught(demo.INJECTED.problems(summary), f"({', '.join(sorted(demo.INJECTED.fail))} failed)")
 
 
 def _failover_demo(args: argparse.Namespace) -> int:
@@ -212,6 +233,12 @@ def add_demo(sub: Any) -> None:
         action="store_true",
         help="the failover lifecycle instead: readiness, the mirror's stop, failover verify and "
         "failback readiness (with --healthy: drained first, nothing lost, failback GO)",
+    )
+    p.add_argument(
+        "--spark-cluster",
+        action="store_true",
+        help="submit the faulty demo's nightly job with spark-submit to a Spark standalone master and "
+        "two workers started on loopback ('make cluster-demo'), all stopped afterwards",
     )
     add_out(p, False, "run directory")
     p.add_argument("--keep", action="store_true", help="leave the sandbox running afterwards")

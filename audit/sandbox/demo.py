@@ -16,7 +16,9 @@ Without ``--healthy`` five faults are injected on the real brokers first:
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -131,13 +133,10 @@ def _corrupt(topic: str, partition: int, record: SourceRecord) -> SourceRecord:
     return record
 
 
-def run_demo(
-    healthy: bool,
-    out: Path | None = None,
-    keep: bool = False,
-    workdir: Path | None = None,
-    output_root: Path = Path("reports"),
-) -> RunOutcome:
+@contextlib.contextmanager
+def prepared(healthy: bool, workdir: Path | None = None, keep: bool = False) -> Iterator[SandboxState]:
+    """The demo's sandbox with its traffic mirrored and (unless ``healthy``) its faults
+    injected, for the length of the block; torn down after it unless ``keep``."""
     workdir = workdir or default_workdir()
     state = up(SandboxOptions(workdir=workdir, brokers_per_cluster=2))
     open_txn: Producer | None = None
@@ -190,7 +189,7 @@ def run_demo(
             for i in range(3):
                 open_txn.produce("orders", f"pending-{i}".encode(), partition=1)
             open_txn.flush(30)
-        return nightly(demo_config(state, output_root), out)
+        yield state
     finally:
         if open_txn is not None:
             try:
@@ -201,3 +200,14 @@ def run_demo(
             log.info("sandbox left running: mirror-audit sandbox status / down")
         else:
             down(workdir)
+
+
+def run_demo(
+    healthy: bool,
+    out: Path | None = None,
+    keep: bool = False,
+    workdir: Path | None = None,
+    output_root: Path = Path("reports"),
+) -> RunOutcome:
+    with prepared(healthy, workdir, keep) as state:
+        return nightly(demo_config(state, output_root), out)

@@ -53,7 +53,7 @@ def start_java(
     return start_process(java_cmd(java, jars, heap_mb, main, args), log_path)
 
 
-def start_process(cmd: Sequence[str], log_path: Path) -> tuple[int, int]:
+def start_process(cmd: Sequence[str], log_path: Path, env: dict[str, str] | None = None) -> tuple[int, int]:
     """Start a long-running process in its own session (so a terminal's Ctrl-C reaches only
     the command that started it), output to ``log_path``; returns its pid and /proc start
     time, the pair ``stop_process`` checks before it signals."""
@@ -64,6 +64,7 @@ def start_process(cmd: Sequence[str], log_path: Path) -> tuple[int, int]:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            env=env,
         )
     _CHILDREN[proc.pid] = proc
     ticks = None

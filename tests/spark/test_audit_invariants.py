@@ -28,6 +28,12 @@ def faulty(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     src, dst = faulty_pair(root)
     outcome = audit_snapshots(src, dst, root / "run", CFG, readiness=True, engine=engine)
     assert outcome.summary["run"]["engine"] == engine
+    if engine == "spark":
+        # The application's master, and the executors that ran its tasks (local: the driver).
+        assert outcome.summary["run"]["spark_master"] == "local[2]"
+        assert outcome.summary["run"]["spark_executors_ran_tasks"] == 1
+    else:
+        assert "spark_master" not in outcome.summary["run"]
     summary: dict[str, Any] = json.loads((root / "run" / "summary.json").read_text())
     assert summary == json.loads(json.dumps(outcome.summary))
     return summary

@@ -149,13 +149,13 @@ def _comparable(summary: dict[str, Any]) -> dict[str, Any]:
         if inv_id in spark_only:  # skipped by both; the local engine says it never checks them
             assert inv["status"] == "skipped", (inv_id, inv)
             inv.pop("reason")
-    plan = out.get("failover_plan")
-    if plan is not None:
-        plan.pop("path")  # each run writes its own
         for check in [inv, *inv.get("checks", [])]:
             examples = check.pop("examples", [])
             if check.get("violations", check.get("unexpected", 0)) <= MAX_EXAMPLES:
                 check["example_set"] = sorted(json.dumps(e, sort_keys=True) for e in examples)
+    plan = out.get("failover_plan")
+    if plan is not None:
+        plan.pop("path")  # each run writes its own
     return out
 
 

@@ -1,0 +1,73 @@
+"""The audit submitted to a Spark standalone cluster (a master and two workers on loopback,
+started from pyspark's own spark-class) with spark-submit, as the README tells users:
+its tables and summary equal those of the same snapshots run in this process's local
+session, and spark-submit's --master wins over the configuration file's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import audit.cli
+from audit.pipeline import audit_snapshots
+from audit.sandbox import spark_cluster
+from tests.snapshots import faulty_pair
+from tests.spark.test_engine_parity import FAULTY_CFG, KEYS, _comparable, _sorted_rows
+
+CONFIG = "scope:\n  groups:\n    exclude: ['private']\nspark:\n  master: local[1]\n"
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[spark_cluster.SparkCluster]:
+    with spark_cluster.running(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+        yield cluster
+
+
+def _without_spark(summary: dict[str, Any]) -> dict[str, Any]:
+    out = _comparable(summary)
+    out["run"].pop("spark_master")
+    out["run"].pop("spark_executors_ran_tasks")
+    return out
+
+
+def test_a_standalone_cluster_run_equals_the_local_one_cell_by_cell(
+    spark: Any, standalone: spark_cluster.SparkCluster, tmp_path: Path
+) -> None:
+    src, dst = faulty_pair(tmp_path / "snap")
+    config = tmp_path / "audit.yaml"
+    config.write_text(CONFIG)
+    entry = Path(audit.cli.__file__).parent / "__main__.py"
+    # fmt: off
+    proc = subprocess.run(
+        [
+            str(spark_cluster.spark_home() / "bin" / "spark-submit"),
+            "--master", standalone.master_url,
+            "--conf", f"spark.pyspark.python={sys.executable}",
+            "--conf", "spark.sql.shuffle.partitions=2",
+            str(entry), "audit", "--config", str(config),
+            "--source", str(src), "--destination", str(dst), "--out", str(tmp_path / "cluster"),
+        ],
+        env=spark_cluster.spark_env(), capture_output=True, text=True, timeout=900, check=False,
+    )
+    # fmt: on
+    assert proc.returncode == 1, proc.stderr[-3000:]  # the faulty pair's FAIL
+    on_cluster = json.loads((tmp_path / "cluster" / "summary.json").read_text())
+    assert on_cluster["run"]["spark_master"] == standalone.master_url  # spark-submit's, not local[1]
+    assert on_cluster["run"]["spark_executors_ran_tasks"] == 2
+    local = audit_snapshots(src, dst, tmp_path / "local", FAULTY_CFG, engine="spark")
+    assert _without_spark(on_cluster) == _without_spark(local.summary)
+    tables = sorted(p.stem for p in (tmp_path / "cluster" / "compare").glob("*.parquet"))
+    assert tables == sorted(p.stem for p in (tmp_path / "local" / "compare").glob("*.parquet"))
+    assert {"partitions", "group_offsets", "topics", "groups"} <= set(tables)
+    for table in tables:
+        c_schema, c_rows = _sorted_rows(tmp_path / "cluster" / "compare" / f"{table}.parquet", KEYS[table])
+        l_schema, l_rows = _sorted_rows(tmp_path / "local" / "compare" / f"{table}.parquet", KEYS[table])
+        assert (c_schema.names, len(c_rows)) == (l_schema.names, len(l_rows)), table
+        for c_row, l_row in zip(c_rows, l_rows, strict=True):
+            assert c_row == l_row, (table, {k: (c_row[k], l_row[k]) for k in c_row if c_row[k] != l_row[k]})
