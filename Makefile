@@ -11,7 +11,7 @@ NATIVE_STAMP := $(VENV)/.native-installed
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: help venv test unit lint typecheck demo demo-healthy cluster-demo jars bench bench-segments bench-records bench-readers clean
+.PHONY: help venv test unit lint typecheck demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-readers clean
 
 help:
 	@echo "make demo   - run the audit demo on the local Kafka sandbox"
@@ -66,6 +66,9 @@ demo-healthy: $(STAMP) $(NATIVE_STAMP) jars
 
 bench: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/python bench/readiness.py
+
+bench-cluster: $(STAMP) $(NATIVE_STAMP)
+	$(BIN)/python bench/cluster_shipping.py
 
 bench-segments: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/python bench/segments.py
