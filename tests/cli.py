@@ -19,3 +19,19 @@ def run_cli(
         cwd=cwd,
         check=False,
     )
+
+
+def submit_cli(master: str, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """``mirror-audit`` submitted with spark-submit to ``master`` in client mode, as the
+    README's "Running on a Spark cluster" does; executors on this environment's Python."""
+    from audit.sandbox import spark_cluster
+    from audit.sandbox.demo_cluster import submit_command
+
+    return subprocess.run(
+        submit_command(master, sys.executable, ["--verbose", *args]),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=spark_cluster.spark_env(),
+        check=False,
+    )

@@ -62,6 +62,16 @@ def sasl_login() -> tuple[str, str]:
 
 
 @pytest.fixture(scope="session")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A Spark standalone master and two workers on loopback (one core and 1 GiB each),
+    started from pyspark's own spark-class, for the tests that submit jobs to a cluster."""
+    from audit.sandbox import spark_cluster
+
+    with spark_cluster.running(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
 def sandbox(tmp_path_factory: pytest.TempPathFactory, sasl_login: tuple[str, str]) -> Iterator[object]:
     """Real source and destination clusters, two brokers each (so leadership can move), each
     broker also listening with SASL_SSL (a self-signed certificate: ``tls_ca``) for

@@ -10,11 +10,13 @@ retention on one side, a topic compacted differently on each side.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -26,7 +28,7 @@ from audit.config import ClusterConfig
 from audit.errors import ClusterError
 from audit.sandbox.mirror import wait_transactions_settled
 from audit.sandbox.state import SandboxState
-from tests.cli import run_cli
+from tests.cli import run_cli, submit_cli
 
 T0 = int(time.time() * 1000) - 3_600_000  # recent: older records would fall to retention
 # key, value, headers, timestamp: a mirror keeps each record's own create time. The headers
@@ -447,3 +449,51 @@ def test_the_compiled_reader_frames_nulls_empties_and_headers_like_python(sandbo
     assert native == python
     sums = [row["checksum"] for row in native[0][0][1]]
     assert len(sums) == len(set(sums)) == len(shapes)
+
+
+def test_the_records_scan_on_a_standalone_cluster_writes_what_the_local_one_wrote(
+    audited: dict[str, Any], standalone: Any, tmp_path: Path
+) -> None:
+    """The same snapshot pair's records scanned by spark-submit on a standalone master and
+    two workers, whose tasks open the Kafka clients in the executors: every record table
+    equal cell by cell to the local session's (the compacted topic left out: its cleaner
+    may still remove records between the two scans)."""
+    run, cluster_run = audited["run"], tmp_path / "reports" / "r1"
+    for side in ("source", "destination"):
+        shutil.copytree(run / side, cluster_run / side, ignore=shutil.ignore_patterns("record_*"))
+    stable = [t for name, t in audited["topics"].items() if name != "compacted"]
+    cfg = (
+        audited["cfg"]
+        .read_text()
+        .replace(str(audited["cfg"].parent / "reports"), str(tmp_path / "reports"))
+        .replace("|".join(audited["topics"].values()), "|".join(stable))
+    )
+    assert "|".join(stable) in cfg
+    (tmp_path / "audit.yaml").write_text(cfg)
+    proc = submit_cli(
+        standalone.master_url,
+        "records",
+        "scan",
+        "--config",
+        str(tmp_path / "audit.yaml"),
+        "--run",
+        str(cluster_run),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    def rows(path: Path) -> list[str]:
+        return sorted(
+            json.dumps(r, sort_keys=True, default=str)
+            for r in pq.read_table(path).to_pylist()
+            if r["topic"] in stable
+        )
+
+    compared = 0
+    for side in ("source", "destination"):
+        tables = sorted(p.name for p in (run / side).glob("record_*.parquet"))
+        assert tables == sorted(p.name for p in (cluster_run / side).glob("record_*.parquet")), side
+        for table in tables:
+            local, on_cluster = rows(run / side / table), rows(cluster_run / side / table)
+            assert on_cluster == local, (side, table)
+            compared += len(local)
+    assert compared > 20

@@ -29,7 +29,7 @@ from crc32c import crc32c
 from audit.sandbox.mirror import wait_transactions_settled
 from audit.sandbox.processes import run_tool
 from audit.sandbox.state import SandboxState
-from tests.cli import run_cli
+from tests.cli import run_cli, submit_cli
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 COMPARED = (
@@ -198,12 +198,13 @@ SPLIT_OFFSETS, FETCH_MAX_BYTES = 27, 1024
 
 
 def test_fetch_over_the_wire_equals_the_segment_scan(
-    sandbox: SandboxState, written: dict[str, Any], tmp_path: Path
+    sandbox: SandboxState, written: dict[str, Any], standalone: Any, tmp_path: Path
 ) -> None:
     """The wire tables equal the segment tables for the same partitions, batches and
     markers cell by cell (minus where the bytes were: file and position), both with the
     default split (one offset range per partition) and split into ranges of
-    ``SPLIT_OFFSETS``: no batch lost or fetched twice at a range boundary."""
+    ``SPLIT_OFFSETS``: no batch lost or fetched twice at a range boundary; the split fetch
+    also submitted to a standalone cluster, whose executors open the Kafka connections."""
     # Only this module's topics: a session's other topics would be fetched in tiny ranges too.
     scope = f"scope:\n  topics:\n    include: ['{written['plain']}', '{written['txn']}']\n"
     cfg = _config(tmp_path, sandbox, scope)
@@ -216,11 +217,24 @@ def test_fetch_over_the_wire_equals_the_segment_scan(
     )
     assert run_cli("snapshot", "--config", str(cfg), "--out", str(tmp_path / "run")).returncode == 0
     snap = tmp_path / "run" / "source"
-    split_snap = tmp_path / "split-source"
+    split_snap, cluster_snap = tmp_path / "split-source", tmp_path / "cluster-source"
     shutil.copytree(snap, split_snap)
+    shutil.copytree(snap, cluster_snap)
     for config, out in ((cfg, snap), (split_cfg, split_snap)):
         proc = run_cli("segments", "fetch", "--config", str(config), "--role", "source", "--out", str(out))
         assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = submit_cli(
+        standalone.master_url,
+        "segments",
+        "fetch",
+        "--config",
+        str(split_cfg),
+        "--role",
+        "source",
+        "--out",
+        str(cluster_snap),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
     proc = run_cli(
         "segments", "scan", *map(str, written["dirs"]), "--out", str(tmp_path / "seg"), "--role", "source"
     )
@@ -246,7 +260,7 @@ def test_fetch_over_the_wire_equals_the_segment_scan(
 
     parts = _rows(snap / "partitions.parquet")
     assert {p["topic"] for p in parts} == ours
-    for out, split in ((snap, 1_000_000), (split_snap, SPLIT_OFFSETS)):
+    for out, split in ((snap, 1_000_000), (split_snap, SPLIT_OFFSETS), (cluster_snap, SPLIT_OFFSETS)):
         assert cells(out / "batches.parquet", "base_offset") == seg, out.name
         assert cells(out / "markers.parquet", "offset") == seg_markers, out.name
         note = json.loads((out / "manifest.json").read_text())["notes"]["batches"]

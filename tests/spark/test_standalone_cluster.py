@@ -6,27 +6,21 @@ session, and spark-submit's --master wins over the configuration file's."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-import audit.cli
 from audit.pipeline import audit_snapshots
 from audit.sandbox import spark_cluster
+from tests.cli import submit_cli
 from tests.snapshots import faulty_pair
 from tests.spark.test_engine_parity import FAULTY_CFG, KEYS, _comparable, _sorted_rows
 
-CONFIG = "scope:\n  groups:\n    exclude: ['private']\nspark:\n  master: local[1]\n"
-
-
-@pytest.fixture(scope="module")
-def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[spark_cluster.SparkCluster]:
-    with spark_cluster.running(tmp_path_factory.mktemp("spark-cluster")) as cluster:
-        yield cluster
+# spark.master is spark-submit's (it wins); the shuffle partitions come from here (the
+# spark section fills in what spark-submit did not set).
+CONFIG = (
+    "scope:\n  groups:\n    exclude: ['private']\n"
+    "spark:\n  master: local[1]\n  conf:\n    spark.sql.shuffle.partitions: '2'\n"
+)
 
 
 def _without_spark(summary: dict[str, Any]) -> dict[str, Any]:
@@ -42,20 +36,18 @@ def test_a_standalone_cluster_run_equals_the_local_one_cell_by_cell(
     src, dst = faulty_pair(tmp_path / "snap")
     config = tmp_path / "audit.yaml"
     config.write_text(CONFIG)
-    entry = Path(audit.cli.__file__).parent / "__main__.py"
-    # fmt: off
-    proc = subprocess.run(
-        [
-            str(spark_cluster.spark_home() / "bin" / "spark-submit"),
-            "--master", standalone.master_url,
-            "--conf", f"spark.pyspark.python={sys.executable}",
-            "--conf", "spark.sql.shuffle.partitions=2",
-            str(entry), "audit", "--config", str(config),
-            "--source", str(src), "--destination", str(dst), "--out", str(tmp_path / "cluster"),
-        ],
-        env=spark_cluster.spark_env(), capture_output=True, text=True, timeout=900, check=False,
+    proc = submit_cli(
+        standalone.master_url,
+        "audit",
+        "--config",
+        str(config),
+        "--source",
+        str(src),
+        "--destination",
+        str(dst),
+        "--out",
+        str(tmp_path / "cluster"),
     )
-    # fmt: on
     assert proc.returncode == 1, proc.stderr[-3000:]  # the faulty pair's FAIL
     on_cluster = json.loads((tmp_path / "cluster" / "summary.json").read_text())
     assert on_cluster["run"]["spark_master"] == standalone.master_url  # spark-submit's, not local[1]
