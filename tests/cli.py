@@ -35,3 +35,18 @@ def submit_cli(master: str, *args: str, timeout: float = 900) -> subprocess.Comp
         env=spark_cluster.spark_env(),
         check=False,
     )
+
+
+def run_in_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """``mirror-audit`` called in this process, on the suite's Spark session (no JVM
+    started per call): for tests of what a command computes rather than of how it is
+    started. Output is captured as ``run_cli`` captures it."""
+    import contextlib
+    import io
+
+    from audit.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return subprocess.CompletedProcess(["mirror-audit", *args], code, out.getvalue(), err.getvalue())

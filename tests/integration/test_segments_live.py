@@ -29,7 +29,7 @@ from crc32c import crc32c
 from audit.sandbox.mirror import wait_transactions_settled
 from audit.sandbox.processes import run_tool
 from audit.sandbox.state import SandboxState
-from tests.cli import run_cli, submit_cli
+from tests.cli import run_cli, run_in_process, submit_cli
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 COMPARED = (
@@ -198,7 +198,7 @@ SPLIT_OFFSETS, FETCH_MAX_BYTES = 27, 1024
 
 
 def test_fetch_over_the_wire_equals_the_segment_scan(
-    sandbox: SandboxState, written: dict[str, Any], standalone: Any, tmp_path: Path
+    spark: Any, sandbox: SandboxState, written: dict[str, Any], standalone: Any, tmp_path: Path
 ) -> None:
     """The wire tables equal the segment tables for the same partitions, batches and
     markers cell by cell (minus where the bytes were: file and position), both with the
@@ -221,7 +221,9 @@ def test_fetch_over_the_wire_equals_the_segment_scan(
     shutil.copytree(snap, split_snap)
     shutil.copytree(snap, cluster_snap)
     for config, out in ((cfg, snap), (split_cfg, split_snap)):
-        proc = run_cli("segments", "fetch", "--config", str(config), "--role", "source", "--out", str(out))
+        proc = run_in_process(
+            "segments", "fetch", "--config", str(config), "--role", "source", "--out", str(out)
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
     proc = submit_cli(
         standalone.master_url,
@@ -235,7 +237,7 @@ def test_fetch_over_the_wire_equals_the_segment_scan(
         str(cluster_snap),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    proc = run_cli(
+    proc = run_in_process(
         "segments", "scan", *map(str, written["dirs"]), "--out", str(tmp_path / "seg"), "--role", "source"
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -283,7 +285,7 @@ def _cut(path: Path, position: int, size: int, replacement: bytes = b"") -> None
 
 
 def test_copies_of_real_segments_audit_as_identical_and_damage_is_caught(
-    sandbox: SandboxState, written: dict[str, Any], tmp_path: Path
+    spark: Any, sandbox: SandboxState, written: dict[str, Any], tmp_path: Path
 ) -> None:
     src_tree, same_tree, bad_tree = tmp_path / "src", tmp_path / "same", tmp_path / "bad"
     for tree in (src_tree, same_tree, bad_tree):
@@ -291,9 +293,11 @@ def test_copies_of_real_segments_audit_as_identical_and_damage_is_caught(
             shutil.copytree(d, tree / d.name)
     scan = tmp_path / "scans"
     for name, tree, role in (("s", src_tree, "source"), ("same", same_tree, "destination")):
-        proc = run_cli("segments", "scan", str(tree), "--out", str(scan / name), "--role", role, "--deep")
+        proc = run_in_process(
+            "segments", "scan", str(tree), "--out", str(scan / name), "--role", role, "--deep"
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
-    proc = run_cli(
+    proc = run_in_process(
         "audit",
         "--source",
         str(scan / "s"),
@@ -336,11 +340,11 @@ def test_copies_of_real_segments_audit_as_identical_and_damage_is_caught(
     # 3. A whole batch removed from the middle of the plain topic's log.
     _cut(bad_tree / plain_dir / Path(removed["file"]).name, removed["position"], removed["size_bytes"])
 
-    proc = run_cli(
+    proc = run_in_process(
         "segments", "scan", str(bad_tree), "--out", str(scan / "bad"), "--role", "destination", "--deep"
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    proc = run_cli(
+    proc = run_in_process(
         "audit",
         "--source",
         str(scan / "s"),
