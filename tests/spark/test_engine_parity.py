@@ -144,6 +144,9 @@ def _comparable(summary: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = json.loads(json.dumps(summary))
     out["run"].pop("started_at")
     out["run"].pop("engine")
+    # Where Spark ran it: only the Spark engine says (and a cluster says another master).
+    out["run"].pop("spark_master", None)
+    out["run"].pop("spark_executors_ran_tasks", None)
     spark_only = {i.id for i in CLUSTER_MIRRORING if i.spark_only}
     for inv_id, inv in out["invariants"].items():
         if inv_id in spark_only:  # skipped by both; the local engine says it never checks them
