@@ -454,46 +454,48 @@ def test_the_compiled_reader_frames_nulls_empties_and_headers_like_python(sandbo
 def test_the_records_scan_on_a_standalone_cluster_writes_what_the_local_one_wrote(
     audited: dict[str, Any], standalone: Any, tmp_path: Path
 ) -> None:
-    """The same snapshot pair's records scanned by spark-submit on a standalone master and
-    two workers, whose tasks open the Kafka clients in the executors: every record table
-    equal cell by cell to the local session's (the compacted topic left out: its cleaner
-    may still remove records between the two scans)."""
-    run, cluster_run = audited["run"], tmp_path / "reports" / "r1"
-    for side in ("source", "destination"):
-        shutil.copytree(run / side, cluster_run / side, ignore=shutil.ignore_patterns("record_*"))
+    """The same snapshot pair's records scanned twice from scratch, by a local process and
+    by spark-submit on a standalone master and two workers (whose tasks open the Kafka
+    clients in the executors): every record table equal cell by cell (the compacted topic
+    left out: its cleaner may still remove records between the two scans)."""
     stable = [t for name, t in audited["topics"].items() if name != "compacted"]
-    cfg = (
-        audited["cfg"]
-        .read_text()
-        .replace(str(audited["cfg"].parent / "reports"), str(tmp_path / "reports"))
-        .replace("|".join(audited["topics"].values()), "|".join(stable))
-    )
-    assert "|".join(stable) in cfg
-    (tmp_path / "audit.yaml").write_text(cfg)
-    proc = submit_cli(
+    runs = {}
+    for where in ("local", "cluster"):
+        root = tmp_path / where
+        run = root / "reports" / "r1"
+        for side in ("source", "destination"):
+            shutil.copytree(audited["run"] / side, run / side, ignore=shutil.ignore_patterns("record_*"))
+        cfg = (
+            audited["cfg"]
+            .read_text()
+            .replace(str(audited["cfg"].parent / "reports"), str(root / "reports"))
+            .replace("|".join(audited["topics"].values()), "|".join(stable))
+        )
+        assert "|".join(stable) in cfg
+        (root / "audit.yaml").write_text(cfg)
+        runs[where] = (root / "audit.yaml", run)
+    local = run_cli("records", "scan", "--config", str(runs["local"][0]), "--run", str(runs["local"][1]))
+    assert local.returncode == 0, local.stderr[-3000:]
+    on_cluster = submit_cli(
         standalone.master_url,
         "records",
         "scan",
         "--config",
-        str(tmp_path / "audit.yaml"),
+        str(runs["cluster"][0]),
         "--run",
-        str(cluster_run),
+        str(runs["cluster"][1]),
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert on_cluster.returncode == 0, on_cluster.stderr[-3000:]
 
     def rows(path: Path) -> list[str]:
-        return sorted(
-            json.dumps(r, sort_keys=True, default=str)
-            for r in pq.read_table(path).to_pylist()
-            if r["topic"] in stable
-        )
+        return sorted(json.dumps(r, sort_keys=True, default=str) for r in pq.read_table(path).to_pylist())
 
     compared = 0
     for side in ("source", "destination"):
-        tables = sorted(p.name for p in (run / side).glob("record_*.parquet"))
-        assert tables == sorted(p.name for p in (cluster_run / side).glob("record_*.parquet")), side
+        tables = sorted(p.name for p in (runs["local"][1] / side).glob("record_*.parquet"))
+        assert tables == sorted(p.name for p in (runs["cluster"][1] / side).glob("record_*.parquet")), side
         for table in tables:
-            local, on_cluster = rows(run / side / table), rows(cluster_run / side / table)
-            assert on_cluster == local, (side, table)
-            compared += len(local)
+            expected = rows(runs["local"][1] / side / table)
+            assert rows(runs["cluster"][1] / side / table) == expected, (side, table)
+            compared += len(expected)
     assert compared > 20
