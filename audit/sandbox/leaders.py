@@ -47,17 +47,6 @@ def wait_in_sync(bootstrap: str, tps: Sequence[TopicPartition], timeout: float =
     raise SandboxError("replicas did not rejoin the ISR in time")
 
 
-def leader_epochs(bootstrap: str, tps: Sequence[TopicPartition]) -> dict[tuple[str, int], int]:
-    """Each partition's current leader epoch, as ListOffsets reports it."""
-    from confluent_kafka.admin import OffsetSpec
-
-    admin = AdminClient(client_conf(bootstrap))
-    futures = admin.list_offsets({tp: OffsetSpec.latest() for tp in tps}, request_timeout=30)
-    return {
-        (tp.topic, tp.partition): int(f.result(timeout=30).leader_epoch or 0) for tp, f in futures.items()
-    }
-
-
 def move_leaders(bootstrap: str, tps: Sequence[TopicPartition], times: int = 1) -> None:
     """Raise each partition's leader epoch by ``times``: per round, the replica list rotated
     by one (kafka-python's AlterPartitionReassignments: librdkafka has no call for it) and a

@@ -196,8 +196,8 @@ def mirror_once(
         tps = [TopicPartition(topic, p) for p in range(n) if partition_filter(topic, p)]
         if not tps:
             continue
-        src_lso = _offsets_by_tp(src_admin, tps, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
-        dst_leo = _offsets_by_tp(dst_admin, tps, OffsetSpec.latest())
+        src_lso = offsets_by_tp(src_admin, tps, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
+        dst_leo = offsets_by_tp(dst_admin, tps, OffsetSpec.latest())
         for tp in tps:
             start, end = dst_leo[(topic, tp.partition)], src_lso[(topic, tp.partition)]
             if start >= end:
@@ -223,7 +223,7 @@ def mirror_once(
 def _wait_offset(admin: AdminClient, tp: TopicPartition, end: int, timeout: float = 30.0) -> int:
     deadline = time.monotonic() + timeout
     while True:
-        got = _offsets_by_tp(admin, [tp], OffsetSpec.latest())[(tp.topic, tp.partition)]
+        got = offsets_by_tp(admin, [tp], OffsetSpec.latest())[(tp.topic, tp.partition)]
         if got >= end or time.monotonic() > deadline:
             return got
         time.sleep(0.1)
@@ -236,8 +236,8 @@ def wait_transactions_settled(bootstrap: str, topics: list[str], timeout: float 
     tps = [TopicPartition(t, p) for t in topics for p in md.topics[t].partitions]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        lso = _offsets_by_tp(admin, tps, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
-        leo = _offsets_by_tp(admin, tps, OffsetSpec.latest())
+        lso = offsets_by_tp(admin, tps, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
+        leo = offsets_by_tp(admin, tps, OffsetSpec.latest())
         if lso == leo:
             return
         time.sleep(0.1)
@@ -283,8 +283,8 @@ def _sync_group(
     if not committed:
         return 0
     tps = [TopicPartition(tp.topic, tp.partition) for tp in committed]
-    start = _offsets_by_tp(dst_admin, tps, OffsetSpec.earliest())
-    end = _offsets_by_tp(dst_admin, tps, OffsetSpec.latest())
+    start = offsets_by_tp(dst_admin, tps, OffsetSpec.earliest())
+    end = offsets_by_tp(dst_admin, tps, OffsetSpec.latest())
     targets = []
     for tp in committed:
         key = (tp.topic, tp.partition)
@@ -300,7 +300,7 @@ def _sync_group(
     return len(targets)
 
 
-def _offsets_by_tp(
+def offsets_by_tp(
     admin: AdminClient,
     tps: list[TopicPartition],
     spec: OffsetSpec,

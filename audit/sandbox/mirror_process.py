@@ -38,7 +38,13 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from audit import regex
 from audit.collect.metadata.mirror_state import MirrorPartitionRecord, describe_response
 from audit.fsutil import atomic_write_json
-from audit.sandbox.mirror import PartitionWriter, source_records, split_segments, sync_group_offsets
+from audit.sandbox.mirror import (
+    PartitionWriter,
+    offsets_by_tp,
+    source_records,
+    split_segments,
+    sync_group_offsets,
+)
 from audit.sandbox.traffic import client_conf, scan_messages
 
 log = logging.getLogger("audit.sandbox.mirror_process")
@@ -98,20 +104,17 @@ class ContinuousMirror:
         if not tps:
             self._write_state()
             return
-        src_hw = _offsets(self.src_admin, tps, OffsetSpec.latest())
-        src_lso = _offsets(self.src_admin, tps, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
-        dst_leo = _offsets(self.dst_admin, tps, OffsetSpec.latest())
+        src_hw = offsets_by_tp(self.src_admin, tps, OffsetSpec.latest())
+        src_lso = offsets_by_tp(self.src_admin, tps, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
+        dst_leo = offsets_by_tp(self.dst_admin, tps, OffsetSpec.latest())
         for key, part in sorted(self.parts.items()):
             part.source_offset = src_hw[key]
-            if part.topic in paused:
-                part.state = "PAUSED"
-                part.destination_offset = dst_leo[key]
-                continue
-            part.state = "MIRRORING"
-            self._copy(part, dst_leo[key], src_lso[key], src_hw[key])
-            part.destination_offset = _offsets(self.dst_admin, [TopicPartition(*key)], OffsetSpec.latest())[
-                key
-            ]
+            part.state = "PAUSED" if part.topic in paused else "MIRRORING"
+            if part.state == "MIRRORING":
+                self._copy(part, dst_leo[key], src_lso[key], src_hw[key])
+        # Where the destination ends after the copies: one request for every partition.
+        for key, end in offsets_by_tp(self.dst_admin, tps, OffsetSpec.latest()).items():
+            self.parts[key].destination_offset = end
         if self.groups:
             self._sync_groups()
         self._write_state()
@@ -190,7 +193,7 @@ class ContinuousMirror:
         if tps:
             futures = self.dst_admin.list_offsets({tp: OffsetSpec.latest() for tp in tps}, request_timeout=30)
             positions = {(tp.topic, tp.partition): f.result(timeout=30) for tp, f in futures.items()}
-            src_hw = _offsets(self.src_admin, tps, OffsetSpec.latest())
+            src_hw = offsets_by_tp(self.src_admin, tps, OffsetSpec.latest())
         for key, part in sorted(self.parts.items()):
             info = positions[key]
             part.last_mirror_offset = int(info.offset)
@@ -201,21 +204,11 @@ class ContinuousMirror:
                 part.open_from = None
             part.state = "STOPPED"
         if tps:
-            dst_leo = _offsets(self.dst_admin, tps, OffsetSpec.latest())
+            dst_leo = offsets_by_tp(self.dst_admin, tps, OffsetSpec.latest())
             for key, part in self.parts.items():
                 part.destination_offset = dst_leo[key]
         self._write_state()
         log.info("mirror stopped: %d partitions STOPPED, state in %s", len(self.parts), self.state_path)
-
-
-def _offsets(
-    admin: AdminClient,
-    tps: list[TopicPartition],
-    spec: OffsetSpec,
-    level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
-) -> dict[tuple[str, int], int]:
-    futures = admin.list_offsets({tp: spec for tp in tps}, isolation_level=level, request_timeout=30)
-    return {(tp.topic, tp.partition): int(f.result(timeout=30).offset) for tp, f in futures.items()}
 
 
 def _committed_at(src: str, part: _Partition, offset: int, lso: int) -> bool:
