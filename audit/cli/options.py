@@ -4,6 +4,7 @@ turn a bad value into a usage error (exit 2) naming it."""
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -53,6 +54,27 @@ def add_workdir(p: argparse.ArgumentParser) -> None:
         help="sandbox work directory (default: $MIRROR_AUDIT_SANDBOX_DIR or "
         "~/.local/state/kafka-mirror-audit/sandbox)",
     )
+
+
+def add_kafka_version(p: argparse.ArgumentParser) -> None:
+    from audit.sandbox.jars import DEFAULT_KAFKA_VERSION, TESTED_KAFKA_VERSIONS
+
+    p.add_argument(
+        "--kafka-version",
+        metavar="X.Y.Z",
+        help=f"the Apache Kafka release the sandbox runs (default: $MIRROR_AUDIT_KAFKA_VERSION or "
+        f"{DEFAULT_KAFKA_VERSION}; tested: {', '.join(TESTED_KAFKA_VERSIONS)}; 3.9 or later)",
+    )
+
+
+def use_kafka_version(args: argparse.Namespace) -> None:
+    """``--kafka-version``, checked, becomes ``$MIRROR_AUDIT_KAFKA_VERSION`` for this command:
+    every sandbox the command starts (a demo starts several steps, spark-submit a child
+    process) then runs that release, exactly as if the variable had been set."""
+    from audit.sandbox.jars import kafka_version
+
+    if getattr(args, "kafka_version", None):
+        os.environ["MIRROR_AUDIT_KAFKA_VERSION"] = kafka_version(args.kafka_version)
 
 
 def add_role(p: argparse.ArgumentParser) -> None:

@@ -6,7 +6,17 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from audit.cli.options import PORT, add_out, add_timeout, add_workdir, int_in, path_arg, sasl_user
+from audit.cli.options import (
+    PORT,
+    add_kafka_version,
+    add_out,
+    add_timeout,
+    add_workdir,
+    int_in,
+    path_arg,
+    sasl_user,
+    use_kafka_version,
+)
 from audit.cli.output import print_outcome, print_status
 from audit.errors import ExitCode, UsageError
 
@@ -19,6 +29,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     if args.expect_faults and args.healthy:
         raise UsageError("--expect-faults checks the injected faults: the --healthy demo injects none")
+    use_kafka_version(args)
     if args.failover:
         return _failover_demo(args)
     if args.spark_cluster:
@@ -90,6 +101,7 @@ def _failover_demo(args: argparse.Namespace) -> int:
 def cmd_sandbox_up(args: argparse.Namespace) -> int:
     from audit.sandbox.cluster import SandboxOptions, default_workdir, up
 
+    use_kafka_version(args)
     ports = {k: v for k, v in (("source", args.source_port), ("destination", args.destination_port)) if v}
     opts = SandboxOptions(
         workdir=args.workdir or default_workdir(),
@@ -243,6 +255,7 @@ def add_demo(sub: Any) -> None:
     add_out(p, False, "run directory")
     p.add_argument("--keep", action="store_true", help="leave the sandbox running afterwards")
     add_workdir(p)
+    add_kafka_version(p)
     p.set_defaults(handler=cmd_demo)
 
 
@@ -277,6 +290,7 @@ def add_sandbox(sub: Any) -> None:
         "made at start; clients trust it with ssl.ca.location WORKDIR/tls/ca.pem",
     )
     add_timeout(p, "the clusters")
+    add_kafka_version(p)
     p.set_defaults(handler=cmd_sandbox_up)
     p = sbsub.add_parser("status", help="show each cluster's bootstrap address, cluster id and pids")
     add_workdir(p)

@@ -75,6 +75,8 @@ class SandboxOptions:
     # The SASL listeners speak TLS (SASL_SSL) with a self-signed certificate for 127.0.0.1
     # made at start; clients trust it with ssl.ca.location = tls_ca(state).
     tls: bool = False
+    # The Apache Kafka release to run; None: $MIRROR_AUDIT_KAFKA_VERSION, else the default.
+    kafka_version: str | None = None
 
 
 # --------------------------------------------------------------------------- nodes
@@ -173,12 +175,17 @@ def up(opts: SandboxOptions) -> SandboxState:
     process this call started is stopped and the error names the log to read.
     """
     workdir = opts.workdir
+    version = kafka_version(opts.kafka_version)
     existing = _running_or_cleared(workdir)
     if existing is not None:
+        if existing.kafka_version != version:
+            raise SandboxError(
+                f"a Kafka {existing.kafka_version} sandbox is running in {workdir}, not {version}: "
+                "stop it first (mirror-audit sandbox down)"
+            )
         return existing
     _check_options(opts)
     java = find_java()
-    version = kafka_version()
     jars = str(ensure_kafka_jars(version))
     workdir.mkdir(parents=True, exist_ok=True)
     plans, format_jobs = _write_node_configs(java, opts)

@@ -21,7 +21,35 @@ from audit.errors import SandboxError
 
 log = logging.getLogger(__name__)
 
-DEFAULT_KAFKA_VERSION = "4.1.2"
+# The Apache Kafka releases the sandbox runs and the suite tests, one per supported line,
+# the default (what a new user gets) first. Older brokers may work with the auditor but are
+# not tested: 3.7 and 3.8 cannot format a KRaft controller the way the sandbox does.
+DEFAULT_KAFKA_VERSION = "4.4.0"
+TESTED_KAFKA_VERSIONS = ("4.4.0", "4.3.1", "4.1.2", "3.9.1")
+OLDEST_SUPPORTED = (3, 9)
+# Apache Kafka releases, newest first: where a release's connect-mirror is not on Maven
+# Central, MirrorMaker 2 runs from the newest release below it on this list that resolves
+# (a client against newer brokers, as users run mixed versions). Kept by hand: a new
+# release is added at the top.
+KAFKA_RELEASES = (
+    "4.4.0",
+    "4.3.1",
+    "4.3.0",
+    "4.2.0",
+    "4.1.2",
+    "4.1.1",
+    "4.1.0",
+    "4.0.2",
+    "4.0.1",
+    "4.0.0",
+    "3.9.2",
+    "3.9.1",
+    "3.9.0",
+)
+# Kafka 3.x logs through reload4j (log4j 1) and ships its own slf4j binding; 4.x carries
+# no backend, so the poms add log4j2, which a 3.x copy leaves out (two slf4j bindings on
+# one class path would pick one at random).
+_LOG4J2_ARTIFACTS = "log4j-slf4j-impl,log4j-api,log4j-core"
 _COMPLETE = ".complete"
 
 
@@ -34,8 +62,41 @@ def cache_root() -> Path:
     return Path(xdg) / "kafka-mirror-audit"
 
 
-def kafka_version() -> str:
-    return os.environ.get("MIRROR_AUDIT_KAFKA_VERSION", DEFAULT_KAFKA_VERSION)
+def kafka_version(explicit: str | None = None) -> str:
+    """The broker release to run: ``explicit`` (``--kafka-version``), else
+    ``$MIRROR_AUDIT_KAFKA_VERSION``, else the default; refused, naming the choice, when it is
+    not a release number or older than the oldest supported line."""
+    version = explicit or os.environ.get("MIRROR_AUDIT_KAFKA_VERSION") or DEFAULT_KAFKA_VERSION
+    source = (
+        "--kafka-version"
+        if explicit
+        else ("$MIRROR_AUDIT_KAFKA_VERSION" if os.environ.get("MIRROR_AUDIT_KAFKA_VERSION") else "default")
+    )
+    parsed = version_tuple(version)
+    if parsed is None:
+        raise SandboxError(
+            f"Kafka version {version!r} ({source}) is not a release number like {DEFAULT_KAFKA_VERSION}"
+        )
+    if parsed[:2] < OLDEST_SUPPORTED:
+        raise SandboxError(
+            f"Kafka {version} ({source}) is older than the sandbox supports: it runs "
+            f"{'.'.join(map(str, OLDEST_SUPPORTED))} or later in KRaft mode (tested: "
+            f"{', '.join(TESTED_KAFKA_VERSIONS)})"
+        )
+    return version
+
+
+def version_tuple(version: str) -> tuple[int, int, int] | None:
+    """``"4.1.2"`` -> (4, 1, 2); None for anything that is not three numbers."""
+    parts = version.split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return None
+    return int(parts[0]), int(parts[1]), int(parts[2])
+
+
+def uses_reload4j(jars: str | os.PathLike[str]) -> bool:
+    """Whether a jar directory logs through reload4j (Kafka 3.x) rather than log4j2."""
+    return any(Path(jars).glob("reload4j-*.jar"))
 
 
 def resource_path(name: str) -> Path:
@@ -71,7 +132,8 @@ def _java_major(version_text: str) -> int | None:
 
 
 def ensure_kafka_jars(version: str | None = None, root: Path | None = None) -> Path:
-    """The directory holding every runtime jar of Kafka ``version``, fetching it if absent.
+    """The directory holding the broker's and tools' runtime jars of Kafka ``version``,
+    fetching them if absent (MirrorMaker 2's are apart: ``ensure_mm2_jars``).
 
     Safe to call from several processes at once: a lock file serialises the download and the
     result only appears (by rename) once Maven has copied every jar.
@@ -82,9 +144,71 @@ def ensure_kafka_jars(version: str | None = None, root: Path | None = None) -> P
         root,
         f"kafka-{version}",
         lambda target: _maven_copy(
-            f"Apache Kafka {version}", "pom.xml", {"kafka.version": version}, "kafka_2.13-*.jar", target
+            f"Apache Kafka {version}",
+            "pom.xml",
+            {"kafka.version": version, **_logging_exclusions(version)},
+            "kafka_2.13-*.jar",
+            target,
         ),
     )
+
+
+def ensure_mm2_jars(broker_version: str, root: Path | None = None) -> tuple[str, Path]:
+    """MirrorMaker 2's jars (connect-mirror and its own tree, kafka-clients included) for
+    brokers of ``broker_version``: the release itself, else the newest release below it on
+    ``KAFKA_RELEASES`` whose connect-mirror Maven Central serves, with a warning naming both.
+    Returns the release used and its jar directory; MM2 runs from it alone."""
+    root = root or cache_root()
+    errors = []
+    for version in mm2_candidates(broker_version):
+        try:
+            target = _cached(
+                root,
+                f"mm2-{version}",
+                lambda target, v=version: _maven_copy(  # type: ignore[misc]
+                    f"MirrorMaker 2 (connect-mirror {v})",
+                    "mm2-pom.xml",
+                    {"kafka.version": v, **_logging_exclusions(v)},
+                    "connect-mirror-*.jar",
+                    target,
+                ),
+            )
+        except SandboxError as exc:
+            errors.append(str(exc))
+            continue
+        if version != broker_version:
+            log.warning(
+                "connect-mirror %s is not on Maven Central; MirrorMaker 2 runs from connect-mirror %s "
+                "against the %s brokers",
+                broker_version,
+                version,
+                broker_version,
+            )
+        return version, target
+    raise SandboxError(
+        f"no connect-mirror release at or below {broker_version} resolves from Maven Central "
+        f"(MirrorMaker 2 cannot start): {errors[0]}"
+    )
+
+
+def mm2_candidates(broker_version: str) -> list[str]:
+    """``broker_version`` itself, then every release of ``KAFKA_RELEASES`` below it, newest
+    first, down to the oldest supported line."""
+    own = version_tuple(broker_version)
+    below = [
+        r
+        for r in KAFKA_RELEASES
+        if own is not None and (t := version_tuple(r)) is not None and t < own and t[:2] >= OLDEST_SUPPORTED
+    ]
+    return [broker_version, *below]
+
+
+def _logging_exclusions(version: str) -> dict[str, str]:
+    """Maven properties leaving log4j2 out of a 3.x copy (see ``_LOG4J2_ARTIFACTS``)."""
+    parsed = version_tuple(version)
+    if parsed is not None and parsed[0] < 4:
+        return {"excludeArtifactIds": _LOG4J2_ARTIFACTS}
+    return {}
 
 
 # The Spark Kafka source's own jars: everything else it needs (Scala, Hadoop client,

@@ -1,7 +1,8 @@
 """A real MirrorMaker 2 between the sandbox clusters, in dedicated mode.
 
 ``org.apache.kafka.connect.mirror.MirrorMaker`` from the connect-mirror jar on Maven Central
-(fetched with the brokers' jars), driven by a properties file of its own: one flow,
+(fetched apart from the brokers' jars, only when MM2 is started, from the brokers' release or
+the newest one below it that Maven Central serves), driven by a properties file of its own: one flow,
 source alias -> target alias, checkpoints emitted every second, group offset sync
 switchable. It is started and stopped like the brokers, by pid and /proc start time, and
 its log is kept in the sandbox work dir (``mm2/mirror-maker.log``).
@@ -28,7 +29,7 @@ from confluent_kafka.admin import AdminClient
 
 from audit.errors import SandboxError
 from audit.fsutil import atomic_write_json, atomic_write_text
-from audit.sandbox.jars import find_java
+from audit.sandbox.jars import ensure_mm2_jars, find_java
 from audit.sandbox.processes import start_java, stop_process
 from audit.sandbox.state import SandboxState, process_start_ticks
 from audit.sandbox.traffic import client_conf
@@ -68,6 +69,9 @@ class Mm2Process:
     properties_path: str
     log_path: str
     options: Mm2Options
+    # The connect-mirror release running (the brokers' own, or an older one where Maven
+    # Central lacks it).
+    kafka_version: str = ""
 
     @property
     def alive(self) -> bool:
@@ -142,20 +146,27 @@ def start(state: SandboxState, opts: Mm2Options | None = None, timeout: float = 
     running = load(state)
     if running is not None and running.alive:
         raise SandboxError(f"MirrorMaker 2 is already running (pid {running.pid}); stop it first")
+    mm2_version, jars = ensure_mm2_jars(state.kafka_version)
     directory = _mm2_dir(state)
     directory.mkdir(parents=True, exist_ok=True)
     props = directory / "mm2.properties"
     atomic_write_text(props, properties(state, opts))
     log_path = directory / "mirror-maker.log"
-    pid, ticks = start_java(find_java(), state.jars, opts.heap_mb, MAIN_CLASS, [str(props)], log_path)
-    proc = Mm2Process(pid, ticks, str(props), str(log_path), opts)
+    pid, ticks = start_java(find_java(), str(jars), opts.heap_mb, MAIN_CLASS, [str(props)], log_path)
+    proc = Mm2Process(pid, ticks, str(props), str(log_path), opts, mm2_version)
     _save(state, proc)
     try:
         _wait_started(state, proc, timeout)
     except BaseException:
         stop(state)
         raise
-    log.info("MirrorMaker 2 running (pid %d), log %s", pid, log_path)
+    log.info(
+        "MirrorMaker 2 (connect-mirror %s) running (pid %d) against Kafka %s brokers, log %s",
+        mm2_version,
+        pid,
+        state.kafka_version,
+        log_path,
+    )
     return proc
 
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from audit.sandbox.jars import find_java, resource_path
+from audit.sandbox.jars import find_java, resource_path, uses_reload4j
 from audit.sandbox.state import SandboxState, process_start_ticks
 
 log = logging.getLogger(__name__)
@@ -29,12 +29,20 @@ def java_cmd(java: str, jars: str, heap_mb: int, main: str, args: Sequence[str])
         f"-Xmx{heap_mb}m",
         "-XX:+UseG1GC",
         "-Djava.awt.headless=true",
-        f"-Dlog4j2.configurationFile={resource_path('log4j2.properties')}",
+        _logging_option(jars),
         "-cp",
         f"{jars}/*",
         main,
         *args,
     ]
+
+
+def _logging_option(jars: str) -> str:
+    """The logging configuration for the jars' backend: Kafka 3.x logs through reload4j
+    (log4j 1 syntax, ``-Dlog4j.configuration``), 4.x through log4j2."""
+    if uses_reload4j(jars):
+        return f"-Dlog4j.configuration=file:{resource_path('log4j.properties')}"
+    return f"-Dlog4j2.configurationFile={resource_path('log4j2.properties')}"
 
 
 def run_tool(
