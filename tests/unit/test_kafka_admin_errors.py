@@ -14,6 +14,7 @@ from confluent_kafka import KafkaError, KafkaException
 from audit.collect.metadata.kafka_admin import KafkaAdmin
 from audit.collect.metadata.permissions import AUDITOR_PERMISSIONS, _operation_word
 from audit.config import ClusterConfig
+from audit.errors import ClusterError
 
 
 @pytest.fixture
@@ -87,3 +88,27 @@ def test_an_error_that_is_not_a_moving_leader_fails_at_once(admin: KafkaAdmin) -
     with pytest.raises(Exception, match="TOPIC_AUTHORIZATION_FAILED"):
         admin.list_offsets([("t", 0)], "latest")
     assert len(fake.asked) == 1
+
+
+def test_a_partition_without_a_live_leader_is_an_error_naming_its_broker_never_an_offset(
+    admin: KafkaAdmin,
+) -> None:
+    """librdkafka answers ListOffsets for a partition whose leader is dead with offset -1001
+    and no error (found killing a broker mid-snapshot): that was written to the snapshot as
+    the high watermark. It is now asked again until the timeout, then an error naming the
+    partition and the broker it was read from."""
+    fake = _Answers([{("t", 0): 10, ("t", 1): -1001}] + [{("t", 1): -1001}] * 200)
+    admin._admin = fake  # type: ignore[assignment]
+    admin._leaders[("t", 1)] = 2
+    admin._brokers[2] = "127.0.0.1:9092"
+    with pytest.raises(ClusterError) as info:
+        admin.list_offsets([("t", 0), ("t", 1)], "latest")
+    message = str(info.value)
+    assert "list_offsets(latest, t-1 on broker 2 (127.0.0.1:9092)) got no offset" in message
+    assert "\n" not in message
+    assert len(fake.asked) > 2 and all(asked == {("t", 1)} for asked in fake.asked[1:])
+
+
+def test_an_empty_partitions_max_timestamp_is_an_answer_not_an_error(admin: KafkaAdmin) -> None:
+    admin._admin = _Answers([{("t", 0): -1}])  # type: ignore[assignment]
+    assert admin.list_offsets([("t", 0)], "max_timestamp")[("t", 0)].offset == -1

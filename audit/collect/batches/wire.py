@@ -15,6 +15,7 @@ nothing, and reads uncommitted (isolation level 0) so aborted batches and marker
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from audit.collect.batches.format import ScanSink, walk
 from audit.collect.batches.scan import BatchScan, emit, issue_accumulator, scan_schema, scan_schema_arrow
 from audit.config import ClusterConfig
 from audit.errors import ClusterError
+from audit.faultpoints import pause_point
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +56,25 @@ class FetchSession:
 
         key = (topic, partition)
         if refresh or key not in self._leaders:
-            found = self._manager.run(self._admin._async_get_leader_for_partitions, {TopicPartition(*key)})
+            found = self._leaders_of(TopicPartition(*key))
             for node, tps in found.items():
                 for tp in tps:
                     self._leaders[(tp.topic, tp.partition)] = int(node)
         return self._leaders[key]
+
+    def _leaders_of(self, tp: Any) -> dict[Any, Any]:
+        """The metadata answer for ``tp``, asked up to three times: kafka-python sends it to
+        one broker of its choice, and a broker that just died (its connection refused) would
+        otherwise fail partitions led by live brokers too (found killing one mid-fetch)."""
+        for attempt in range(3):
+            try:
+                found: dict[Any, Any] = self._manager.run(self._admin._async_get_leader_for_partitions, {tp})
+                return found
+            except Exception:
+                if attempt == 2:
+                    raise
+                time.sleep(0.2 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchResult:
         """The raw records from ``offset`` (the batch holding it first), at most about
@@ -242,6 +258,7 @@ def _fetch_task(
                     else:
                         try:
                             fetch_range(session, topic, partition, start, end, sink, deep, max_bytes)
+                            pause_point("fetch.range")
                         except Exception as exc:  # one partition's failure must not stop the others
                             sink.issue(
                                 "fetch_error",

@@ -92,6 +92,8 @@ _SILENT.propagate = False
 # consequence, so these lead the message whenever one was seen.
 _REFUSED = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL})
 # Partition errors of a leadership in motion, retried until the call's timeout.
+# confluent_kafka.OFFSET_INVALID: the offset of a ListOffsets answer that carries none.
+OFFSET_INVALID = -1001
 _NOT_YET = frozenset(
     {
         KafkaError.OFFSET_NOT_AVAILABLE,
@@ -118,6 +120,10 @@ class KafkaAdmin:
         self._last_error: str | None = None
         self._auth_error: str | None = None
         self._lock = threading.Lock()
+        # Partition leaders and broker addresses as last described, so an error reading a
+        # partition names the broker it was read from (a dead broker is the usual cause).
+        self._leaders: dict[tuple[str, int], int | None] = {}
+        self._brokers: dict[int, str] = {}
         settings: dict[str, Any] = {
             **cfg.client_settings(),
             "error_cb": self._on_error,
@@ -184,9 +190,19 @@ class KafkaAdmin:
 
     def _metadata(self) -> Any:
         try:
-            return self._admin.list_topics(timeout=self.timeout)
+            md = self._admin.list_topics(timeout=self.timeout)
         except KafkaException as exc:
             raise self._fail("list_topics (metadata)", exc) from exc
+        self._brokers.update({b.id: f"{b.host}:{b.port}" for b in md.brokers.values()})
+        return md
+
+    def _partition(self, topic: str, partition: int) -> str:
+        """``topic-p on broker N (host:port)``: the partition and the leader it was read from."""
+        leader = self._leaders.get((topic, partition))
+        if leader is None:
+            return f"{topic}-{partition}"
+        address = self._brokers.get(leader)
+        return f"{topic}-{partition} on broker {leader}" + (f" ({address})" if address else "")
 
     def topic_names(self) -> list[str]:
         md = self._metadata()
@@ -201,6 +217,10 @@ class KafkaAdmin:
             desc = self._result(f"describe_topics({name})", futures[name])
             topic_id = str(desc.topic_id) if getattr(desc, "topic_id", None) is not None else None
             leaders = {p.id: (p.leader.id if p.leader is not None else None) for p in desc.partitions}
+            self._leaders.update({(name, p): leader for p, leader in leaders.items()})
+            for p in desc.partitions:
+                if p.leader is not None and p.leader.host:
+                    self._brokers[p.leader.id] = f"{p.leader.host}:{p.leader.port}"
             out.append(TopicInfo(name, topic_id, leaders))
         return out
 
@@ -223,7 +243,7 @@ class KafkaAdmin:
             futures = self._admin.list_offsets(request, isolation_level=level, request_timeout=self.timeout)
             again = {}
             for tp, fut in futures.items():
-                call = f"list_offsets({spec}, {tp.topic}-{tp.partition})"
+                call = f"list_offsets({spec}, {self._partition(tp.topic, tp.partition)})"
                 try:
                     info = fut.result(timeout=self.timeout + 5)
                 except KafkaException as exc:
@@ -235,6 +255,18 @@ class KafkaAdmin:
                     raise self._fail(call, exc) from exc
                 except Exception as exc:
                     raise self._fail(call, exc) from exc
+                if info.offset == OFFSET_INVALID or (info.offset < 0 and spec != "max_timestamp"):
+                    # librdkafka answers a partition whose leader is down (a broker killed
+                    # mid-snapshot) with offset -1001 and no error: never an offset to record.
+                    if time.monotonic() < deadline:
+                        again[tp] = request[tp]
+                        continue
+                    raise ClusterError(
+                        f"{self.role} cluster ({self.cfg.bootstrap_servers}): {call} got no offset "
+                        f"(librdkafka offset {info.offset}) within {self.timeout:.0f}s: the partition's "
+                        "leader did not answer; check that broker is up and the partition has a leader "
+                        "(kafka-topics --describe), then run again"
+                    )
                 ts = info.timestamp if info.timestamp is not None and info.timestamp >= 0 else None
                 epoch = (
                     info.leader_epoch if info.leader_epoch is not None and info.leader_epoch >= 0 else None

@@ -21,6 +21,7 @@ from audit.collect.metadata.mm2_topics import collect_mm2
 from audit.collect.metadata.transactions import collect_open_transactions
 from audit.config import AuditConfig
 from audit.errors import ClusterError
+from audit.faultpoints import pause_point
 from audit.snapshot import (
     GroupOffsetRecord,
     GroupRecord,
@@ -152,6 +153,7 @@ def _partitions(
     (its last stable offset, where it is below the high watermark)."""
     tps = [(t.name, p) for t in infos for p in sorted(t.leaders)]
     log_start = admin.list_offsets(tps, "earliest")
+    pause_point("snapshot.offsets")
     high = admin.list_offsets(tps, "latest")
     stable = admin.list_offsets(tps, "latest", committed=True)
     newest = admin.list_offsets(tps, "max_timestamp")

@@ -25,6 +25,7 @@ from audit.collect.records.native import ReaderName
 from audit.collect.records.plan import SIDES, RecordPlan, TaskRange, task_groups, task_ranges
 from audit.config import RecordsConfig
 from audit.errors import ClusterError
+from audit.faultpoints import pause_point
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +175,8 @@ def chunk_ranges(
                 finished, lost = waves.read_wave(list(wave.values()), size, timeout)
                 done.extend(finished)
                 failed.extend(lost)
+                if pending:
+                    pause_point("records.wave")
     finally:
         waves.close()
     return done, failed
