@@ -281,6 +281,9 @@ class OutputConfig:
     # Where runs are written; relative to the configuration file's directory (without a
     # configuration file: to the current directory).
     root: str = "reports"
+    # How long a job waits for the output root's lock (audit.output_lock) held by another
+    # run before it gives up with exit 2; 0: give up at once. readiness never waits.
+    lock_wait_seconds: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from audit.config import (
     BatchSourceConfig,
     ClusterConfig,
     Mm2Config,
+    OutputConfig,
     PatternSet,
     RecordsConfig,
     SegmentsConfig,
@@ -302,6 +303,9 @@ def _check(obj: Any, path: str) -> None:
         for name in ("split_bytes", "split_offsets", "fetch_max_bytes"):
             if getattr(obj, name) < 1:
                 raise _KeyProblem(_join(path, name), "must be positive")
+    elif isinstance(obj, OutputConfig):
+        if obj.lock_wait_seconds < 0:
+            raise _KeyProblem(_join(path, "lock_wait_seconds"), "must not be negative (0: do not wait)")
     elif isinstance(obj, ClusterConfig):
         if not obj.bootstrap_servers.strip():
             raise _KeyProblem(_join(path, "bootstrap_servers"), "must not be empty")

@@ -6,8 +6,10 @@ the engine (``audit.compare.engines``) says who computes the comparison tables.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,8 +19,10 @@ from audit.compare.engines import EngineName
 from audit.compare.run import Compared
 from audit.config import AuditConfig
 from audit.errors import ExitCode
+from audit.output_lock import output_lock
 from audit.paths import check_writable, local_path, writable_directory
 from audit.profiles import Profile, profile_of
+from audit.run_dirs import claim_run_dir
 from audit.snapshot import read_manifest
 
 log = logging.getLogger(__name__)
@@ -168,6 +172,54 @@ def new_run_dir(cfg: AuditConfig) -> Path:
     return run_dir
 
 
+@contextlib.contextmanager
+def run_directory(
+    cfg: AuditConfig,
+    out: Path | None,
+    lock_as: str | None,
+    inputs: Iterable[Path | None] = (),
+) -> Iterator[Path]:
+    """The run directory a job writes (``out``, else a new one under ``output.root``),
+    claimed for the block: new or empty apart from the snapshot directories in ``inputs``,
+    and removed again if the filesystem refuses a write (``audit.run_dirs``).
+
+    ``lock_as`` names the job holding the output root's lock (``audit.output_lock``) for the
+    whole block; None takes no lock: ``readiness``, which writes only its own run directory
+    and never ``record-verification.json``, must never wait behind a long nightly. The run
+    directory is chosen once the lock is held, so a run that waited gets a name of its own.
+    """
+    run_dir = check_writable(local_path(out), "run directory") if out is not None else None
+    with contextlib.ExitStack() as stack:
+        if lock_as is not None:
+            root = _output_root(cfg, run_dir)
+            stack.enter_context(output_lock(root, cfg.output.lock_wait_seconds, lock_as))
+        run_dir = run_dir if run_dir is not None else new_run_dir(cfg)
+        claim = claim_run_dir(run_dir, [local_path(p) for p in inputs if p is not None])
+        yield stack.enter_context(claim.writing())
+
+
+def _output_root(cfg: AuditConfig, run_dir: Path | None) -> Path:
+    """Where a run's history and ``record-verification.json`` live: the run directory's
+    parent (``--out``), else ``output.root``; made here, since it holds the lock file."""
+    if run_dir is not None:
+        return writable_directory(run_dir.parent, "output root")
+    return writable_directory(local_path(cfg.output.root), "output root (output.root)")
+
+
+def audit_offline(
+    source: Path,
+    destination: Path,
+    cfg: AuditConfig,
+    out: Path | None = None,
+    readiness: bool = False,
+    engine: EngineName = "spark",
+) -> RunOutcome:
+    """``audit`` (under the output root's lock) and the offline ``readiness`` (without it)
+    of two snapshot directories into a new run directory."""
+    with run_directory(cfg, out, None if readiness else "audit", (source, destination)) as run_dir:
+        return audit_snapshots(source, destination, run_dir, cfg, readiness=readiness, engine=engine)
+
+
 def nightly(
     cfg: AuditConfig,
     out: Path | None = None,
@@ -175,9 +227,8 @@ def nightly(
     engine: EngineName = "spark",
     full_records: bool = False,
 ) -> RunOutcome:
-    """Snapshot both clusters (destination first) into the run directory, then audit."""
-    from audit.collect.metadata.snapshot import import_dependencies, take_snapshots
-    from audit.validate.gx import import_in_background
+    """Snapshot both clusters (destination first) into the run directory, then audit; the
+    nightly job holds the output root's lock throughout, the live readiness check does not."""
     from audit.validate.run import mode_suites
 
     prof = profile_of(cfg)
@@ -187,8 +238,17 @@ def nightly(
         prof.require_data_level("segments")
     if cfg.records.enabled and not readiness:
         prof.require_data_level("records")
-    run_dir = local_path(out) if out is not None else new_run_dir(cfg)
-    check_writable(run_dir, "run directory")  # made once the snapshots are taken
+    # The run directory is made once the snapshots are taken.
+    with run_directory(cfg, out, None if readiness else "nightly") as run_dir:
+        return _nightly(cfg, prof, run_dir, readiness, engine, full_records)
+
+
+def _nightly(
+    cfg: AuditConfig, prof: Profile, run_dir: Path, readiness: bool, engine: EngineName, full_records: bool
+) -> RunOutcome:
+    from audit.collect.metadata.snapshot import import_dependencies, take_snapshots
+    from audit.validate.gx import import_in_background
+
     import_dependencies()
     import_in_background()  # GX's import overlaps the snapshot's network waits
     src, dst = take_snapshots(cfg, run_dir, prof.snapshot)
@@ -237,15 +297,26 @@ def failover_verify(
     disaster it does not: the source's offsets then come from the mirror's own record of
     them, else from the readiness run's source snapshot, and the run says which.
     """
+    before, before_source = _readiness_run(local_path(before))
+    with run_directory(cfg, out, "failover verify", (source, destination)) as run_dir:
+        return _failover_verify(cfg, before, before_source, run_dir, source, destination, engine)
+
+
+def _failover_verify(
+    cfg: AuditConfig,
+    before: Path,
+    before_source: Path,
+    run_dir: Path,
+    source: Path | None,
+    destination: Path | None,
+    engine: EngineName,
+) -> RunOutcome:
     from audit.collect.metadata.snapshot import collect_snapshot, import_dependencies, with_mirror_state
     from audit.errors import AuditError, UsageError
     from audit.profiles import failover_verify_profile
     from audit.snapshot import check_table, write_snapshot
 
-    before, before_source = _readiness_run(local_path(before))
     prof = failover_verify_profile(before)
-    run_dir = local_path(out) if out is not None else new_run_dir(cfg)
-    check_writable(run_dir, "run directory")
     source_from = "the source snapshot given"
     if destination is None:
         import_dependencies()
@@ -297,14 +368,19 @@ def failback_readiness(
     """What mirroring back would truncate on the old source (``source``: the cluster the
     original mirror read from), against the mirror state recorded at the stop (in the
     destination's snapshot, or ``mirror.state_file``); GO / NO-GO."""
+    with run_directory(cfg, out, "failback readiness", (source, destination)) as run_dir:
+        return _failback_readiness(cfg, run_dir, source, destination, engine)
+
+
+def _failback_readiness(
+    cfg: AuditConfig, run_dir: Path, source: Path | None, destination: Path | None, engine: EngineName
+) -> RunOutcome:
     from audit.collect.metadata.snapshot import import_dependencies, take_snapshots
     from audit.errors import UsageError
     from audit.profiles import failback_profile
     from audit.snapshot import check_table
 
     prof = failback_profile()
-    run_dir = local_path(out) if out is not None else new_run_dir(cfg)
-    check_writable(run_dir, "run directory")
     if source is None or destination is None:
         if not cfg.mirror.state_file:
             raise UsageError(

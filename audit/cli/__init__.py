@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -18,6 +19,7 @@ from audit.cli import audit_commands, failover_commands, sandbox_commands, scan_
 from audit.cli.output import print_outcome
 from audit.errors import AuditError, ExitCode
 from audit.logs import mask_secrets, setup_logging
+from audit.run_dirs import WRITE_REFUSED
 
 log = logging.getLogger("audit.cli")
 
@@ -59,18 +61,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         message = "interrupted"
     except OSError as exc:
-        if exc.filename is None:
+        if exc.filename is None and exc.errno not in WRITE_REFUSED:
             return _internal_error()
         # A path the environment refuses (permissions, a full disk, a file where a
         # directory should be): the user's to fix, so one line naming it.
-        where = exc.filename if exc.filename2 is None else f"{exc.filename} -> {exc.filename2}"
-        message = f"{where}: {exc.strerror or exc}"
+        message = _os_error_message(exc)
         if args.verbose:
             log.exception("details")
     except Exception:
         return _internal_error()
     print(f"mirror-audit: error: {mask_secrets(message)}", file=sys.stderr)
     return ExitCode.ERROR
+
+
+def _os_error_message(exc: OSError) -> str:
+    """One line for an ``OSError``: the path and why; without a path (a full disk or a
+    read-only filesystem met deep in a library that names no file, such as pyarrow), the
+    cause alone. Run jobs name their run directory themselves (``audit.run_dirs``)."""
+    if exc.filename is None:
+        return f"{os.strerror(exc.errno or 0)} (writing output: free space or make it writable)"
+    where = exc.filename if exc.filename2 is None else f"{exc.filename} -> {exc.filename2}"
+    return f"{where}: {exc.strerror or exc}"
 
 
 def _internal_error() -> int:

@@ -36,11 +36,11 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from audit.pipeline import audit_snapshots
+    from audit.pipeline import audit_offline
 
     cfg = config_of(args)
     src, dst = _snapshot_dirs(args)
-    outcome = audit_snapshots(src, dst, args.out, cfg, engine=engine_of(args, cfg))
+    outcome = audit_offline(src, dst, cfg, args.out, engine=engine_of(args, cfg))
     print_outcome(outcome.summary, outcome.report)
     return outcome.exit_code
 
@@ -55,7 +55,9 @@ def cmd_nightly(args: argparse.Namespace) -> int:
 
 
 def cmd_readiness(args: argparse.Namespace) -> int:
-    from audit.pipeline import audit_snapshots, new_run_dir, nightly
+    """The pre-failover check: never under the output root's lock (``audit.output_lock``),
+    so it never waits behind a nightly job."""
+    from audit.pipeline import audit_offline, nightly
 
     if args.timeout is not None and not args.wait_drained:
         raise UsageError("--timeout is how long --wait-drained waits: give --wait-drained too")
@@ -64,8 +66,7 @@ def cmd_readiness(args: argparse.Namespace) -> int:
         return _readiness_drained(args, cfg)
     if args.source is not None or args.destination is not None:
         src, dst = _snapshot_dirs(args)
-        out = args.out if args.out is not None else new_run_dir(cfg)
-        outcome = audit_snapshots(src, dst, out, cfg, readiness=True, engine=engine_of(args, cfg))
+        outcome = audit_offline(src, dst, cfg, args.out, readiness=True, engine=engine_of(args, cfg))
     elif args.config is None:
         raise UsageError("readiness needs --config FILE (live clusters) or --source DIR --destination DIR")
     else:
@@ -77,7 +78,7 @@ def cmd_readiness(args: argparse.Namespace) -> int:
 def _readiness_drained(args: argparse.Namespace, cfg: Any) -> int:
     """Wait until drained (audit/drain.py), then the readiness check on the drained state."""
     from audit.drain import drained_readiness
-    from audit.pipeline import new_run_dir
+    from audit.pipeline import run_directory
 
     if args.source is not None or args.destination is not None:
         raise UsageError(
@@ -85,10 +86,11 @@ def _readiness_drained(args: argparse.Namespace, cfg: Any) -> int:
         )
     if args.config is None:
         raise UsageError("--wait-drained polls the live clusters: give --config FILE")
-    out = args.out if args.out is not None else new_run_dir(cfg)
     timeout = args.timeout if args.timeout is not None else DRAIN_TIMEOUT
     progress = DrainProgress()
-    status, outcome = drained_readiness(cfg, out, timeout, args.poll_interval, progress, engine_of(args, cfg))
+    engine = engine_of(args, cfg)
+    with run_directory(cfg, args.out, lock_as=None) as out:
+        status, outcome = drained_readiness(cfg, out, timeout, args.poll_interval, progress, engine)
     progress.end()
     if outcome is None:
         print(
@@ -156,7 +158,12 @@ def add_commands(sub: Any) -> None:
 
     p = sub.add_parser("audit", help="audit two snapshot directories offline")
     add_snapshot_dirs(p)
-    add_out(p, True, "run directory to write summary.json and the report into")
+    add_out(
+        p,
+        True,
+        "run directory to write summary.json and the report into: new, or empty but for the snapshots "
+        "audited (an earlier run is never written over); its parent is the output root, locked meanwhile",
+    )
     add_config(p)
     add_engine(p, "spark")
     p.set_defaults(handler=cmd_audit)
@@ -169,7 +176,12 @@ def add_commands(sub: Any) -> None:
         help="with records.enabled: verify every record of the common ranges, ignoring the incremental "
         "history",
     )
-    add_out(p, False, "run directory (default: a new timestamped directory under output.root)")
+    add_out(
+        p,
+        False,
+        "run directory, new or empty (default: a new timestamped directory under output.root); its "
+        "parent is the output root, locked while the job runs",
+    )
     add_engine(p, "spark")
     p.set_defaults(handler=cmd_nightly)
 
@@ -179,8 +191,8 @@ def add_commands(sub: Any) -> None:
     add_out(
         p,
         False,
-        "run directory to write summary.json and the report into (default: a new timestamped "
-        "directory under output.root, as nightly)",
+        "run directory to write summary.json and the report into, new or empty (default: a new "
+        "timestamped directory under output.root, as nightly); never waits for the output root's lock",
     )
     add_engine(p, "local")
     p.add_argument(

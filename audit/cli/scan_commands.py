@@ -44,7 +44,11 @@ def cmd_segments_scan(args: argparse.Namespace) -> int:
 
 
 def cmd_records_scan(args: argparse.Namespace) -> int:
+    """Record chunks into a snapshot pair, under the lock of the output root (the run's
+    parent) whose ``record-verification.json`` it reads, updates and writes back."""
     from audit.collect.records.collect import collect_records
+    from audit.output_lock import output_lock
+    from audit.run_dirs import write_errors
     from audit.spark_session import build_spark
 
     cfg = config_of(args)
@@ -57,7 +61,9 @@ def cmd_records_scan(args: argparse.Namespace) -> int:
                 f"{d} is not a snapshot: take both first with "
                 f"'mirror-audit snapshot --config FILE --out {run}'"
             )
-    note = collect_records(build_spark(cfg.spark), cfg, src, dst, run.resolve().parent, full=args.full)
+    root = run.resolve().parent
+    with output_lock(root, cfg.output.lock_wait_seconds, "records scan"), write_errors(root, "output root"):
+        note = collect_records(build_spark(cfg.spark), cfg, src, dst, root, full=args.full)
     print(
         f"record chunks written to {src} and {dst}: {note['ranges']} ranges, "
         f"{note['offsets_planned']} offsets per side ({note['isolation']}, {note['reader']} reader)"
