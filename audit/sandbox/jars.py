@@ -46,9 +46,10 @@ KAFKA_RELEASES = (
     "3.9.1",
     "3.9.0",
 )
-# Kafka 3.x logs through reload4j (log4j 1) and ships its own slf4j binding; 4.x carries
-# no backend, so the poms add log4j2, which a 3.x copy leaves out (two slf4j bindings on
-# one class path would pick one at random).
+# Kafka 3.x brokers log through reload4j (log4j 1) and ship its slf4j binding; 4.x carries
+# no backend, so the poms add log4j2, which a 3.x broker copy leaves out (two slf4j bindings
+# on one class path would pick one at random). 3.x connect-mirror has no binding of its
+# own and keeps log4j2's.
 _LOG4J2_ARTIFACTS = "log4j-slf4j-impl,log4j-api,log4j-core"
 _COMPLETE = ".complete"
 
@@ -95,8 +96,10 @@ def version_tuple(version: str) -> tuple[int, int, int] | None:
 
 
 def uses_reload4j(jars: str | os.PathLike[str]) -> bool:
-    """Whether a jar directory logs through reload4j (Kafka 3.x) rather than log4j2."""
-    return any(Path(jars).glob("reload4j-*.jar"))
+    """Whether a jar directory's slf4j binding is reload4j's (Kafka 3.x brokers) rather than
+    log4j2's. The binding decides, not the reload4j jar: 3.x connect-mirror brings reload4j
+    without a binding, so MirrorMaker 2 keeps the poms' log4j2 one."""
+    return any(Path(jars).glob("slf4j-reload4j-*.jar"))
 
 
 def resource_path(name: str) -> Path:
@@ -159,36 +162,29 @@ def ensure_mm2_jars(broker_version: str, root: Path | None = None) -> tuple[str,
     ``KAFKA_RELEASES`` whose connect-mirror Maven Central serves, with a warning naming both.
     Returns the release used and its jar directory; MM2 runs from it alone."""
     root = root or cache_root()
-    errors = []
-    for version in mm2_candidates(broker_version):
-        try:
-            target = _cached(
-                root,
-                f"mm2-{version}",
-                lambda target, v=version: _maven_copy(  # type: ignore[misc]
-                    f"MirrorMaker 2 (connect-mirror {v})",
-                    "mm2-pom.xml",
-                    {"kafka.version": v, **_logging_exclusions(v)},
-                    "connect-mirror-*.jar",
-                    target,
-                ),
-            )
-        except SandboxError as exc:
-            errors.append(str(exc))
-            continue
-        if version != broker_version:
-            log.warning(
-                "connect-mirror %s is not on Maven Central; MirrorMaker 2 runs from connect-mirror %s "
-                "against the %s brokers",
-                broker_version,
-                version,
-                broker_version,
-            )
-        return version, target
-    raise SandboxError(
+    version, target = _first_resolving(
+        root,
+        mm2_candidates(broker_version),
+        lambda v: f"mm2-{v}",
+        lambda v, out: _maven_copy(
+            f"MirrorMaker 2 (connect-mirror {v})",
+            "mm2-pom.xml",
+            {"kafka.version": v},
+            "connect-mirror-*.jar",
+            out,
+        ),
         f"no connect-mirror release at or below {broker_version} resolves from Maven Central "
-        f"(MirrorMaker 2 cannot start): {errors[0]}"
+        "(MirrorMaker 2 cannot start)",
     )
+    if version != broker_version:
+        log.warning(
+            "connect-mirror %s is not on Maven Central; MirrorMaker 2 runs from connect-mirror %s "
+            "against the %s brokers",
+            broker_version,
+            version,
+            broker_version,
+        )
+    return version, target
 
 
 def mm2_candidates(broker_version: str) -> list[str]:
@@ -231,35 +227,27 @@ def ensure_spark_kafka_jars(spark_version: str, root: Path | None = None) -> tup
     earlier patch of the same minor line that resolves is used, with a warning, since a
     data source jar is built against the minor line's API."""
     root = root or cache_root()
-    errors = []
-    for version in patch_candidates(spark_version):
-        try:
-            target = _cached(
-                root,
-                f"spark-kafka-{version}",
-                lambda target, v=version: _maven_copy(  # type: ignore[misc]
-                    f"spark-sql-kafka-0-10 {v}",
-                    "spark-kafka-pom.xml",
-                    {"spark.version": v},
-                    "spark-sql-kafka-0-10_2.13-*.jar",
-                    target,
-                    settings="maven-central-only.xml",
-                ),
-            )
-        except SandboxError as exc:
-            errors.append(str(exc))
-            continue
-        if version != spark_version:
-            log.warning(
-                "spark-sql-kafka-0-10 %s is not on Maven Central; using %s of the same line",
-                spark_version,
-                version,
-            )
-        jars = sorted(j for pattern in SPARK_KAFKA_JARS for j in target.glob(pattern))
-        return version, jars
-    raise SandboxError(
-        f"no spark-sql-kafka-0-10 for Spark {spark_version} or an earlier patch resolves: {errors[0]}"
+    version, target = _first_resolving(
+        root,
+        patch_candidates(spark_version),
+        lambda v: f"spark-kafka-{v}",
+        lambda v, out: _maven_copy(
+            f"spark-sql-kafka-0-10 {v}",
+            "spark-kafka-pom.xml",
+            {"spark.version": v},
+            "spark-sql-kafka-0-10_2.13-*.jar",
+            out,
+            settings="maven-central-only.xml",
+        ),
+        f"no spark-sql-kafka-0-10 for Spark {spark_version} or an earlier patch resolves",
     )
+    if version != spark_version:
+        log.warning(
+            "spark-sql-kafka-0-10 %s is not on Maven Central; using %s of the same line",
+            spark_version,
+            version,
+        )
+    return version, sorted(j for pattern in SPARK_KAFKA_JARS for j in target.glob(pattern))
 
 
 def patch_candidates(version: str) -> list[str]:
@@ -274,6 +262,24 @@ def patch_candidates(version: str) -> list[str]:
         return [version]
     prefix = ".".join(parts[:2])
     return [version, *(f"{prefix}.{p}" for p in range(int(digits) - 1, -1, -1))]
+
+
+def _first_resolving(
+    root: Path,
+    candidates: list[str],
+    cache_name: Callable[[str], str],
+    fetch: Callable[[str, Path], None],
+    none_resolves: str,
+) -> tuple[str, Path]:
+    """The first of ``candidates`` whose jars Maven resolves (cached as ``cache_name(v)``) and
+    their directory; none: a SandboxError, ``none_resolves`` and the first failure."""
+    errors = []
+    for version in candidates:
+        try:
+            return version, _cached(root, cache_name(version), lambda out, v=version: fetch(v, out))  # type: ignore[misc]
+        except SandboxError as exc:
+            errors.append(str(exc))
+    raise SandboxError(f"{none_resolves}: {errors[0]}")
 
 
 def _cached(root: Path, name: str, fetch: Callable[[Path], None]) -> Path:

@@ -222,15 +222,7 @@ def test_a_broker_killed_during_a_records_scan_names_what_it_could_not_read(
     for part in (1, 3):
         assert through.get(f"{ONE_REPLICA}/{part}", 0) < RECORDS, through
     assert through[f"{ONE_REPLICA}/0"] == through[f"{ONE_REPLICA}/2"] == RECORDS, through
-    proc = run_in_process(
-        "audit", "--config", str(config), "--source", str(run / "source"),
-        "--destination", str(run / "destination"), "--out", str(tmp_path / "reports" / "audit"),
-    )  # fmt: skip
-    summary = json.loads((tmp_path / "reports" / "audit" / "summary.json").read_text())
-    assert summary["verdict"] != "PASS"
-    data = summary["invariants"]["CM-DATA-1"]
-    assert data["status"] != "pass", data
-    assert ONE_REPLICA in json.dumps(data)
+    # The audit of such a scan is not PASS: the nightly test below runs it.
 
 
 def test_a_broker_killed_during_a_wire_fetch_names_the_unread_ranges(
