@@ -2,6 +2,9 @@
 
 The mask is a second line of defence: configuration is redacted before it is logged, but
 a secret can still reach a message through an exception text or a client error string.
+So is the escaping of control characters in each message: a group id or a client error
+named in a log line may carry ESC sequences (which act on the terminal) or a newline (which
+forges a log line of its own); they are shown as escapes, so a message stays one inert line.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import sys
 from collections.abc import Iterable
 
 from audit.config import REDACTED
+from audit.display import visible
 
 _FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 
@@ -40,6 +44,15 @@ class SecretMask(logging.Filter):
         return True
 
 
+class OneLineFormatter(logging.Formatter):
+    """Formats a record with its message's control characters escaped (``audit.display``);
+    a traceback after the message keeps its lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = visible(record.message)
+        return super().formatMessage(record)
+
+
 _MASK = SecretMask()
 
 
@@ -50,7 +63,7 @@ def setup_logging(verbose: bool = False) -> None:
         if getattr(handler, "_mirror_audit", False):
             root.removeHandler(handler)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(_FORMAT, datefmt="%H:%M:%S"))
+    handler.setFormatter(OneLineFormatter(_FORMAT, datefmt="%H:%M:%S"))
     handler.addFilter(_MASK)
     handler._mirror_audit = True  # type: ignore[attr-defined]
     root.addHandler(handler)

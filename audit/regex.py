@@ -8,6 +8,10 @@ The price is RE2's syntax: no lookaround and no backreferences, which scope neve
 (``exclude`` says what a negative lookahead would). A pattern RE2 rejects is a
 configuration error naming it, at load time.
 
+Names are not lines: ``.`` matches any character, a newline included. Group ids are
+whatever a client sent, and with RE2's default (``.`` stops at a newline) the default
+scope ``.*`` silently left a group whose id holds a newline out of the audit.
+
 Every pattern is compiled here, and only here: the configuration validates with the same
 engine that evaluates, and both comparison engines join the names' verdicts (evaluated once,
 in Python) instead of evaluating patterns in a dialect of their own.
@@ -22,6 +26,9 @@ import re2
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # the error reaches the user as a config error, not as a log line
+_OPTIONS.dot_nl = True  # '.' matches a newline too: names are matched whole, not line by line
+
+_NO_PERL = " (RE2 syntax: no lookaround or backreferences; use exclude, or spell the repeated part out)"
 
 
 class PatternError(ValueError):
@@ -39,10 +46,16 @@ def _compile(pattern: str) -> Any:
         return re2.compile(pattern, options=_OPTIONS)
     except re2.error as exc:
         reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        hint = (
-            " (RE2 syntax: no lookaround or backreferences; use exclude)" if "perl operator" in reason else ""
-        )
-        raise PatternError(f"{reason}{hint}") from None
+        raise PatternError(f"{reason}{_NO_PERL if _perl_only(reason) else ''}") from None
+
+
+def _perl_only(reason: str) -> bool:
+    """RE2's refusal of a Perl construct it lacks: lookaround ("invalid perl operator: (?!")
+    or a backreference ("invalid escape sequence: \\1"), which RE2 names only as a bad escape."""
+    if "perl operator" in reason:
+        return True
+    _, bad_escape, rest = reason.partition("invalid escape sequence: \\")
+    return bool(bad_escape) and rest[:1].isdigit()
 
 
 @functools.lru_cache(maxsize=256)

@@ -2,8 +2,8 @@
 
 A snapshot is written whole into a temporary directory and renamed into place, so a
 directory with a ``manifest.json`` is complete by construction. Readers check the manifest
-and every required column before Spark sees a file, so a bad input fails with the file and
-column named instead of a stack trace from deep inside a join.
+and every required column, and its type, before Spark sees a file, so a bad input fails
+with the file and column named instead of a stack trace from deep inside a join.
 """
 
 from __future__ import annotations
@@ -208,10 +208,48 @@ def check_table(directory: str | Path, table: str) -> bool:
     except Exception as exc:  # pyarrow raises several types for corrupt files
         raise InputError(f"{path} is not a readable Parquet file: {exc}") from exc
     names = set(schema.names)
+    declared = arrow_schema(table)
     for column in SNAPSHOT_TABLES[table]:
         if column.name not in names:
             raise InputError(f"{path} has no column '{column.name}'")
+        found, wanted = schema.field(column.name).type, declared.field(column.name).type
+        if not _stands_for(found, wanted, column.nullable):
+            raise InputError(
+                f"{path}: column '{column.name}' is {found}, expected {wanted} ({SNAPSHOT_FORMAT}): "
+                "write the file with the contract's types, or take the snapshot again"
+            )
     return True
+
+
+def _stands_for(found: Any, wanted: Any, nullable: bool = True) -> bool:
+    """Whether a column stored as Arrow type ``found`` holds what the contract's ``wanted``
+    does, so that both engines' casts keep every value: the same kind of value (any integer
+    width for an integer column, any string encoding for a string one, Spark's list element
+    names), or only nulls in a nullable column. A string where an offset belongs is refused
+    here: the engines would otherwise cast it each its own way (Spark into a traceback, a
+    numeric string silently into an offset)."""
+    import pyarrow.types as pat
+
+    if pat.is_null(found):
+        return nullable
+    if pat.is_dictionary(found):
+        found = found.value_type
+    if pat.is_integer(wanted):
+        return bool(pat.is_integer(found))
+    if pat.is_floating(wanted):
+        return bool(pat.is_floating(found) or pat.is_integer(found))
+    if pat.is_string(wanted):
+        return bool(pat.is_string(found) or pat.is_large_string(found) or pat.is_string_view(found))
+    if pat.is_list(wanted):
+        return bool(pat.is_list(found) or pat.is_large_list(found)) and _stands_for(
+            found.value_type, wanted.value_type
+        )
+    if pat.is_struct(wanted):
+        return bool(pat.is_struct(found)) and all(
+            found.get_field_index(f.name) >= 0 and _stands_for(found.field(f.name).type, f.type)
+            for f in wanted
+        )
+    return bool(found.equals(wanted))
 
 
 def read_table(spark: Any, directory: str | Path, table: str) -> Any:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from audit import __version__
 from audit.cli import audit_commands, failover_commands, sandbox_commands, scan_commands
 from audit.cli.output import print_outcome
+from audit.display import visible
 from audit.errors import AuditError, ExitCode
 from audit.logs import mask_secrets, setup_logging
 from audit.run_dirs import WRITE_REFUSED
@@ -70,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             log.exception("details")
     except Exception:
         return _internal_error()
-    print(f"mirror-audit: error: {mask_secrets(message)}", file=sys.stderr)
+    # An error may name a group id or a client's message: escaped, so it stays one inert line.
+    print(f"mirror-audit: error: {visible(mask_secrets(message))}", file=sys.stderr)
     return ExitCode.ERROR
 
 

@@ -1,11 +1,18 @@
 """What the commands print: the short tables a person or a runbook reads. Results are
-built elsewhere; this module only lays them out."""
+built elsewhere; this module only lays them out.
+
+Names that come from a cluster (group ids above all: Kafka does not restrict them) are
+printed through ``audit.display.visible``, so an escape sequence in one shows as text
+instead of acting on the operator's terminal.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from audit.display import visible
 
 
 def print_outcome(summary: dict[str, object], report: Path) -> None:
@@ -64,6 +71,8 @@ def _print_plan(plan: dict[str, Any]) -> None:
 
 
 def print_table(rows: Sequence[Sequence[str]], indent: str = "") -> None:
+    """Columns aligned; every cell shown with its control characters escaped."""
+    rows = [[visible(cell) for cell in r] for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print(indent + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())

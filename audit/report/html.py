@@ -2,6 +2,9 @@
 
 Jinja2 with autoescaping renders every topic and group name as text; charts are inline
 SVG drawn from the bounded report data, so the page opens offline and in mail clients.
+Markup in a name is escaped, and so are its control characters (``audit.display``): a group
+id may hold ESC sequences or a C1 CSI, which a pager, ``grep`` or a terminal showing the
+file would act on, so none reaches the page raw.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, select_autoescape
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
+from audit.display import visible
 from audit.fsutil import atomic_write_text
 from audit.report.data import ReportData
 
@@ -25,6 +29,19 @@ def _resource(name: str) -> str:
 
 
 _ORDER = {"fail": 0, "warn": 1, "pass": 2, "skipped": 3}
+
+
+def _text(value: Any) -> str:
+    """A value as SVG text: control characters shown as escapes, then markup escaped."""
+    return html.escape(visible(str(value)))
+
+
+def _finalize(value: Any) -> Any:
+    """Every ``{{ }}`` of the template: text has its control characters shown as escapes
+    (autoescaping then escapes its markup); the markup this module built passes as it is."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible(value)
+    return value
 
 
 def _svg_bars(
@@ -48,16 +65,13 @@ def _svg_bars(
         y = i * bar_h + 4
         x0, x1 = sorted((x(0), x(v)))
         parts.append(
-            f'<text x="{left - 6}" y="{y + 11}" font-size="11" text-anchor="end">'
-            f"{html.escape(str(label(r)))}</text>"
+            f'<text x="{left - 6}" y="{y + 11}" font-size="11" text-anchor="end">{_text(label(r))}</text>'
         )
         parts.append(
             f'<rect x="{x0:.1f}" y="{y}" width="{max(1.0, x1 - x0):.1f}" height="{bar_h - 4}" '
             f'fill="{color_fn(v)}"/>'
         )
-        parts.append(
-            f'<text x="{max(x0, x1) + 4:.1f}" y="{y + 11}" font-size="11">{html.escape(str(r[value]))}</text>'
-        )
+        parts.append(f'<text x="{max(x0, x1) + 4:.1f}" y="{y + 11}" font-size="11">{_text(r[value])}</text>')
     if limit_line is not None:
         lx = x(limit_line)
         parts.append(
@@ -88,7 +102,7 @@ def _svg_positions(rows: tuple[dict[str, Any], ...]) -> Markup:
 
         label = f"{r['group_id']} {r['topic']}-{r['partition']}" + (" (active)" if r["dst_active"] else "")
         parts.append(
-            f'<text x="{left - 6}" y="{y + 12}" font-size="11" text-anchor="end">{html.escape(label)}</text>'
+            f'<text x="{left - 6}" y="{y + 12}" font-size="11" text-anchor="end">{_text(label)}</text>'
         )
         parts.append(
             f'<rect x="{x(start):.1f}" y="{y + 3}" width="{max(1.0, x(end) - x(start)):.1f}" height="{bar_h - 8}" '
@@ -131,12 +145,12 @@ def _svg_coverage(coverage: dict[str, Any] | None) -> Markup:
         span = (hi - lo) or 1
         label = f"{r['topic']}-{r['partition']} [{lo}, {hi})"
         parts.append(
-            f'<text x="{left - 6}" y="{y + 11}" font-size="11" text-anchor="end">{html.escape(label)}</text>'
+            f'<text x="{left - 6}" y="{y + 11}" font-size="11" text-anchor="end">{_text(label)}</text>'
         )
         for g in ranges:
             x0 = left + (g["start"] - lo) / span * (width - left - 20)
             w = max(1.0, (g["end"] - g["start"]) / span * (width - left - 20))
-            title = html.escape(f"{g['state']} [{g['start']}, {g['end']})")
+            title = _text(f"{g['state']} [{g['start']}, {g['end']})")
             parts.append(
                 f'<rect x="{x0:.1f}" y="{y}" width="{w:.1f}" height="{bar_h - 4}" '
                 f'fill="{_COVERAGE_COLORS.get(g["state"], "#7d8796")}"><title>{title}</title></rect>'
@@ -170,7 +184,7 @@ def render_report(
     out_path: Path,
     docs_index: Path,
 ) -> Path:
-    env = Environment(autoescape=select_autoescape(default=True, default_for_string=True))
+    env = Environment(autoescape=select_autoescape(default=True, default_for_string=True), finalize=_finalize)
     template = env.from_string(_resource("report.html.j2"))
     invariants = summary["invariants"]
     ordered = sorted(invariants.items(), key=lambda kv: (_ORDER.get(kv[1]["status"], 9), kv[0]))
@@ -204,7 +218,8 @@ def render_report(
         group_chart=_svg_positions(data.group_positions),
         coverage_chart=_svg_coverage((invariants.get("CM-DATA-1") or {}).get("coverage")),
         history=_history_rows(history),
-        config_json=json.dumps(config, indent=2, default=str),
+        # JSON escapes every control character; its newlines lay the block out.
+        config_json=escape(json.dumps(config, indent=2, default=str)),
         docs_link=os.path.relpath(docs_index, out_path.parent),
     )
     return atomic_write_text(out_path, text)

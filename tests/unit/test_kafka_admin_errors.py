@@ -97,7 +97,8 @@ def test_a_partition_without_a_live_leader_is_an_error_naming_its_broker_never_a
     and no error (found killing a broker mid-snapshot): that was written to the snapshot as
     the high watermark. It is now asked again until the timeout, then an error naming the
     partition and the broker it was read from."""
-    fake = _Answers([{("t", 0): 10, ("t", 1): -1001}] + [{("t", 1): -1001}] * 200)
+    rounds: list[dict[tuple[str, int], int | KafkaError]] = [{("t", 0): 10, ("t", 1): -1001}]
+    fake = _Answers(rounds + [{("t", 1): -1001}] * 200)
     admin._admin = fake  # type: ignore[assignment]
     admin._leaders[("t", 1)] = 2
     admin._brokers[2] = "127.0.0.1:9092"

@@ -37,8 +37,12 @@ def _escaped(text: str) -> str:
             out.append("\\\\")
         elif ch.isprintable():
             out.append(ch)
-        else:
+        elif ord(ch) < 0x80:
             out.append(ch.encode("unicode_escape").decode("ascii"))
+        else:
+            # \u, never \x, for a decoded character: U+009B and the raw byte 0x9b (not
+            # UTF-8, \x9b above) must not print alike.
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
     return "".join(out)
 
 
