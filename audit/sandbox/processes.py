@@ -22,7 +22,11 @@ log = logging.getLogger(__name__)
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
 
-def java_cmd(java: str, jars: str, heap_mb: int, main: str, args: Sequence[str]) -> list[str]:
+def java_cmd(
+    java: str, jars: str, heap_mb: int, main: str, args: Sequence[str], extra_jars: Sequence[str] = ()
+) -> list[str]:
+    """The command running ``main`` from the jar directory ``jars``, ``extra_jars`` after it
+    on the class path (a MirrorMaker 2 formatter for Kafka's console consumer)."""
     return [
         java,
         f"-Xms{max(64, heap_mb // 2)}m",
@@ -31,7 +35,7 @@ def java_cmd(java: str, jars: str, heap_mb: int, main: str, args: Sequence[str])
         "-Djava.awt.headless=true",
         _logging_option(jars),
         "-cp",
-        f"{jars}/*",
+        os.pathsep.join([f"{jars}/*", *extra_jars]),
         main,
         *args,
     ]
@@ -46,10 +50,15 @@ def _logging_option(jars: str) -> str:
 
 
 def run_tool(
-    state: SandboxState, main_class: str, args: Sequence[str], timeout: float = 120.0, heap_mb: int = 256
+    state: SandboxState,
+    main_class: str,
+    args: Sequence[str],
+    timeout: float = 120.0,
+    heap_mb: int = 256,
+    extra_jars: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
     """Run one of Kafka's own command-line tools (a Java main class) from the sandbox jars."""
-    cmd = java_cmd(find_java(), state.jars, heap_mb, main_class, args)
+    cmd = java_cmd(find_java(), state.jars, heap_mb, main_class, args, extra_jars)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
 
 

@@ -21,6 +21,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from audit.sandbox import mm2
+from audit.sandbox.jars import ensure_mm2_jars
 from audit.sandbox.processes import run_tool
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, commit_offsets, create_topic, produce
@@ -103,7 +104,10 @@ def _mm2_log_tail(sandbox: SandboxState, lines: int = 30) -> str:
 def _oracle(
     sandbox: SandboxState, cluster: str, topic: str, formatter: str, count: int
 ) -> list[dict[str, str]]:
-    """What MirrorMaker 2's own formatter prints for the first ``count`` records (assign, no group)."""
+    """What MirrorMaker 2's own formatter prints for the first ``count`` records (assign, no group).
+    The formatters are connect-mirror's, which the brokers' jars do not hold: the running
+    MirrorMaker 2's connect-mirror jars go on the console consumer's class path."""
+    _, mm2_jars = ensure_mm2_jars(sandbox.kafka_version)
     proc = run_tool(
         sandbox,
         CONSOLE_CONSUMER,
@@ -124,6 +128,7 @@ def _oracle(
             FORMATTERS + formatter,
         ],
         timeout=120,
+        extra_jars=sorted(str(j) for j in mm2_jars.glob("connect-mirror*.jar")),
     )
     # Tool logging shares stdout: keep only the formatter's lines.
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(("Checkpoint{", "OffsetSync{"))]
