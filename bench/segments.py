@@ -52,6 +52,7 @@ from audit.config import SparkConfig
 from audit.logs import setup_logging
 from audit.sandbox.cluster import SandboxOptions, running
 from audit.sandbox.jars import find_java, resource_path
+from audit.sandbox.processes import dump_log_class
 from audit.sandbox.state import SandboxState
 from audit.spark_session import build_spark
 
@@ -158,7 +159,7 @@ def main() -> None:
                 f"-Dlog4j2.configurationFile={resource_path('log4j2.properties')}",
                 "-cp",
                 f"{state.jars}/*",
-                "kafka.tools.DumpLogSegments",
+                dump_log_class(state.jars),
                 "--files",
                 ",".join(map(str, files)),
             ]

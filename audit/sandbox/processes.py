@@ -49,6 +49,19 @@ def _logging_option(jars: str) -> str:
     return f"-Dlog4j2.configurationFile={resource_path('log4j2.properties')}"
 
 
+def dump_log_class(jars: str) -> str:
+    """kafka-dump-log's main class in these jars: the Java rewrite in kafka-tools
+    (``org.apache.kafka.tools.DumpLogSegments``, Kafka 4.3 and later), else the Scala one in
+    the broker jar (``kafka.tools.DumpLogSegments``)."""
+    import zipfile
+
+    for tools in Path(jars).glob("kafka-tools-[0-9]*.jar"):
+        with zipfile.ZipFile(tools) as jar:
+            if "org/apache/kafka/tools/DumpLogSegments.class" in jar.namelist():
+                return "org.apache.kafka.tools.DumpLogSegments"
+    return "kafka.tools.DumpLogSegments"
+
+
 def run_tool(
     state: SandboxState,
     main_class: str,

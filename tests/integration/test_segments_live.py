@@ -27,7 +27,7 @@ from confluent_kafka.cimpl import NewTopic
 from crc32c import crc32c
 
 from audit.sandbox.mirror import wait_transactions_settled
-from audit.sandbox.processes import run_tool
+from audit.sandbox.processes import dump_log_class, run_tool
 from audit.sandbox.state import SandboxState
 from tests.cli import run_cli, run_in_process, submit_cli
 
@@ -88,7 +88,7 @@ def written(sandbox: SandboxState) -> dict[str, Any]:
 def _dump_log(sandbox: SandboxState, files: list[Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Batches and markers as kafka-dump-log (DumpLogSegments --deep-iteration) prints them."""
     proc = run_tool(
-        sandbox, "kafka.tools.DumpLogSegments", ["--deep-iteration", "--files", ",".join(map(str, files))]
+        sandbox, dump_log_class(sandbox.jars), ["--deep-iteration", "--files", ",".join(map(str, files))]
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     batches, markers = [], []
@@ -351,10 +351,10 @@ def test_copies_of_real_segments_audit_as_identical_and_damage_is_caught(
         "--destination",
         str(scan / "bad"),
         "--out",
-        str(tmp_path / "bad"),
+        str(tmp_path / "bad-run"),
     )
     assert proc.returncode == 1, proc.stderr[-3000:]
-    summary = json.loads((tmp_path / "bad" / "summary.json").read_text())
+    summary = json.loads((tmp_path / "bad-run" / "summary.json").read_text())
     inv = summary["invariants"]
     data2 = inv["CM-DATA-2"]
     assert data2["status"] == "fail"
@@ -373,5 +373,5 @@ def test_copies_of_real_segments_audit_as_identical_and_damage_is_caught(
     assert {(e["offset"], e["src_marker"], e["dst_marker"]) for e in txn2["examples"]} == {
         (marker["base_offset"], "COMMIT", "ABORT")
     }
-    report = (tmp_path / "bad" / "report" / "index.html").read_text()
+    report = (tmp_path / "bad-run" / "report" / "index.html").read_text()
     assert "First differing batch per partition" in report
