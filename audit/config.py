@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import quote, unquote
 
 from audit import regex
 from audit.errors import ConfigError
@@ -51,6 +52,32 @@ _USERINFO = re.compile(r"(//)[^/@\s]+@")
 def redact_uri(uri: str) -> str:
     """A path or URI without credentials (``s3a://key:secret@bucket`` -> ``s3a://***@bucket``)."""
     return _USERINFO.sub(r"\1***@", uri)
+
+
+def split_url_credentials(url: str) -> tuple[str, str | None, str | None]:
+    """An HTTP URL without its ``user:password@``, and the user and password (decoded).
+    A URL without a scheme gets http://, as prometheus-client reads it (``host:9091``)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "http", url
+    end = next((i for i, c in enumerate(rest) if c in "/?#"), len(rest))
+    authority, tail = rest[:end], rest[end:]
+    userinfo, at, host = authority.rpartition("@")
+    public = f"{scheme}://{host}{tail}"
+    if not at:
+        return public, None, None
+    user, colon, password = userinfo.partition(":")
+    return public, unquote(user), (unquote(password) if colon else None)
+
+
+def redact_url(url: str) -> str:
+    """An HTTP URL with its password shown as ``***`` (the user kept, to say who pushes)."""
+    public, user, password = split_url_credentials(url)
+    if user is None:
+        return url
+    scheme, _, rest = public.partition("://")
+    shown = quote(user, safe="") + (f":{REDACTED}" if password is not None else "")
+    return f"{scheme}://{shown}@{rest}"
 
 
 def redact_properties(props: Mapping[str, str]) -> dict[str, str]:
@@ -284,6 +311,25 @@ class OutputConfig:
     # How long a job waits for the output root's lock (audit.output_lock) held by another
     # run before it gives up with exit 2; 0: give up at once. readiness never waits.
     lock_wait_seconds: float = 0.0
+    # How many earlier runs of the same cluster pair the report's history reads (since
+    # when each violation is seen, what changed, the trend); runs are never deleted.
+    history_runs: int = 365
+    # Prometheus text-format metrics: every run writes RUN_DIR/metrics.prom; a path here
+    # (a file in the node exporter's textfile collector directory) gets a copy, replaced
+    # atomically; a Pushgateway URL gets them pushed (job "mirror_audit").
+    metrics_textfile: str | None = None
+    pushgateway_url: str | None = None
+
+    def redacted(self) -> dict[str, Any]:
+        """A Pushgateway behind basic auth takes its password in the URL: never shown."""
+        shown = dataclasses.asdict(self)
+        if self.pushgateway_url:
+            shown["pushgateway_url"] = redact_url(self.pushgateway_url)
+        return shown
+
+    def secret_values(self) -> list[str]:
+        password = split_url_credentials(self.pushgateway_url)[2] if self.pushgateway_url else None
+        return [password] if password else []
 
 
 @dataclass(frozen=True)
@@ -323,7 +369,7 @@ class AuditConfig:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, ClusterConfig):
+            if isinstance(value, ClusterConfig | OutputConfig):
                 out[f.name] = value.redacted()
             elif dataclasses.is_dataclass(value) and not isinstance(value, type):
                 out[f.name] = _plain(dataclasses.asdict(value))
@@ -336,6 +382,7 @@ class AuditConfig:
         for c in (self.source, self.destination):
             if c is not None:
                 values.extend(c.secret_values())
+        values.extend(self.output.secret_values())
         return values
 
 

@@ -109,6 +109,7 @@ def anchor_paths(cfg: AuditConfig, base: Path) -> AuditConfig:
     seg = cfg.segments
     expectations = cfg.validation.expectations_dir
     state_file = cfg.mirror.state_file
+    textfile = cfg.output.metrics_textfile
     return dataclasses.replace(
         cfg,
         source=cluster(cfg.source),
@@ -117,7 +118,11 @@ def anchor_paths(cfg: AuditConfig, base: Path) -> AuditConfig:
         mirror=dataclasses.replace(
             cfg.mirror, state_file=None if state_file is None else config_path(state_file, base)
         ),
-        output=dataclasses.replace(cfg.output, root=config_path(cfg.output.root, base)),
+        output=dataclasses.replace(
+            cfg.output,
+            root=config_path(cfg.output.root, base),
+            metrics_textfile=None if textfile is None else config_path(textfile, base),
+        ),
         validation=dataclasses.replace(
             cfg.validation, expectations_dir=None if expectations is None else config_path(expectations, base)
         ),
@@ -306,6 +311,8 @@ def _check(obj: Any, path: str) -> None:
     elif isinstance(obj, OutputConfig):
         if obj.lock_wait_seconds < 0:
             raise _KeyProblem(_join(path, "lock_wait_seconds"), "must not be negative (0: do not wait)")
+        if obj.history_runs < 1:
+            raise _KeyProblem(_join(path, "history_runs"), "must be at least 1")
     elif isinstance(obj, ClusterConfig):
         if not obj.bootstrap_servers.strip():
             raise _KeyProblem(_join(path, "bootstrap_servers"), "must not be empty")

@@ -203,6 +203,25 @@ def test_redaction_everywhere_config_is_shown() -> None:
 
 
 @pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://pusher:s3cr3t-pg@pushgateway:9091", "http://pusher:***@pushgateway:9091"),
+        ("https://pusher:s3cr3t-pg@pg.example:443/prefix", "https://pusher:***@pg.example:443/prefix"),
+        ("pusher:s3cr3t-pg@pushgateway:9091", "http://pusher:***@pushgateway:9091"),  # no scheme
+        ("http://pushgateway:9091", "http://pushgateway:9091"),
+    ],
+)
+def test_a_pushgateway_password_is_redacted_where_config_is_shown(url: str, shown: str) -> None:
+    cfg = parse_config(f"output:\n  pushgateway_url: '{url}'\n", env={})
+    redacted = cfg.redacted()
+    assert redacted["output"]["pushgateway_url"] == shown
+    assert "s3cr3t-pg" not in repr(redacted)
+    assert redacted["output"]["root"] == cfg.output.root  # the rest of the section as it was
+    # The log mask knows it too, for a message that quotes the URL some other way.
+    assert ("s3cr3t-pg" in cfg.secret_values()) == ("s3cr3t-pg" in url)
+
+
+@pytest.mark.parametrize(
     "key",
     [
         "sasl.oauthbearer.client.secret",

@@ -1,0 +1,350 @@
+"""Prometheus text-format metrics of a run: RUN_DIR/metrics.prom, a copy for the node
+exporter's textfile collector, and an optional push to a Pushgateway.
+
+summary.json answers "what did this run find"; alerting needs the same answer as numbers a
+Prometheus server already scrapes, plus the one thing a single summary cannot say: when the
+last run that did not fail finished (so "no good audit for a day" can page someone).
+
+Each run gets a registry of its own, so nothing from an earlier run in the same process
+(a test, a demo running several jobs) leaks into this run's file. Every series carries the
+cluster pair (``source_cluster``, ``destination_cluster``), so one textfile directory or
+one Pushgateway can hold several pairs. Partitions and groups never become labels: their
+number is unbounded, and the report already names them.
+"""
+
+from __future__ import annotations
+
+import http.client
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.error import HTTPError, URLError
+
+from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, write_to_textfile
+from prometheus_client.exposition import basic_auth_handler, default_handler
+
+from audit.config import OutputConfig, split_url_credentials
+from audit.errors import OutputError
+from audit.paths import check_writable, local_path, writable_directory
+
+log = logging.getLogger(__name__)
+
+METRICS_FILE = "metrics.prom"
+TEXTFILE = "metrics textfile (output.metrics_textfile)"
+PUSHGATEWAY_JOB = "mirror_audit"
+# A Pushgateway that hangs must not hold the audit's result back for long.
+PUSH_TIMEOUT_SECONDS = 10.0
+
+VERDICT_CODES: dict[str, int] = {"PASS": 0, "WARN": 1, "FAIL": 2}
+INVARIANT_STATUSES: tuple[str, ...] = ("pass", "warn", "fail", "skipped")
+PAIR_LABELS: tuple[str, ...] = ("source_cluster", "destination_cluster")
+
+_Handler = Callable[[str, str, float | None, list[tuple[str, str]], bytes], Callable[[], None]]
+
+
+def write_metrics(
+    run_dir: Path, summary: dict[str, Any], history: list[dict[str, Any]], output: OutputConfig
+) -> Path:
+    """Write ``run_dir/metrics.prom`` (and ``output.metrics_textfile``, and push to
+    ``output.pushgateway_url``) for this run; returns the run directory's file.
+
+    ``history`` holds earlier summaries of the same cluster pair, oldest first; it only
+    feeds the last-success timestamp. A textfile that cannot be written is an
+    ``OutputError``; a Pushgateway that does not answer is only a warning, because the
+    audit's own result is in the run directory either way."""
+    registry = build_registry(summary, history)
+    if output.metrics_textfile:
+        _write_textfile(local_path(output.metrics_textfile), registry)
+    # Errors writing into the run directory stay OSErrors: the run directory's handling
+    # (audit.run_dirs) names it and removes the unfinished run.
+    path = writable_directory(run_dir, "run directory") / METRICS_FILE
+    write_to_textfile(str(path), registry)
+    if output.pushgateway_url:
+        push_metrics(output.pushgateway_url, registry, pair_labels(summary))
+    return path
+
+
+def build_registry(
+    summary: Mapping[str, Any], history: Iterable[Mapping[str, Any]] = ()
+) -> CollectorRegistry:
+    """The run's metrics in a registry of their own. A figure the summary does not have
+    gives no series at all: an absent series is honest, a made-up 0 would hide a gap."""
+    metrics = _Metrics(pair_labels(summary))
+    run: Mapping[str, Any] = summary.get("run") or {}
+    _add_verdict(metrics, summary, run)
+    _add_invariants(metrics, summary.get("invariants") or {})
+    _add_lag(metrics, run, summary.get("lag_by_topic") or [])
+    _add_failover_figures(metrics, run)
+    _add_durations(metrics, run)
+    _add_timestamps(metrics, summary, run, history)
+    return metrics.registry
+
+
+def pair_labels(summary: Mapping[str, Any]) -> dict[str, str]:
+    """The cluster pair's ids ("" when a snapshot did not record one), the labels that keep
+    several pairs apart in one textfile directory or Pushgateway."""
+    run: Mapping[str, Any] = summary.get("run") or {}
+    return {
+        "source_cluster": str(run.get("source_cluster_id") or ""),
+        "destination_cluster": str(run.get("destination_cluster_id") or ""),
+    }
+
+
+@dataclass
+class _Metrics:
+    """Gauges made on first use, so a metric with nothing to report is not even declared
+    (no HELP line promising a series that never comes)."""
+
+    pair: dict[str, str]
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    _gauges: dict[str, Gauge] = field(default_factory=dict)
+
+    def set(self, name: str, doc: str, value: float | None, **labels: str) -> None:
+        if value is None:
+            return
+        gauge = self._gauges.get(name)
+        if gauge is None:
+            gauge = Gauge(name, doc, [*PAIR_LABELS, *labels], registry=self.registry)
+            self._gauges[name] = gauge
+        gauge.labels(**self.pair, **labels).set(value)
+
+
+def _add_verdict(metrics: _Metrics, summary: Mapping[str, Any], run: Mapping[str, Any]) -> None:
+    verdict = summary.get("verdict")
+    code = VERDICT_CODES.get(verdict) if isinstance(verdict, str) else None
+    if code is None:
+        log.warning("summary has no known verdict (%r): mirror_audit_verdict not written", verdict)
+    metrics.set(
+        "mirror_audit_verdict",
+        "Verdict of the last run: 0 PASS, 1 WARN, 2 FAIL.",
+        code,
+        job_kind=str(run.get("job") or ""),
+    )
+    readiness = summary.get("readiness")
+    go = {"GO": 1, "NO-GO": 0}.get(readiness) if isinstance(readiness, str) else None
+    metrics.set("mirror_audit_readiness_go", "Readiness answer of the last readiness run: 1 GO, 0 NO-GO.", go)
+
+
+def _add_invariants(metrics: _Metrics, invariants: Mapping[str, Any]) -> None:
+    for inv_id, result in invariants.items():
+        if not isinstance(result, Mapping):
+            continue
+        status = result.get("status")
+        if isinstance(status, str):
+            # The enum pattern: one series per status, so `== 1` selects and a change of
+            # status is a change of value, not a series appearing from nowhere.
+            statuses = INVARIANT_STATUSES if status in INVARIANT_STATUSES else (*INVARIANT_STATUSES, status)
+            for candidate in statuses:
+                metrics.set(
+                    "mirror_audit_invariant_status",
+                    "1 for the invariant's status in the last run, 0 for the other statuses.",
+                    1 if candidate == status else 0,
+                    invariant=str(inv_id),
+                    status=candidate,
+                )
+        metrics.set(
+            "mirror_audit_invariant_violations",
+            "Rows violating the invariant in the last run.",
+            _number(result.get("violations")),
+            invariant=str(inv_id),
+        )
+        metrics.set(
+            "mirror_audit_invariant_evaluated_rows",
+            "Rows the invariant was evaluated on in the last run.",
+            _number(result.get("evaluated")),
+            invariant=str(inv_id),
+        )
+
+
+def _add_lag(metrics: _Metrics, run: Mapping[str, Any], lag_by_topic: Iterable[Any]) -> None:
+    metrics.set(
+        "mirror_audit_lag_records",
+        "Records the destination is behind the source, all partitions in scope.",
+        _number(run.get("total_lag_records")),
+    )
+    metrics.set(
+        "mirror_audit_max_lag_seconds",
+        "Largest lag of a partition in seconds.",
+        _number(run.get("max_lag_seconds")),
+    )
+    for row in lag_by_topic:
+        if not isinstance(row, Mapping) or not isinstance(row.get("topic"), str):
+            continue
+        metrics.set(
+            "mirror_audit_topic_lag_records",
+            "Records the destination is behind the source, per topic.",
+            _number(row.get("lag_records")),
+            topic=row["topic"],
+        )
+        metrics.set(
+            "mirror_audit_topic_lag_seconds",
+            "Largest lag of the topic's partitions in seconds.",
+            _number(row.get("lag_seconds")),
+            topic=row["topic"],
+        )
+
+
+def _add_failover_figures(metrics: _Metrics, run: Mapping[str, Any]) -> None:
+    metrics.set(
+        "mirror_audit_expected_loss_records",
+        "Records a failover now would lose (readiness).",
+        _number(run.get("expected_loss_records")),
+    )
+    metrics.set(
+        "mirror_audit_expected_reprocess_records",
+        "Records consumers would read again after a failover now (readiness).",
+        _number(run.get("expected_reprocess_records")),
+    )
+    metrics.set(
+        "mirror_audit_min_epoch_headroom",
+        "Smallest destination-minus-source leader epoch of a partition.",
+        _number(run.get("min_epoch_headroom")),
+    )
+
+
+def _add_durations(metrics: _Metrics, run: Mapping[str, Any]) -> None:
+    metrics.set(
+        "mirror_audit_run_duration_seconds",
+        "Wall-clock duration of the last run.",
+        _number(run.get("duration_seconds")),
+    )
+    stages = run.get("stage_seconds")
+    if not isinstance(stages, Mapping):
+        return
+    for stage, seconds in stages.items():
+        metrics.set(
+            "mirror_audit_stage_duration_seconds",
+            "Wall-clock duration of a stage of the last run.",
+            _number(seconds),
+            stage=str(stage),
+        )
+
+
+def _add_timestamps(
+    metrics: _Metrics,
+    summary: Mapping[str, Any],
+    run: Mapping[str, Any],
+    history: Iterable[Mapping[str, Any]],
+) -> None:
+    metrics.set(
+        "mirror_audit_last_run_timestamp_seconds",
+        "When the last run finished, Unix time.",
+        _unix_time(run.get("finished_at")),
+    )
+    metrics.set(
+        "mirror_audit_last_success_timestamp_seconds",
+        "When the newest run that did not fail finished, Unix time; 0 if none has.",
+        last_success_timestamp([*history, summary]),
+    )
+
+
+def last_success_timestamp(summaries: Iterable[Mapping[str, Any]]) -> float:
+    """When the newest run with a verdict other than FAIL finished (started, if it has no
+    finish time); 0 when there is none, so ``time() - x > N`` fires rather than staying
+    silent for a pair that never passed."""
+    times = [
+        _run_time(s.get("run"))
+        for s in summaries
+        if isinstance(s.get("verdict"), str) and s["verdict"] != "FAIL"
+    ]
+    return max((t for t in times if t is not None), default=0.0)
+
+
+def _run_time(run: Any) -> float | None:
+    if not isinstance(run, Mapping):
+        return None
+    finished = _unix_time(run.get("finished_at"))
+    return finished if finished is not None else _unix_time(run.get("started_at"))
+
+
+def _unix_time(text: Any) -> float | None:
+    """An ISO 8601 time as Unix seconds (no zone: UTC, as summary.json writes it); None for
+    anything else."""
+    if not isinstance(text, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def _number(value: Any) -> float | None:
+    """A figure as a float, or None when it is missing or not a number (a bool is not a
+    figure, though Python counts it as an int)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def check_textfile(output: OutputConfig) -> None:
+    """Before a job's work: a textfile path that could never be written is an error now,
+    not after an hour's audit (creates nothing)."""
+    if not output.metrics_textfile:
+        return
+    path = local_path(output.metrics_textfile)
+    check_writable(path.parent, f"directory of the {TEXTFILE}")
+    if path.is_dir():
+        raise OutputError(f"{TEXTFILE} {path} is a directory, not a file")
+
+
+def _write_textfile(path: Path, registry: CollectorRegistry) -> None:
+    """A copy outside the run directory, for the node exporter: written via a temporary
+    sibling and a rename (``write_to_textfile``), so it never reads half a file. Any
+    failure is an error naming this path: the run directory's own handling would blame
+    the run directory for it."""
+    writable_directory(path.parent, f"directory of the {TEXTFILE}")
+    if path.is_dir():
+        raise OutputError(f"{TEXTFILE} {path} is a directory, not a file")
+    try:
+        write_to_textfile(str(path), registry)
+    except OSError as exc:
+        raise OutputError(f"{TEXTFILE} {path} cannot be written: {exc.strerror or exc}") from None
+
+
+def push_metrics(url: str, registry: CollectorRegistry, grouping_key: Mapping[str, str]) -> bool:
+    """Push to a Pushgateway (PUT: the pair's group replaced as a whole). False, with a
+    warning, when it fails: the Pushgateway is a convenience, the run directory is the
+    record. Credentials in the URL go in an Authorization header and never into a log."""
+    public, username, password = split_url_credentials(url)
+    handler = _auth_handler(username, password) if username is not None else default_handler
+    try:
+        push_to_gateway(
+            public,
+            job=PUSHGATEWAY_JOB,
+            registry=registry,
+            grouping_key=dict(grouping_key),
+            timeout=PUSH_TIMEOUT_SECONDS,
+            handler=handler,
+        )
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        log.warning("Pushgateway %s did not take the metrics (%s); the audit goes on", public, _reason(exc))
+        return False
+    log.info("metrics pushed to Pushgateway %s", public)
+    return True
+
+
+def _reason(exc: Exception) -> object:
+    """urllib's connection errors wrap the useful part ("Connection refused"); an HTTP
+    error's own text already says the status ("HTTP Error 503: Service Unavailable")."""
+    if isinstance(exc, URLError) and not isinstance(exc, HTTPError):
+        return exc.reason
+    return exc
+
+
+def _auth_handler(username: str, password: str | None) -> _Handler:
+    """prometheus-client's basic-auth handler with the URL's credentials bound: urllib
+    would not send a URL's ``user:password@`` itself, and they stay out of the URL that
+    errors and log lines quote."""
+
+    def handler(
+        url: str, method: str, timeout: float | None, headers: list[tuple[str, str]], data: bytes
+    ) -> Callable[[], None]:
+        return basic_auth_handler(url, method, timeout, headers, data, username, password or "")
+
+    return handler
