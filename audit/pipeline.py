@@ -22,6 +22,7 @@ from audit.errors import ExitCode
 from audit.output_lock import output_lock
 from audit.paths import check_writable, local_path, writable_directory
 from audit.profiles import Profile, profile_of
+from audit.report.metrics import check_textfile
 from audit.run_dirs import claim_run_dir
 from audit.snapshot import read_manifest
 
@@ -66,6 +67,7 @@ def audit_snapshots(
     engine: EngineName = "spark",
     prof: Profile | None = None,
     run_extra: dict[str, Any] | None = None,
+    clock: StageClock | None = None,
 ) -> RunOutcome:
     """Audit two snapshot directories into ``run_dir`` (summary.json is written last).
 
@@ -73,34 +75,41 @@ def audit_snapshots(
     process) for readiness, where an answer is needed before a JVM could start. Both run the
     same queries, the same suites judge both, and both write the same files. ``prof`` is
     the mode's profile unless a failover job (verify, failback) gives its own;
-    ``run_extra`` adds to summary.json's run section.
+    ``run_extra`` adds to summary.json's run section; ``clock`` is the job's, when stages
+    (the snapshot) ran before this one.
     """
     from audit.report.data import collect_report_data
     from audit.report.details import invariant_details
-    from audit.report.html import render_report
-    from audit.report.summary import build_summary, load_history, write_summary
+    from audit.report.summary import build_summary
     from audit.validate.readiness import figures as compute_figures
     from audit.validate.run import mode_suites, run_validation
+    from audit.validate.violations import write_violation_keys
 
+    clock = clock or StageClock()
     prof = prof or profile_of(cfg)
     suites = mode_suites(cfg, prof.suite_patterns)
     source, destination, run_dir = local_path(source), local_path(destination), local_path(run_dir)
     src_manifest = read_manifest(source, "source")
     dst_manifest = read_manifest(destination, "destination")
-    started = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     writable_directory(run_dir, "run directory")
-    clock = _StageClock()
     compared = compare_snapshots(source, destination, run_dir, cfg, engine, prof)
-    clock.done(f"compare ({engine})")
+    clock.done("compare")
     results = run_validation(compared, run_dir, cfg, suites, prof.catalogue)
-    clock.done("validate (Great Expectations)")
-    queries = prof.job_figures if prof.job_figures is not None else (prof.figures if readiness else None)
-    figures = None if queries is None else compute_figures(compared, queries)
+    untracked = write_violation_keys(compared.tables, results, run_dir)
+    clock.done("validate")
+    # The loss and reprocessing figures are cheap aggregates: every run has them (metrics,
+    # the trend); a readiness check also answers with them at the top level.
+    loss = compute_figures(compared, prof.figures)
+    job_queries = prof.job_figures if prof.job_figures is not None else (prof.figures if readiness else None)
+    figures = None
+    if job_queries is not None:
+        figures = loss if job_queries is prof.figures else compute_figures(compared, job_queries)
     plan = _failover_plan(prof, compared, run_dir, cfg) if readiness else None
     data = collect_report_data(compared, prof.slices)
-    clock.done("readiness figures and report data")
+    clock.done("figures")
     run_info = {
-        "started_at": started,
+        "job": "readiness" if readiness else "audit",
+        "started_at": clock.started_at,
         "engine": engine,
         "source": str(source),
         "destination": str(destination),
@@ -109,9 +118,14 @@ def audit_snapshots(
         "source_snapshot_at": src_manifest.get("started_at"),
         "destination_snapshot_at": dst_manifest.get("started_at"),
         "total_lag_records": data.totals["total_lag_records"],
+        "max_lag_seconds": data.extremes.get("max_lag_seconds"),
+        "min_epoch_headroom": data.extremes.get("min_epoch_headroom"),
+        **loss,
         "thresholds": cfg.redacted()["thresholds"],
         **(run_extra or {}),
     }
+    if untracked:
+        run_info["violations_not_kept"] = untracked
     if engine == "spark":
         from audit.spark_session import build_spark
         from audit.spark_session import run_info as spark_run_info
@@ -120,19 +134,40 @@ def audit_snapshots(
     details = invariant_details(compared, source, src_manifest, dst_manifest)
     go_no_go = prof.always_go_no_go or (readiness and prof.job_figures is None)
     summary = build_summary(results, cfg.mode, run_info, figures, details, go_no_go, prof.figures_key)
+    summary["lag_by_topic"] = [dict(r) for r in data.topic_lag]
     if plan is not None:
         summary["failover_plan"] = plan
-    history = [*load_history(run_dir.parent, exclude=run_dir), {"dir": run_dir.name, **summary}]
+    return _finish(summary, data, cfg, run_dir, clock)
+
+
+def _finish(
+    summary: dict[str, Any], data: Any, cfg: AuditConfig, run_dir: Path, clock: StageClock
+) -> RunOutcome:
+    """What the runs before say (since when, what changed), the report, the metrics, and
+    summary.json last: a run directory without it is not a finished run."""
+    from audit.report.history import annotate_since, changes, load_history, pair_of
+    from audit.report.html import render_report
+    from audit.report.metrics import write_metrics
+    from audit.report.summary import write_summary
+
+    root = run_dir.parent
+    history = load_history(root, exclude=run_dir, limit=cfg.output.history_runs, pair=pair_of(summary))
+    annotate_since(summary, history, root)
+    summary["changes"] = changes(summary, history, run_dir)
     report = render_report(
         summary,
         data,
         cfg.redacted(),
-        history,
+        [*history, {"dir": run_dir.name, **summary}],
         run_dir / "report" / "index.html",
         run_dir / "validation" / "data_docs" / "index.html",
     )
+    clock.done("report")
+    summary["run"]["stage_seconds"] = dict(clock.stages)
+    summary["run"]["finished_at"] = _now()
+    summary["run"]["duration_seconds"] = round(clock.elapsed(), 3)
+    write_metrics(run_dir, summary, history, cfg.output)
     write_summary(run_dir, summary)
-    clock.done("report and summary")
     return RunOutcome(run_dir, summary, report)
 
 
@@ -148,16 +183,27 @@ def _failover_plan(
     return write_failover_plan(compared, run_dir, bootstrap).to_json()
 
 
-class _StageClock:
-    """Logs how long each stage took: where an audit's time goes is worth seeing every run."""
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class StageClock:
+    """How long each stage of a job took: logged as it ends (where an audit's time goes is
+    worth seeing every run), and kept for summary.json and the metrics."""
 
     def __init__(self) -> None:
-        self._last = time.monotonic()
+        self.started_at = _now()
+        self._start = self._last = time.monotonic()
+        self.stages: dict[str, float] = {}
 
     def done(self, stage: str) -> None:
         now = time.monotonic()
         log.info("%s: %.1fs", stage, now - self._last)
+        self.stages[stage] = round(self.stages.get(stage, 0.0) + now - self._last, 3)
         self._last = now
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._start
 
 
 def new_run_dir(cfg: AuditConfig) -> Path:
@@ -189,6 +235,7 @@ def run_directory(
     directory is chosen once the lock is held, so a run that waited gets a name of its own.
     """
     run_dir = check_writable(local_path(out), "run directory") if out is not None else None
+    check_textfile(cfg.output)  # a wrong metrics textfile is found before the work, not after it
     with contextlib.ExitStack() as stack:
         if lock_as is not None:
             root = _output_root(cfg, run_dir)
@@ -239,12 +286,19 @@ def nightly(
     if cfg.records.enabled and not readiness:
         prof.require_data_level("records")
     # The run directory is made once the snapshots are taken.
+    clock = StageClock()
     with run_directory(cfg, out, None if readiness else "nightly") as run_dir:
-        return _nightly(cfg, prof, run_dir, readiness, engine, full_records)
+        return _nightly(cfg, prof, run_dir, readiness, engine, full_records, clock)
 
 
 def _nightly(
-    cfg: AuditConfig, prof: Profile, run_dir: Path, readiness: bool, engine: EngineName, full_records: bool
+    cfg: AuditConfig,
+    prof: Profile,
+    run_dir: Path,
+    readiness: bool,
+    engine: EngineName,
+    full_records: bool,
+    clock: StageClock,
 ) -> RunOutcome:
     from audit.collect.metadata.snapshot import import_dependencies, take_snapshots
     from audit.validate.gx import import_in_background
@@ -252,14 +306,20 @@ def _nightly(
     import_dependencies()
     import_in_background()  # GX's import overlaps the snapshot's network waits
     src, dst = take_snapshots(cfg, run_dir, prof.snapshot)
+    clock.done("snapshot")
     if cfg.segments.enabled() and not readiness:
         _collect_batches(cfg, src, dst)
+        clock.done("segments")
     if cfg.records.enabled and not readiness:
         from audit.collect.records.collect import collect_records
         from audit.spark_session import build_spark
 
         collect_records(build_spark(cfg.spark), cfg, src, dst, run_dir.parent, full=full_records)
-    return audit_snapshots(src, dst, run_dir, cfg, readiness=readiness, engine=engine)
+        clock.done("records scan")
+    job = {"job": "readiness" if readiness else "nightly"}
+    return audit_snapshots(
+        src, dst, run_dir, cfg, readiness=readiness, engine=engine, run_extra=job, clock=clock
+    )
 
 
 def _collect_batches(cfg: AuditConfig, src: Path, dst: Path) -> None:

@@ -62,6 +62,10 @@ class Tables(Protocol):
     def frame(self, name: str) -> Any:
         """The engine's frame of a registered table (what Great Expectations judges)."""
 
+    def export(self, sql: str, path: Path) -> None:
+        """Write a query's result as Parquet at ``path`` (Spark: a directory of part
+        files) without it passing through this process."""
+
     def has(self, name: str) -> bool: ...
 
     def collected(self, name: str) -> bool:
@@ -130,6 +134,9 @@ class SparkTables:
 
     def frame(self, name: str) -> Any:
         return self._frames[name]
+
+    def export(self, sql: str, path: Path) -> None:
+        self.query(sql).coalesce(1).write.mode("overwrite").parquet(str(path))
 
 
 class _ViewNames(dict[str, str]):
@@ -207,3 +214,12 @@ class LocalTables:
     def frame(self, name: str) -> Any:
         """pandas with nullable dtypes (GX's pandas engine judges these)."""
         return self._arrow[name].to_pandas(types_mapper=pandas_types_mapper())
+
+    def export(self, sql: str, path: Path) -> None:
+        import pyarrow.parquet as pq
+
+        # Streamed batch by batch into one file: DuckDB's COPY would take the path as a glob.
+        reader = self.query(sql).arrow()
+        with pq.ParquetWriter(path, reader.schema) as writer:
+            for batch in reader:
+                writer.write_batch(batch)

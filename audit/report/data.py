@@ -26,6 +26,10 @@ class ReportData:
     # failover verify: predicted and realized loss per partition; failback: truncation.
     failover: tuple[dict[str, Any], ...] = ()
     failback: tuple[dict[str, Any], ...] = ()
+    # max_lag_seconds, min_epoch_headroom (None where the mode or the data has none).
+    extremes: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    # Per topic in scope: lag_records (summed), lag_seconds (the largest); one row per topic.
+    topic_lag: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,8 @@ class ReportSlices:
     group_positions: str | None = None
     failover: str | None = None
     failback: str | None = None
+    extremes: str | None = None
+    topic_lag: str | None = None
 
 
 CLUSTER_MIRRORING_SLICES = ReportSlices(
@@ -69,6 +75,15 @@ SELECT group_id, topic, partition, dst_log_start_offset, dst_high_watermark, dst
 FROM {{group_offsets}} WHERE topic_in_scope AND dst_partition_known
 ORDER BY abs(coalesce(sync_delta, 0)) DESC, group_id, topic, partition LIMIT {CHART_ROWS}
 """,
+    extremes="""
+SELECT CAST(max(lag_seconds) AS DOUBLE) AS max_lag_seconds, min(epoch_headroom) AS min_epoch_headroom
+FROM {partitions} WHERE in_scope AND dst_present
+""",
+    topic_lag="""
+SELECT topic, CAST(coalesce(sum(greatest(0, data_lag_records)), 0) AS BIGINT) AS lag_records,
+  CAST(max(lag_seconds) AS DOUBLE) AS lag_seconds
+FROM {partitions} WHERE in_scope GROUP BY topic ORDER BY topic
+""",
 )
 
 # Mode mm2: the lag chart shows unreplicated records per partition (from the offset
@@ -88,6 +103,11 @@ SELECT topic, partition, unreplicated_records AS lag_records, CAST(NULL AS DOUBL
   src_high_watermark, dst_high_watermark
 FROM {{mm2_partitions}} WHERE in_scope AND has_sync
 ORDER BY unreplicated_records DESC NULLS LAST, topic, partition LIMIT {CHART_ROWS}
+""",
+    topic_lag="""
+SELECT topic, CAST(coalesce(sum(greatest(0, unreplicated_records)), 0) AS BIGINT) AS lag_records,
+  CAST(NULL AS DOUBLE) AS lag_seconds
+FROM {mm2_partitions} WHERE in_scope GROUP BY topic ORDER BY topic
 """,
 )
 
@@ -125,6 +145,7 @@ def collect_report_data(compared: Compared, slices: ReportSlices) -> ReportData:
         return tuple(rows(sql)) if sql else ()
 
     (totals,) = rows(slices.totals)
+    extremes = rows(slices.extremes)[0] if slices.extremes else {}
     return ReportData(
         totals={k: int(v or 0) for k, v in totals.items()},
         lag=tuple(rows(slices.lag)),
@@ -132,4 +153,6 @@ def collect_report_data(compared: Compared, slices: ReportSlices) -> ReportData:
         group_positions=optional(slices.group_positions),
         failover=optional(slices.failover),
         failback=optional(slices.failback),
+        extremes=extremes,
+        topic_lag=optional(slices.topic_lag),
     )

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
 
 from audit.fsutil import atomic_write_json
+from audit.validate.remediation import remediation
 from audit.validate.results import InvariantResult, verdict
 
 log = logging.getLogger(__name__)
@@ -26,6 +26,10 @@ def build_summary(
     ``figures`` go at the top level, or under ``figures_key``; ``go_no_go`` adds the
     readiness answer (GO unless an invariant failed)."""
     invariants = {r.id: r.to_json() for r in results}
+    for r in results:
+        advice = remediation(r.id)
+        if r.status in ("fail", "warn") and advice:
+            invariants[r.id]["remediation"] = advice
     for inv_id, extra in (details or {}).items():
         if inv_id in invariants:
             invariants[inv_id].update(extra)
@@ -47,21 +51,3 @@ def build_summary(
 
 def write_summary(run_dir: Path, summary: dict[str, Any]) -> Path:
     return atomic_write_json(run_dir / "summary.json", summary)
-
-
-def load_history(output_root: Path, exclude: Path | None = None, limit: int = 30) -> list[dict[str, Any]]:
-    """Earlier runs' summaries under the output root, oldest first (for the trend)."""
-    runs = []
-    if not output_root.is_dir():
-        return []
-    for path in sorted(output_root.glob("*/summary.json")):
-        if exclude is not None and path.parent.resolve() == exclude.resolve():
-            continue
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            log.warning("ignoring unreadable earlier run %s", path)
-            continue
-        runs.append({"dir": path.parent.name, **data})
-    runs.sort(key=lambda s: str((s.get("run") or {}).get("started_at", s["dir"])))
-    return runs[-limit:]

@@ -20,6 +20,7 @@ from typing import Any
 from audit.errors import ConfigError
 from audit.paths import local_path
 from audit.validate.results import MAX_EXAMPLES, CheckOutcome
+from audit.validate.violations import unexpected_rows_sql
 
 log = logging.getLogger(__name__)
 
@@ -184,14 +185,14 @@ class GxRunner:
         )
         result = checkpoint.run(batch_parameters={"dataframe": df}, expectation_parameters=parameters)
         (suite_result,) = result.run_results.values()
-        return [self._outcome(suite_file, r) for r in suite_result.results]
+        return [self._outcome(suite_file, r, parameters) for r in suite_result.results]
 
     def finish(self) -> None:
         """Build the Data Docs site once for every suite run (not once per suite)."""
         self.ctx.build_data_docs(site_names=[DOCS_SITE])
 
     @staticmethod
-    def _outcome(suite_file: SuiteFile, r: Any) -> CheckOutcome:
+    def _outcome(suite_file: SuiteFile, r: Any, parameters: dict[str, Any]) -> CheckOutcome:
         cfg = r.expectation_config
         meta = cfg.meta or {}
         res = r.result or {}
@@ -214,7 +215,16 @@ class GxRunner:
             examples=tuple(
                 _plain(e) for e in (res.get("partial_unexpected_index_list") or [])[:MAX_EXAMPLES]
             ),
+            table=suite_file.table,
+            unexpected_sql=unexpected_rows_sql(cfg.type, _raw_kwargs(cfg), parameters),
         )
+
+
+def _raw_kwargs(cfg: Any) -> dict[str, Any]:
+    """The expectation's arguments as the suite file wrote them (GX's row condition
+    objects back to their JSON form)."""
+    raw = cfg.to_json_dict() if hasattr(cfg, "to_json_dict") else {"kwargs": cfg.kwargs}
+    return dict(raw.get("kwargs") or {})
 
 
 def _exception_messages(info: Any) -> list[str]:

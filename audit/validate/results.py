@@ -20,6 +20,16 @@ class CheckOutcome:
     evaluated: int
     unexpected: int
     examples: tuple[dict[str, Any], ...] = ()
+    # The comparison table it judged and the SQL selecting the rows it rejects
+    # (``audit.validate.violations``): for the history, not part of summary.json.
+    table: str = ""
+    unexpected_sql: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.pop("unexpected_sql")
+        out["examples"] = list(self.examples)
+        return out
 
 
 @dataclass(frozen=True)
@@ -37,7 +47,7 @@ class InvariantResult:
         out = asdict(self)
         out.pop("id")
         out["examples"] = list(self.examples)
-        out["checks"] = [asdict(c) | {"examples": list(c.examples)} for c in self.checks]
+        out["checks"] = [c.to_json() for c in self.checks]
         if self.reason is None:
             out.pop("reason")
         return out

@@ -16,6 +16,7 @@ from audit.sandbox.cluster import start_node, stop_node
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, commit_offsets, produce
 from tests.cli import run_cli
+from tests.run_files import assert_metrics_agree
 
 
 def _config(tmp: Path, sandbox: SandboxState, extra: str = "") -> Path:
@@ -234,3 +235,27 @@ def test_offset_lag_retention_epoch_group_and_scope_faults_caught(
         return {k: (v["status"], v["evaluated"], v["violations"]) for k, v in invariants.items()}
 
     assert counts(ready_inv) == counts(inv)
+
+    # A second nightly of the same pair under the same output root: the lag caught up, a
+    # new fault appeared; it says what changed since the run before it (the readiness
+    # check above) and since when the faults still there have been failing.
+    produce(dst, lagging, [Record(None, b"x")] * 12_000, partition=0)
+    for bootstrap, committed in ((src, 10), (dst, 500)):  # CM-GROUP-2: past the destination's LEO
+        _commit(bootstrap, f"range-{run}", ahead, committed)
+    again = run_cli("nightly", "--config", str(tmp_path / "audit.yaml"), "--out", str(tmp_path / "run2"))
+    assert again.returncode == 1, again.stdout + again.stderr
+    second = assert_metrics_agree(tmp_path / "run2")
+    changes = second["changes"]
+    assert changes["previous_run"]["dir"] == "ready"
+    ids = {k: {e["id"] for e in v} for k, v in changes["invariants"].items()}
+    assert "CM-LAG-1" in ids["resolved"]
+    assert "CM-GROUP-2" in ids["newly_failing"]
+    assert "CM-OFFSET-1" in ids["still_failing"]
+    assert changes["rows"]["CM-GROUP-2"]["new_examples"] == [
+        {"group_id": f"range-{run}", "topic": ahead, "partition": "0"}
+    ]
+    assert changes["rows"]["CM-LAG-1"]["resolved"] == 1
+    (seen,) = second["invariants"]["CM-OFFSET-1"]["examples_seen"]
+    assert (seen["first_run"], seen["runs"]) == ("run", 3)
+    page = (tmp_path / "run2" / "report" / "index.html").read_text(encoding="utf-8")
+    assert "What changed since the previous run" in page and "3 runs" in page

@@ -17,6 +17,7 @@ from audit.pipeline import audit_snapshots, compare_snapshots
 from audit.profiles import profile
 from audit.validate.catalogue import CLUSTER_MIRRORING
 from audit.validate.results import MAX_EXAMPLES
+from tests.run_files import kept_keys
 from tests.snapshots import faulty_pair, group, mirror, offset, part, write_pair
 from tests.spark.test_mm2_invariants import CFG as MM2_CFG
 from tests.spark.test_mm2_invariants import _pair as mm2_pair
@@ -142,8 +143,8 @@ def _comparable(summary: dict[str, Any]) -> dict[str, Any]:
     as sets, and only where every offending row is listed (beyond that, which rows are
     shown depends on each engine's row order)."""
     out: dict[str, Any] = json.loads(json.dumps(summary))
-    out["run"].pop("started_at")
-    out["run"].pop("engine")
+    for when in ("started_at", "finished_at", "duration_seconds", "stage_seconds", "engine"):
+        out["run"].pop(when)
     # Where Spark ran it: only the Spark engine says (and a cluster says another master).
     out["run"].pop("spark_master", None)
     out["run"].pop("spark_executors_ran_tasks", None)
@@ -152,6 +153,7 @@ def _comparable(summary: dict[str, Any]) -> dict[str, Any]:
         if inv_id in spark_only:  # skipped by both; the local engine says it never checks them
             assert inv["status"] == "skipped", (inv_id, inv)
             inv.pop("reason")
+        inv.pop("examples_seen", None)  # the streaks start at each run's own time
         for check in [inv, *inv.get("checks", [])]:
             examples = check.pop("examples", [])
             if check.get("violations", check.get("unexpected", 0)) <= MAX_EXAMPLES:
@@ -169,6 +171,18 @@ def test_engines_reach_the_same_summary(spark: Any, tmp_path: Path, scenario: st
     on_spark = audit_snapshots(src, dst, tmp_path / "runs" / "spark", cfg, readiness=True, engine="spark")
     local = audit_snapshots(src, dst, tmp_path / "runs2" / "local", cfg, readiness=True, engine="local")
     assert _comparable(local.summary) == _comparable(on_spark.summary)
+    # Each keeps every violating row's key for the history, the same keys (a nightly on
+    # Spark and a readiness check on DuckDB under one root follow the same rows).
+    assert kept_keys(on_spark.run_dir) == kept_keys(local.run_dir)
+    failing = {k: v for k, v in local.summary["invariants"].items() if v["status"] in ("fail", "warn")}
+    assert set(kept_keys(local.run_dir)) == set(failing)
+    for inv_id, inv in failing.items():
+        checks = inv["checks"]
+        counted = [c["unexpected"] for c in checks if not c["success"] and c["severity"] == inv["status"]]
+        # One check: its rejected rows are the violations; several: a row may fail two.
+        assert max(counted) <= len(kept_keys(local.run_dir)[inv_id]) <= sum(counted), inv_id
+        if len(counted) == 1:
+            assert len(kept_keys(local.run_dir)[inv_id]) == inv["violations"], inv_id
     # Not vacuous: the scenarios do exercise failing invariants and non-zero figures.
     if scenario == "faulty":
         assert on_spark.summary["readiness"] == "NO-GO"

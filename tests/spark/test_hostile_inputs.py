@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -156,3 +157,17 @@ def test_a_catastrophically_backtracking_scope_pattern_is_answered(tmp_path: Pat
     assert proc.returncode == 1, proc.stdout + proc.stderr
     inv = json.loads((tmp_path / "r" / "summary.json").read_text())["invariants"]
     assert {e["topic"] for e in inv["CM-TOPIC-1"]["examples"]} == {in_scope}
+
+
+def test_spark_makes_the_same_violation_key_as_python_and_duckdb(spark: Any) -> None:
+    """A nightly on Spark and a readiness check on DuckDB under one output root must name
+    a violating row by the same key, whatever its group id holds."""
+    from audit.validate.violations import key_sql, row_key
+    from tests.unit.test_violations import HOSTILE
+
+    rows = [(g, i) for i, g in enumerate(HOSTILE)] + [(None, None)]
+    df = spark.createDataFrame(rows, "g string, p int")
+    got = spark.sql(f"SELECT g, p, {key_sql(['g', 'p'])} AS key FROM {{t}}", t=df).collect()
+    assert len(got) == len(rows)
+    for r in got:
+        assert r["key"] == row_key([r["g"], r["p"]]), repr(r["g"])

@@ -1,0 +1,73 @@
+"""Checks of what a finished run wrote beside its summary: the metrics file read back with
+Prometheus' own parser and held against summary.json, and the violation keys kept."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow.dataset as ds
+from prometheus_client.parser import text_string_to_metric_families
+
+from audit.validate.violations import violation_files
+
+VERDICT_CODES = {"PASS": 0, "WARN": 1, "FAIL": 2}
+
+
+def metric_samples(path: Path) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    text = path.read_text(encoding="utf-8")
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def assert_metrics_agree(run_dir: Path) -> dict[str, Any]:
+    """Every metric in ``run_dir/metrics.prom`` against summary.json, value for value;
+    returns the summary."""
+    summary: dict[str, Any] = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    samples = metric_samples(run_dir / "metrics.prom")
+    run = summary["run"]
+    pair = {
+        "source_cluster": str(run.get("source_cluster_id") or ""),
+        "destination_cluster": str(run.get("destination_cluster_id") or ""),
+    }
+
+    def value(name: str, **labels: str) -> float:
+        return samples[(name, frozenset({**pair, **labels}.items()))]
+
+    assert value("mirror_audit_verdict", job_kind=run["job"]) == VERDICT_CODES[summary["verdict"]]
+    for inv_id, inv in summary["invariants"].items():
+        for status in ("pass", "warn", "fail", "skipped"):
+            expected = 1.0 if inv["status"] == status else 0.0
+            assert value("mirror_audit_invariant_status", invariant=inv_id, status=status) == expected, inv_id
+        assert value("mirror_audit_invariant_violations", invariant=inv_id) == inv["violations"], inv_id
+    assert value("mirror_audit_lag_records") == run["total_lag_records"]
+    for figure in ("expected_loss_records", "expected_reprocess_records", "min_epoch_headroom"):
+        if run.get(figure) is not None:
+            assert value(f"mirror_audit_{figure}") == run[figure], figure
+    topics = summary["lag_by_topic"]
+    assert sum(t["lag_records"] for t in topics) == run["total_lag_records"]
+    for t in topics:
+        assert value("mirror_audit_topic_lag_records", topic=t["topic"]) == t["lag_records"]
+    for stage, seconds in run["stage_seconds"].items():
+        assert value("mirror_audit_stage_duration_seconds", stage=stage) == seconds
+    assert value("mirror_audit_run_duration_seconds") == run["duration_seconds"]
+    finished = datetime.fromisoformat(run["finished_at"].replace("Z", "+00:00")).timestamp()
+    assert value("mirror_audit_last_run_timestamp_seconds") == finished
+    assert not any("partition" in dict(labels) or "group_id" in dict(labels) for _, labels in samples)
+    return summary
+
+
+def kept_keys(run_dir: Path) -> dict[str, set[str]]:
+    """A run's violation keys per invariant."""
+    files = violation_files(run_dir)
+    assert files is not None, f"{run_dir} kept no violation keys"
+    table = ds.dataset([str(f) for f in files], format="parquet").to_table()
+    out: dict[str, set[str]] = {}
+    for inv, key in zip(table.column("invariant").to_pylist(), table.column("key").to_pylist(), strict=True):
+        out.setdefault(inv, set()).add(key)
+    return out
