@@ -11,7 +11,7 @@ NATIVE_STAMP := $(VENV)/.native-installed
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: help venv test unit lint typecheck demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-readers clean
+.PHONY: help venv test unit lint typecheck browser demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-readers clean
 
 help:
 	@echo "make demo   - run the audit demo on the local Kafka sandbox"
@@ -38,7 +38,18 @@ venv: $(STAMP) $(NATIVE_STAMP)
 jars: $(STAMP)
 	$(BIN)/python -c 'from audit.sandbox.jars import ensure_kafka_jars; print(ensure_kafka_jars())'
 
-test: lint typecheck jars
+# The report's browser test (tests/integration/test_report_browser.py) drives Debian's Chromium through
+# Playwright, never Playwright's own browser download: installed here where it is missing (as root, or
+# with sudo).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "chromium not found: installing Debian's chromium (apt-get) for the report's browser test"; \
+	  command -v apt-get >/dev/null 2>&1 || { echo "no apt-get here: install Chromium as 'chromium' on PATH"; exit 2; }; \
+	  if [ "$$(id -u)" -eq 0 ]; then sudo=; elif command -v sudo >/dev/null 2>&1; then sudo=sudo; else \
+	    echo "not root and no sudo: run 'apt-get install -y --no-install-recommends chromium' as root"; exit 2; fi; \
+	  $$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
+
+test: lint typecheck jars browser
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 unit: $(STAMP) $(NATIVE_STAMP)
