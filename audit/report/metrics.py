@@ -77,7 +77,6 @@ def build_registry(
     _add_verdict(metrics, summary, run)
     _add_invariants(metrics, summary.get("invariants") or {})
     _add_lag(metrics, run, summary.get("lag_by_topic") or [])
-    _add_failover_figures(metrics, run)
     _add_durations(metrics, run)
     _add_timestamps(metrics, summary, run, history)
     return metrics.registry
@@ -159,17 +158,35 @@ def _add_invariants(metrics: _Metrics, invariants: Mapping[str, Any]) -> None:
         )
 
 
-def _add_lag(metrics: _Metrics, run: Mapping[str, Any], lag_by_topic: Iterable[Any]) -> None:
-    metrics.set(
+# Figures of the whole run: (metric, help, key of summary.json's run section).
+RUN_FIGURES: tuple[tuple[str, str, str], ...] = (
+    (
         "mirror_audit_lag_records",
         "Records the destination is behind the source, all partitions in scope.",
-        _number(run.get("total_lag_records")),
-    )
-    metrics.set(
-        "mirror_audit_max_lag_seconds",
-        "Largest lag of a partition in seconds.",
-        _number(run.get("max_lag_seconds")),
-    )
+        "total_lag_records",
+    ),
+    ("mirror_audit_max_lag_seconds", "Largest lag of a partition in seconds.", "max_lag_seconds"),
+    (
+        "mirror_audit_expected_loss_records",
+        "Records a failover now would lose (readiness).",
+        "expected_loss_records",
+    ),
+    (
+        "mirror_audit_expected_reprocess_records",
+        "Records consumers would read again after a failover now (readiness).",
+        "expected_reprocess_records",
+    ),
+    (
+        "mirror_audit_min_epoch_headroom",
+        "Smallest destination-minus-source leader epoch of a partition.",
+        "min_epoch_headroom",
+    ),
+)
+
+
+def _add_lag(metrics: _Metrics, run: Mapping[str, Any], lag_by_topic: Iterable[Any]) -> None:
+    for name, doc, key in RUN_FIGURES:
+        metrics.set(name, doc, _number(run.get(key)))
     for row in lag_by_topic:
         if not isinstance(row, Mapping) or not isinstance(row.get("topic"), str):
             continue
@@ -185,24 +202,6 @@ def _add_lag(metrics: _Metrics, run: Mapping[str, Any], lag_by_topic: Iterable[A
             _number(row.get("lag_seconds")),
             topic=row["topic"],
         )
-
-
-def _add_failover_figures(metrics: _Metrics, run: Mapping[str, Any]) -> None:
-    metrics.set(
-        "mirror_audit_expected_loss_records",
-        "Records a failover now would lose (readiness).",
-        _number(run.get("expected_loss_records")),
-    )
-    metrics.set(
-        "mirror_audit_expected_reprocess_records",
-        "Records consumers would read again after a failover now (readiness).",
-        _number(run.get("expected_reprocess_records")),
-    )
-    metrics.set(
-        "mirror_audit_min_epoch_headroom",
-        "Smallest destination-minus-source leader epoch of a partition.",
-        _number(run.get("min_epoch_headroom")),
-    )
 
 
 def _add_durations(metrics: _Metrics, run: Mapping[str, Any]) -> None:
