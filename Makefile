@@ -11,7 +11,7 @@ NATIVE_STAMP := $(VENV)/.native-installed
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: help venv test unit lint typecheck browser demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-readers clean
+.PHONY: help venv test unit lint typecheck browser demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-readers bench-scale clean
 
 help:
 	@echo "make demo   - run the audit demo on the local Kafka sandbox"
@@ -89,6 +89,10 @@ bench-records: $(STAMP) $(NATIVE_STAMP) jars
 
 bench-readers: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/python bench/record_readers.py
+
+# 10,000 and 50,000 partitions per cluster: about an hour on 2 cores (docs/benchmarks.md).
+bench-scale: $(STAMP) $(NATIVE_STAMP) jars
+	$(BIN)/python bench/scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache native/target

@@ -180,3 +180,91 @@ def commit_offsets(bootstrap: str, group: str, offsets: dict[tuple[str, int], in
             c.close()
 
     retry_group_call(f"committing offsets of group {group} on {bootstrap}", commit)
+
+
+# A KRaft controller refuses a CreateTopics request that would write more than about 10,000
+# metadata records at once (POLICY_VIOLATION "Unable to perform excessively large batch
+# operation"); each partition is a record, so large sandboxes create topics in chunks.
+MAX_PARTITIONS_PER_REQUEST = 5_000
+
+
+def create_topics(
+    bootstrap: str,
+    names: Iterable[str],
+    partitions: int,
+    replication: int = 1,
+    max_partitions_per_request: int = MAX_PARTITIONS_PER_REQUEST,
+    timeout: float = 600,
+) -> int:
+    """Create many topics of ``partitions`` each, as many per request as the controller
+    takes; returns the number of requests."""
+    admin = AdminClient(client_conf(bootstrap))
+    names = list(names)
+    per_request = max(1, max_partitions_per_request // max(1, partitions))
+    requests = 0
+    for i in range(0, len(names), per_request):
+        chunk = names[i : i + per_request]
+        futures = admin.create_topics(
+            [NewTopic(n, num_partitions=partitions, replication_factor=replication) for n in chunk],
+            operation_timeout=timeout,
+            request_timeout=timeout,
+        )
+        requests += 1
+        for name, future in futures.items():
+            try:
+                future.result(timeout=timeout)
+            except KafkaException as exc:
+                raise SandboxError(f"creating topic {name} on {bootstrap} failed: {exc}") from exc
+    return requests
+
+
+def commit_groups(bootstrap: str, commits: dict[str, dict[tuple[str, int], int]], threads: int = 8) -> None:
+    """Commit many groups' offsets (OffsetCommit for groups without members, as each
+    group's consumer would), ``threads`` kafka-python admin connections at a time: a
+    librdkafka consumer per group costs a client start and a coordinator lookup each, and
+    librdkafka's admin calls for group offsets run one after another per coordinator."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kafka import KafkaAdminClient
+
+    local = threading.local()
+    admins: list[Any] = []
+
+    def commit(group: str) -> None:
+        if not hasattr(local, "admin"):
+            local.admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="sandbox-commits")
+            admins.append(local.admin)
+        _commit_group(local.admin, bootstrap, group, commits[group])
+
+    try:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="commit") as pool:
+            for _ in pool.map(commit, commits):
+                pass
+    finally:
+        for admin in admins:
+            admin.close()
+
+
+def _commit_group(admin: Any, bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    import kafka.errors
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    wanted = {KTopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()}
+    deadline = time.monotonic() + 180  # a new cluster's group coordinators load first
+    while True:
+        try:
+            errors = admin.alter_group_offsets(group, wanted)
+            problem: object = {tp: e for tp, e in errors.items() if e.__name__ != "NoError"}
+        except kafka.errors.KafkaError as exc:
+            if not exc.retriable:
+                raise SandboxError(
+                    f"committing offsets of group {group} on {bootstrap} failed: {exc}"
+                ) from exc
+            problem = exc
+        if not problem:
+            return
+        if time.monotonic() > deadline:
+            raise SandboxError(f"committing offsets of group {group} on {bootstrap} failed: {problem}")
+        time.sleep(0.5)
