@@ -259,3 +259,42 @@ def test_offset_lag_retention_epoch_group_and_scope_faults_caught(
     assert (seen["first_run"], seen["runs"]) == ("run", 3)
     page = (tmp_path / "run2" / "report" / "index.html").read_text(encoding="utf-8")
     assert "What changed since the previous run" in page and "3 runs" in page
+
+
+def test_batched_offset_fetch_gives_what_one_group_per_request_gives(sandbox: SandboxState) -> None:
+    """KIP-709's many-groups OffsetFetch (kafka-python) against librdkafka's one group per
+    request, on the same groups: offsets, leader epochs and metadata alike."""
+    from audit.collect.metadata.kafka_admin import KafkaAdmin
+    from audit.config import ClusterConfig
+
+    run = uuid.uuid4().hex[:6]
+    topic = f"fetch-{run}"
+    _mirror_topic(sandbox, topic, 30, [[1, 2], [2, 1]])
+    bootstrap = sandbox.cluster("destination").bootstrap
+    groups = [f"fetch-{run}-{i}" for i in range(12)]
+    for i, gid in enumerate(groups):
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": gid, "enable.auto.commit": False})
+        c.commit(
+            offsets=[
+                TopicPartition(topic, 0, i, leader_epoch=i % 3 or -1, metadata=f"m{i}" if i % 2 else ""),
+                TopicPartition(topic, 1, 2 * i),
+            ],
+            asynchronous=False,
+        )
+        c.close()
+    admin = KafkaAdmin("destination", ClusterConfig(bootstrap))
+    batched = admin.committed_offsets_batched([*groups, f"never-{run}"])
+    assert batched is not None, "the batched path was refused by a 4.x broker"
+    one_by_one = admin.committed_offsets_per_group([*groups, f"never-{run}"])
+
+    def key(c: Any) -> tuple[Any, ...]:
+        # librdkafka commits metadata with its C string's NUL and reads it back as a C
+        # string; kafka-python returns the bytes the broker holds: the same text.
+        return (c.topic, c.partition, c.offset, c.leader_epoch, (c.metadata or "").rstrip("\x00") or None)
+
+    assert {g: sorted(map(key, rows)) for g, rows in one_by_one.items()} == {
+        g: sorted(map(key, rows)) for g, rows in batched.items()
+    }
+    assert batched[f"never-{run}"] == []
+    first = {key(c)[1:] for c in batched[groups[1]]}
+    assert first == {(0, 1, 1, "m1"), (1, 2, None, None)}
