@@ -269,7 +269,10 @@ def main() -> None:
     setup_logging()
     stop_on_sigterm()
     print(raise_map_count(), flush=True)
-    sizes = [measure(int(s), args.rounds, not args.no_nightly, args.heap_mb) for s in args.sizes.split(",")]
+    sizes = []
+    for n in args.sizes.split(","):  # each size's figures printed as soon as they are in
+        sizes.append(measure(int(n), args.rounds, not args.no_nightly, args.heap_mb))
+        print("\n".join(report(sizes[-1])), flush=True)
     lines = [line for size in sizes for line in report(size) if not line.startswith("RESULT")]
     if len(sizes) > 1:
         small, large = sizes[0], sizes[-1]

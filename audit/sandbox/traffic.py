@@ -231,11 +231,22 @@ def commit_groups(bootstrap: str, commits: dict[str, dict[tuple[str, int], int]]
     local = threading.local()
     admins: list[Any] = []
 
+    def new_admin() -> Any:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","), client_id="sandbox-commits")
+        admins.append(admin)
+        return admin
+
     def commit(group: str) -> None:
         if not hasattr(local, "admin"):
-            local.admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="sandbox-commits")
-            admins.append(local.admin)
-        _commit_group(local.admin, bootstrap, group, commits[group])
+            local.admin = new_admin()
+        if not _commit_group(local.admin, bootstrap, group, commits[group]):
+            # kafka-python keeps a group's coordinator once found, also after the broker
+            # said it is not (coordinators move while a new cluster settles): a new client.
+            local.admin = new_admin()
+            if not _commit_group(local.admin, bootstrap, group, commits[group], attempts_seconds=180):
+                raise SandboxError(
+                    f"committing offsets of group {group} on {bootstrap} failed: not coordinator"
+                )
 
     try:
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="commit") as pool:
@@ -246,13 +257,19 @@ def commit_groups(bootstrap: str, commits: dict[str, dict[tuple[str, int], int]]
             admin.close()
 
 
-def _commit_group(admin: Any, bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
+def _commit_group(
+    admin: Any, bootstrap: str, group: str, offsets: dict[tuple[str, int], int], attempts_seconds: float = 180
+) -> bool:
+    """Commit one group's offsets, retrying what is retriable for ``attempts_seconds``;
+    False when the broker kept answering NOT_COORDINATOR for 5 s (the client's coordinator
+    is stale)."""
     import kafka.errors
     from kafka import TopicPartition as KTopicPartition
     from kafka.structs import OffsetAndMetadata
 
     wanted = {KTopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()}
-    deadline = time.monotonic() + 180  # a new cluster's group coordinators load first
+    started = time.monotonic()
+    deadline = started + attempts_seconds  # a new cluster's group coordinators load first
     while True:
         try:
             errors = admin.alter_group_offsets(group, wanted)
@@ -264,7 +281,11 @@ def _commit_group(admin: Any, bootstrap: str, group: str, offsets: dict[tuple[st
                 ) from exc
             problem = exc
         if not problem:
-            return
+            return True
         if time.monotonic() > deadline:
+            if isinstance(problem, dict) and all(
+                e is kafka.errors.NotCoordinatorError for e in problem.values()
+            ):
+                return False
             raise SandboxError(f"committing offsets of group {group} on {bootstrap} failed: {problem}")
         time.sleep(0.5)
