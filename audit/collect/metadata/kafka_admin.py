@@ -394,7 +394,7 @@ class KafkaAdmin:
                                 om.leader_epoch
                                 if om.leader_epoch is not None and om.leader_epoch >= 0
                                 else None,
-                                om.metadata or None,
+                                _committed_metadata(om.metadata),
                             )
                             for tp, om in (fetched.get(gid) or {}).items()
                             if om.offset is not None and om.offset >= 0
@@ -550,6 +550,15 @@ def _group_type(listing: Any) -> str:
 def _type_word(value: Any) -> str:
     word = _enum_name(value).lower()
     return word if word in ("consumer", "classic", "share") else "unknown"
+
+
+def _committed_metadata(raw: str | None) -> str | None:
+    """Commit metadata as its committer wrote it: librdkafka clients (confluent-kafka among
+    them) commit it with their C string's terminating NUL, which the broker keeps and
+    kafka-python returns; one trailing NUL is that artifact, not the committer's text."""
+    if not raw:
+        return None
+    return (raw[:-1] or None) if raw.endswith("\x00") else raw
 
 
 # Groups per batched OffsetFetch: one request per coordinator for each batch (its size grows
