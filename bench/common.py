@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import signal
+import time
 
 from confluent_kafka import Consumer, TopicPartition
+
+from audit.sandbox.processes import run_tool
+from audit.sandbox.state import SandboxState
+
+log = logging.getLogger("bench")
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -25,3 +32,26 @@ def end_offsets(bootstrap: str, topic: str, partitions: int = 8) -> dict[int, in
         }
     finally:
         c.close()
+
+
+def cli_baseline(state: SandboxState, heap_mb: int = 512, timeout: float = 600) -> float:
+    """What an operator runs by hand for a readiness answer, timed: kafka-get-offsets and
+    kafka-consumer-groups --describe --all-groups on both clusters (strictly less than the
+    audit does)."""
+    started = time.perf_counter()
+    for cluster in state.clusters:
+        for main, args in (
+            ("org.apache.kafka.tools.GetOffsetShell", ["--bootstrap-server", cluster.bootstrap]),
+            (
+                "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+                ["--bootstrap-server", cluster.bootstrap, "--describe", "--all-groups"],
+            ),
+        ):
+            tool_started = time.perf_counter()
+            proc = run_tool(state, main, args, timeout=timeout, heap_mb=heap_mb)
+            if proc.returncode != 0:
+                raise SystemExit(f"{main} failed: {proc.stderr[-800:]}")
+            log.info(
+                "%s on %s: %.1fs", main.rsplit(".", 1)[1], cluster.name, time.perf_counter() - tool_started
+            )
+    return time.perf_counter() - started

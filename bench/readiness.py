@@ -28,12 +28,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import cli_baseline
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from audit.logs import setup_logging
 from audit.sandbox.cluster import SandboxOptions, running
-from audit.sandbox.processes import run_tool
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import commit_offsets
 
@@ -115,22 +115,6 @@ def _time(cmd: list[str]) -> float:
     return elapsed
 
 
-def _baseline(state: SandboxState) -> float:
-    started = time.perf_counter()
-    for cluster in state.clusters:
-        for main, args in (
-            ("org.apache.kafka.tools.GetOffsetShell", ["--bootstrap-server", cluster.bootstrap]),
-            (
-                "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-                ["--bootstrap-server", cluster.bootstrap, "--describe", "--all-groups"],
-            ),
-        ):
-            proc = run_tool(state, main, args, timeout=600, heap_mb=512)
-            if proc.returncode != 0:
-                raise SystemExit(f"{main} failed: {proc.stderr[-500:]}")
-    return time.perf_counter() - started
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", type=int, default=10)
@@ -173,7 +157,7 @@ def main() -> None:
 
             for i in range(args.rounds):  # interleaved, so load on the machine hits both alike
                 ours.append(readiness(f"r{i}"))
-                base.append(_baseline(state))
+                base.append(cli_baseline(state))
                 if args.with_spark:
                     spark.append(readiness(f"s{i}", "--engine", "spark"))
                 log.info("round %d: ours %.2fs, baseline %.2fs", i + 1, ours[-1], base[-1])

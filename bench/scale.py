@@ -40,11 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import stop_on_sigterm
+from common import cli_baseline, stop_on_sigterm
 
 from audit.logs import setup_logging
 from audit.sandbox.cluster import SandboxOptions, running
-from audit.sandbox.processes import run_tool
 from audit.sandbox.state import SandboxState
 from audit.sandbox.workload import make_workload
 
@@ -171,24 +170,7 @@ def run_job(cfg: Path, job: str, out: Path) -> Measured:
 
 
 def baseline(state: SandboxState) -> Measured:
-    """kafka-get-offsets and kafka-consumer-groups --describe --all-groups on both clusters."""
-    started = time.perf_counter()
-    for cluster in state.clusters:
-        for main, args in (
-            ("org.apache.kafka.tools.GetOffsetShell", ["--bootstrap-server", cluster.bootstrap]),
-            (
-                "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-                ["--bootstrap-server", cluster.bootstrap, "--describe", "--all-groups"],
-            ),
-        ):
-            started_tool = time.perf_counter()
-            proc = run_tool(state, main, args, timeout=1800, heap_mb=2048)
-            if proc.returncode != 0:
-                raise SystemExit(f"{main} failed: {proc.stderr[-800:]}")
-            log.info(
-                "%s on %s: %.1fs", main.rsplit(".", 1)[1], cluster.name, time.perf_counter() - started_tool
-            )
-    return Measured(time.perf_counter() - started, 0.0)  # the tools' memory is not the question
+    return Measured(cli_baseline(state, heap_mb=2048, timeout=1800), 0.0)  # the tools' memory is not asked
 
 
 # --------------------------------------------------------------------------- one size
