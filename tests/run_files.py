@@ -8,10 +8,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow.dataset as ds
 from prometheus_client.parser import text_string_to_metric_families
 
-from audit.validate.violations import violation_files
+from audit.validate.violations import violations_dataset
 
 VERDICT_CODES = {"PASS": 0, "WARN": 1, "FAIL": 2}
 
@@ -64,9 +63,9 @@ def assert_metrics_agree(run_dir: Path) -> dict[str, Any]:
 
 def kept_keys(run_dir: Path) -> dict[str, set[str]]:
     """A run's violation keys per invariant."""
-    files = violation_files(run_dir)
-    assert files is not None, f"{run_dir} kept no violation keys"
-    table = ds.dataset([str(f) for f in files], format="parquet").to_table()
+    dataset = violations_dataset(run_dir)
+    assert dataset is not None, f"{run_dir} kept no violation keys"
+    table = dataset.to_table()
     out: dict[str, set[str]] = {}
     for inv, key in zip(table.column("invariant").to_pylist(), table.column("key").to_pylist(), strict=True):
         out.setdefault(inv, set()).add(key)

@@ -15,7 +15,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from audit.validate.violations import KEY_COLUMNS, parse_key, row_key, violation_files
+from audit.validate.violations import KEY_COLUMNS, parse_key, row_key, violations_dataset
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +60,10 @@ def _keys_of(run_dir: Path, invariant: str, keys: set[str]) -> set[str]:
     none: its rows are unknown, which ends a streak as a pass would)."""
     import pyarrow.dataset as ds
 
-    files = violation_files(run_dir)
-    if files is None or not keys:
+    dataset = violations_dataset(run_dir)
+    if dataset is None or not keys:
         return set()
-    table = ds.dataset([str(f) for f in files], format="parquet").to_table(
+    table = dataset.to_table(
         columns=["key"], filter=(ds.field("invariant") == invariant) & ds.field("key").isin(sorted(keys))
     )
     return set(table.column("key").to_pylist())
@@ -127,14 +127,13 @@ def _row_changes(run_dir: Path, previous_dir: Path) -> dict[str, dict[str, Any]]
     between the two runs' kept keys (DuckDB over both files, spilling if it must), with a
     few of the new rows; None when the previous run kept no keys."""
     import duckdb
-    import pyarrow.dataset as ds
 
-    now_files, before_files = violation_files(run_dir), violation_files(previous_dir)
-    if now_files is None or before_files is None:
+    now, before = violations_dataset(run_dir), violations_dataset(previous_dir)
+    if now is None or before is None:
         return None
     con = duckdb.connect(":memory:")
-    for name, files in (("now_keys", now_files), ("before_keys", before_files)):
-        con.register(name, ds.dataset([str(f) for f in files], format="parquet"))
+    con.register("now_keys", now)
+    con.register("before_keys", before)
     counts = con.sql(
         """
         SELECT coalesce(n.invariant, b.invariant) AS invariant,

@@ -215,13 +215,15 @@ def violations_path(run_dir: Path) -> Path:
     return run_dir / VIOLATIONS_FILE
 
 
-def violation_files(run_dir: Path) -> list[Path] | None:
-    """The Parquet files of a run's violation keys (Spark's part files or DuckDB's one
-    file), or None for a run that kept none (an earlier version's)."""
+def violations_dataset(run_dir: Path) -> Any | None:
+    """A run's violation keys as a pyarrow dataset (Spark's part files or DuckDB's one file;
+    read lazily, filters pushed down), or None for a run that kept none (an earlier
+    version's)."""
+    import pyarrow.dataset as ds
+
     path = violations_path(run_dir)
-    if path.is_dir():
-        return sorted(path.glob("*.parquet")) or None
-    return [path] if path.is_file() else None
+    files = sorted(path.glob("*.parquet")) if path.is_dir() else ([path] if path.is_file() else [])
+    return ds.dataset([str(f) for f in files], format="parquet") if files else None
 
 
 def write_violation_keys(tables: Any, results: Sequence[InvariantResult], run_dir: Path) -> list[str]:
