@@ -267,11 +267,9 @@ class KafkaAdmin:
                         "leader did not answer; check that broker is up and the partition has a leader "
                         "(kafka-topics --describe), then run again"
                     )
-                ts = info.timestamp if info.timestamp is not None and info.timestamp >= 0 else None
-                epoch = (
-                    info.leader_epoch if info.leader_epoch is not None and info.leader_epoch >= 0 else None
+                out[(tp.topic, tp.partition)] = OffsetInfo(
+                    int(info.offset), _known(info.timestamp), _known(info.leader_epoch)
                 )
-                out[(tp.topic, tp.partition)] = OffsetInfo(int(info.offset), ts, epoch)
             if again:
                 log.debug("%s: list_offsets again for %d partitions (leaders moving)", self.role, len(again))
                 time.sleep(pause)
@@ -391,9 +389,7 @@ class KafkaAdmin:
                                 tp.topic,
                                 tp.partition,
                                 int(om.offset),
-                                om.leader_epoch
-                                if om.leader_epoch is not None and om.leader_epoch >= 0
-                                else None,
+                                _known(om.leader_epoch),
                                 _committed_metadata(om.metadata),
                             )
                             for tp, om in (fetched.get(gid) or {}).items()
@@ -423,13 +419,12 @@ class KafkaAdmin:
                 for tp in result.topic_partitions or []:
                     if tp.error is not None or tp.offset is None or tp.offset < 0:
                         continue
-                    epoch = getattr(tp, "leader_epoch", None)
                     rows.append(
                         CommittedOffset(
                             tp.topic,
                             tp.partition,
                             int(tp.offset),
-                            epoch if epoch is not None and epoch >= 0 else None,
+                            _known(getattr(tp, "leader_epoch", None)),
                             tp.metadata or None,
                         )
                     )
@@ -550,6 +545,12 @@ def _group_type(listing: Any) -> str:
 def _type_word(value: Any) -> str:
     word = _enum_name(value).lower()
     return word if word in ("consumer", "classic", "share") else "unknown"
+
+
+def _known(value: int | None) -> int | None:
+    """A timestamp or leader epoch as Kafka's clients give it, where a negative one (-1)
+    means none."""
+    return value if value is not None and value >= 0 else None
 
 
 def _committed_metadata(raw: str | None) -> str | None:
