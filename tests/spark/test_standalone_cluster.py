@@ -45,14 +45,16 @@ def test_a_standalone_cluster_run_equals_the_local_one_cell_by_cell(
     on_cluster = json.loads((tmp_path / "cluster" / "summary.json").read_text())
     assert on_cluster["run"]["spark_master"] == standalone.master_url  # spark-submit's, not local[1]
     assert on_cluster["run"]["spark_executors_ran_tasks"] == 2
-    local = audit_snapshots(src, dst, tmp_path / "local", FAULTY_CFG, engine="spark")
+    # Its own output root: under the cluster run's, the local run's history would find it.
+    local_dir = tmp_path / "local-root" / "local"
+    local = audit_snapshots(src, dst, local_dir, FAULTY_CFG, engine="spark")
     assert _comparable(on_cluster) == _comparable(local.summary)
     tables = sorted(p.stem for p in (tmp_path / "cluster" / "compare").glob("*.parquet"))
-    assert tables == sorted(p.stem for p in (tmp_path / "local" / "compare").glob("*.parquet"))
+    assert tables == sorted(p.stem for p in (local_dir / "compare").glob("*.parquet"))
     assert {"partitions", "group_offsets", "topics", "groups"} <= set(tables)
     for table in tables:
         c_schema, c_rows = _sorted_rows(tmp_path / "cluster" / "compare" / f"{table}.parquet", KEYS[table])
-        l_schema, l_rows = _sorted_rows(tmp_path / "local" / "compare" / f"{table}.parquet", KEYS[table])
+        l_schema, l_rows = _sorted_rows(local_dir / "compare" / f"{table}.parquet", KEYS[table])
         assert (c_schema.names, len(c_rows)) == (l_schema.names, len(l_rows)), table
         for c_row, l_row in zip(c_rows, l_rows, strict=True):
             assert c_row == l_row, (table, {k: (c_row[k], l_row[k]) for k in c_row if c_row[k] != l_row[k]})
