@@ -12,9 +12,10 @@ from audit.config import AuditConfig
 from audit.errors import ConfigError
 from audit.fsutil import atomic_write_json
 from audit.validate.catalogue import Invariant
-from audit.validate.gx import GxRunner, SuiteFile, load_suites
+from audit.validate.gx import GxRunner, SuiteFile, load_suites, plain
 from audit.validate.gx import expectations_dir as find_expectations
-from audit.validate.results import CheckOutcome, InvariantResult, fold, skipped
+from audit.validate.results import MAX_EXAMPLES, CheckOutcome, InvariantResult, fold, skipped
+from audit.validate.violations import KEY_COLUMNS
 
 log = logging.getLogger(__name__)
 
@@ -210,6 +211,21 @@ INDEX_COLUMNS = {
 }
 
 
+def _with_examples(compared: Compared, outcome: CheckOutcome, index_columns: list[str]) -> CheckOutcome:
+    """A failing check's first rows (in key order, at most MAX_EXAMPLES), selected by the
+    engine that holds the table with the check's own SQL: only those rows reach this
+    process, however many fail. A check GX listed itself (no SQL form) keeps its list."""
+    if outcome.success or outcome.examples or outcome.unexpected_sql is None or not index_columns:
+        return outcome
+    key = KEY_COLUMNS.get(outcome.table) or tuple(index_columns[:1])
+    sql = (
+        f"SELECT {', '.join(index_columns)} FROM {{{outcome.table}}} WHERE {outcome.unexpected_sql} "
+        f"ORDER BY {', '.join(f'{k} NULLS FIRST' for k in key)} LIMIT {MAX_EXAMPLES}"
+    )
+    rows = tuple(plain(r) for r in compared.tables.rows(sql))
+    return dataclasses.replace(outcome, examples=rows)
+
+
 def mode_suites(
     cfg: AuditConfig, patterns: tuple[str, ...], expectations_dir: Path | None = None
 ) -> list[SuiteFile]:
@@ -252,8 +268,9 @@ def run_validation(
                 f"expectation suite {suite.path}: meta.comparison_table {suite.table!r} is not one of "
                 f"the comparison tables ({', '.join(sorted(compared.frames))})"
             )
-        for outcome in runner.run(suite, df, INDEX_COLUMNS.get(suite.table, []), parameters):
-            by_invariant[outcome.invariant].append(outcome)
+        index_columns = INDEX_COLUMNS.get(suite.table, [])
+        for outcome in runner.run(suite, df, index_columns, parameters):
+            by_invariant[outcome.invariant].append(_with_examples(compared, outcome, index_columns))
     runner.finish()
     results = []
     for inv in catalogue:

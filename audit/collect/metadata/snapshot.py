@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from audit.collect.metadata.kafka_admin import KafkaAdmin, TopicInfo
 from audit.collect.metadata.mirror_state import MirrorState, read_mirror_state
@@ -146,6 +147,30 @@ def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapsh
     )
 
 
+class _Beside:
+    """A call run on a daemon thread beside the caller's own, its result (or error) taken
+    later. A daemon, so that when the caller fails first the process exits without waiting
+    out the other call's timeout."""
+
+    def __init__(self, call: Callable[[], Any]) -> None:
+        self._result: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(call,), daemon=True)
+        self._thread.start()
+
+    def _run(self, call: Callable[[], Any]) -> None:
+        try:
+            self._result = call()
+        except BaseException as exc:  # handed to the caller in result()
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
 def _partitions(
     admin: KafkaAdmin, infos: list[TopicInfo]
 ) -> tuple[list[PartitionRecord], dict[tuple[str, int], int]]:
@@ -154,9 +179,14 @@ def _partitions(
     tps = [(t.name, p) for t in infos for p in sorted(t.leaders)]
     log_start = admin.list_offsets(tps, "earliest")
     pause_point("snapshot.offsets")
+    # The newest timestamps are read beside the ends: one call's round trips and futures
+    # overlap the other's. The ends keep their order (high watermark, then last stable
+    # offset: read the other way, records arriving between the two reads would look like
+    # an open transaction).
+    newest_read = _Beside(lambda: admin.list_offsets(tps, "max_timestamp"))
     high = admin.list_offsets(tps, "latest")
     stable = admin.list_offsets(tps, "latest", committed=True)
-    newest = admin.list_offsets(tps, "max_timestamp")
+    newest = newest_read.result()
     open_positions = {tp: stable[tp].offset for tp in tps if stable[tp].offset < high[tp].offset}
     open_ts = admin.record_timestamps(open_positions)
     partitions = []
