@@ -211,7 +211,15 @@ class GxRunner:
             examples=tuple(plain(e) for e in (res.get("partial_unexpected_index_list") or [])[:MAX_EXAMPLES]),
             table=suite_file.table,
             unexpected_sql=unexpected_rows_sql(cfg.type, _raw_kwargs(cfg), parameters),
+            columns=_judged_columns(cfg.kwargs),
         )
+
+
+def _judged_columns(kwargs: Any) -> tuple[str, ...]:
+    """The columns an expectation reads (one, a pair, or a list), in its own order."""
+    named = [kwargs.get(k) for k in ("column", "column_A", "column_B")]
+    listed = list(kwargs.get("column_list") or [])
+    return tuple(dict.fromkeys(str(c) for c in [*named, *listed] if c))
 
 
 def _result_format(

@@ -24,10 +24,13 @@ class CheckOutcome:
     # (``audit.validate.violations``): for the history, not part of summary.json.
     table: str = ""
     unexpected_sql: str | None = None
+    # The columns it judged, shown in its example rows beside the table's key columns.
+    columns: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out.pop("unexpected_sql")
+        out.pop("columns")
         out["examples"] = list(self.examples)
         return out
 

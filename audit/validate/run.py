@@ -218,8 +218,10 @@ def _with_examples(compared: Compared, outcome: CheckOutcome, index_columns: lis
     if outcome.success or outcome.examples or outcome.unexpected_sql is None or not index_columns:
         return outcome
     key = KEY_COLUMNS.get(outcome.table) or tuple(index_columns[:1])
+    # As GX listed them: the table's index columns, then the value(s) the check rejected.
+    shown = list(dict.fromkeys([*index_columns, *outcome.columns]))
     sql = (
-        f"SELECT {', '.join(index_columns)} FROM {{{outcome.table}}} WHERE {outcome.unexpected_sql} "
+        f"SELECT {', '.join(shown)} FROM {{{outcome.table}}} WHERE {outcome.unexpected_sql} "
         f"ORDER BY {', '.join(f'{k} NULLS FIRST' for k in key)} LIMIT {MAX_EXAMPLES}"
     )
     rows = tuple(plain(r) for r in compared.tables.rows(sql))

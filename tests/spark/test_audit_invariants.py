@@ -70,6 +70,19 @@ def test_each_fault_caught_by_its_invariant(
     assert inv["evaluated"] > inv["violations"]
 
 
+def test_an_example_row_shows_the_values_its_check_rejected(faulty: dict[str, Any]) -> None:
+    """Beside the key columns, each example carries the column(s) its expectation judged: one
+    column (CM-EPOCH-1's headroom), and both of a column pair (CM-OFFSET-2's destination end
+    against the source's log start)."""
+    (epoch,) = faulty["invariants"]["CM-EPOCH-1"]["examples"]
+    assert epoch["epoch_headroom"] == epoch["dst_leader_epoch"] - epoch["src_leader_epoch"] < 0
+    (pair_check,) = (
+        c for c in faulty["invariants"]["CM-OFFSET-2"]["checks"] if c["severity"] == "fail" and c["examples"]
+    )
+    (expired,) = pair_check["examples"]
+    assert expired["dst_high_watermark"] < expired["src_log_start_offset"]
+
+
 def test_stale_group_warns_but_never_fails(faulty: dict[str, Any]) -> None:
     checks = faulty["invariants"]["CM-GROUP-1"]["checks"]
     warn = next(c for c in checks if c["severity"] == "warn")

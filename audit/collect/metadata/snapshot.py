@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from audit.collect.metadata.kafka_admin import KafkaAdmin, TopicInfo
+from audit.collect.metadata.kafka_admin import CommittedOffset, GroupInfo, KafkaAdmin, TopicInfo
 from audit.collect.metadata.mirror_state import MirrorState, read_mirror_state
 from audit.collect.metadata.mm2_topics import collect_mm2
 from audit.collect.metadata.transactions import collect_open_transactions
@@ -91,11 +91,13 @@ def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapsh
     if role == "source" and not topics:
         raise _nothing_in_scope(cfg, cluster_cfg.bootstrap_servers, len(listed))
     infos = admin.describe_topics(topics)
+    # The groups are read beside the partitions: they share only the connections, and with
+    # thousands of groups their DescribeGroups and OffsetFetch round trips cost as much as
+    # the partitions' ListOffsets (at 5,000 partitions: 5.1 s beside 13.5 s, one after the
+    # other until now). The partitions' error, when both fail, is the one reported.
+    groups_read = _Beside(lambda: _groups(admin))
     partitions, open_positions = _partitions(admin, infos)
-
-    # Every group, not only in-scope ones: CM-GROUP-3 must see excluded groups that were synced.
-    groups = admin.list_groups()
-    committed = admin.committed_offsets([g.group_id for g in groups])
+    groups, committed = groups_read.result()
     group_rows = [GroupRecord(g.group_id, g.group_type, g.state, g.member_count) for g in groups]
     offset_rows = [
         GroupOffsetRecord(gid, c.topic, c.partition, c.offset, c.leader_epoch, c.metadata)
@@ -169,6 +171,13 @@ class _Beside:
         if self._error is not None:
             raise self._error
         return self._result
+
+
+def _groups(admin: KafkaAdmin) -> tuple[list[GroupInfo], dict[str, list[CommittedOffset]]]:
+    """Every group, not only in-scope ones (CM-GROUP-3 must see excluded groups that were
+    synced), and their committed offsets."""
+    groups = admin.list_groups()
+    return groups, admin.committed_offsets([g.group_id for g in groups])
 
 
 def _partitions(
