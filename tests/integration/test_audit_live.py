@@ -261,6 +261,42 @@ def test_offset_lag_retention_epoch_group_and_scope_faults_caught(
     assert "What changed since the previous run" in page and "3 runs" in page
 
 
+def test_batched_list_offsets_gives_what_a_future_per_partition_gives(sandbox: SandboxState) -> None:
+    """One ListOffsets request per leader (kafka-python) against librdkafka's future per
+    partition, on the same partitions: log start after a deletion, high watermark, last
+    stable offset under an open transaction, newest timestamp, leader epochs, and an empty
+    partition."""
+    from audit.collect.metadata.kafka_admin import KafkaAdmin
+    from audit.config import ClusterConfig
+
+    topic = f"lo-{uuid.uuid4().hex[:8]}"
+    _mirror_topic(sandbox, topic, 30, [[1, 2], [2, 1], [1, 2]])
+    bootstrap = sandbox.cluster("source").bootstrap
+    admin_client = AdminClient({"bootstrap.servers": bootstrap})
+    admin_client.delete_records([TopicPartition(topic, 0, 7)])[TopicPartition(topic, 0, 7)].result(timeout=30)
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{topic}"})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, b"open", partition=1)
+    p.flush(30)
+    try:
+        admin = KafkaAdmin("source", ClusterConfig(bootstrap))
+        tps = [(topic, 0), (topic, 1), (topic, 2)]
+        asked = [("earliest", False), ("latest", False), ("latest", True), ("max_timestamp", False)]
+        batched = {(spec, c): admin.list_offsets_batched(tps, spec, c) for spec, c in asked}
+        one_by_one = {(spec, c): admin.list_offsets_per_partition(tps, spec, c) for spec, c in asked}
+    finally:
+        p.abort_transaction(30)
+    assert batched == one_by_one
+    assert batched[("earliest", False)][(topic, 0)].offset == 7
+    assert batched[("latest", False)][(topic, 0)].offset == 30
+    high, stable = batched[("latest", False)], batched[("latest", True)]
+    assert (high[(topic, 1)].offset, stable[(topic, 1)].offset) == (1, 0)  # the open transaction
+    assert batched[("max_timestamp", False)][(topic, 0)].timestamp_ms is not None
+    assert batched[("max_timestamp", False)][(topic, 2)].offset == -1  # empty: no newest record
+    assert all(info.leader_epoch is not None for info in batched[("latest", False)].values())
+
+
 def test_batched_offset_fetch_gives_what_one_group_per_request_gives(sandbox: SandboxState) -> None:
     """KIP-709's many-groups OffsetFetch (kafka-python) against librdkafka's one group per
     request, on the same groups: offsets, leader epochs and metadata alike."""

@@ -77,7 +77,7 @@ def test_a_partition_whose_new_leader_has_no_offset_yet_is_asked_again_not_faile
     not_yet = KafkaError(KafkaError.OFFSET_NOT_AVAILABLE)
     fake = _Answers([{("t", 0): 10, ("t", 1): not_yet}, {("t", 1): not_yet}, {("t", 1): 21}])
     admin._admin = fake  # type: ignore[assignment]
-    offsets = admin.list_offsets([("t", 0), ("t", 1)], "latest")
+    offsets = admin.list_offsets_per_partition([("t", 0), ("t", 1)], "latest")
     assert {k: v.offset for k, v in offsets.items()} == {("t", 0): 10, ("t", 1): 21}
     assert fake.asked == [{("t", 0), ("t", 1)}, {("t", 1)}, {("t", 1)}]
 
@@ -86,7 +86,7 @@ def test_an_error_that_is_not_a_moving_leader_fails_at_once(admin: KafkaAdmin) -
     fake = _Answers([{("t", 0): KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)}])
     admin._admin = fake  # type: ignore[assignment]
     with pytest.raises(Exception, match="TOPIC_AUTHORIZATION_FAILED"):
-        admin.list_offsets([("t", 0)], "latest")
+        admin.list_offsets_per_partition([("t", 0)], "latest")
     assert len(fake.asked) == 1
 
 
@@ -103,7 +103,7 @@ def test_a_partition_without_a_live_leader_is_an_error_naming_its_broker_never_a
     admin._leaders[("t", 1)] = 2
     admin._brokers[2] = "127.0.0.1:9092"
     with pytest.raises(ClusterError) as info:
-        admin.list_offsets([("t", 0), ("t", 1)], "latest")
+        admin.list_offsets_per_partition([("t", 0), ("t", 1)], "latest")
     message = str(info.value)
     assert "list_offsets(latest, t-1 on broker 2 (127.0.0.1:9092)) got no offset" in message
     assert "\n" not in message
@@ -112,4 +112,4 @@ def test_a_partition_without_a_live_leader_is_an_error_naming_its_broker_never_a
 
 def test_an_empty_partitions_max_timestamp_is_an_answer_not_an_error(admin: KafkaAdmin) -> None:
     admin._admin = _Answers([{("t", 0): -1}])  # type: ignore[assignment]
-    assert admin.list_offsets([("t", 0)], "max_timestamp")[("t", 0)].offset == -1
+    assert admin.list_offsets_per_partition([("t", 0)], "max_timestamp")[("t", 0)].offset == -1

@@ -124,6 +124,7 @@ class KafkaAdmin:
         # partition names the broker it was read from (a dead broker is the usual cause).
         self._leaders: dict[tuple[str, int], int | None] = {}
         self._brokers: dict[int, str] = {}
+        self._batched_offsets_refused = False
         settings: dict[str, Any] = {
             **cfg.client_settings(),
             "error_cb": self._on_error,
@@ -227,7 +228,66 @@ class KafkaAdmin:
     def list_offsets(
         self, partitions: Iterable[tuple[str, int]], spec: str, committed: bool = False
     ) -> dict[tuple[str, int], OffsetInfo]:
-        """``spec``: earliest | latest | max_timestamp; ``committed`` uses READ_COMMITTED (LSO)."""
+        """``spec``: earliest | latest | max_timestamp; ``committed`` uses READ_COMMITTED (LSO).
+
+        One ListOffsets request per leader for all its partitions (kafka-python) where it
+        answers; what it does not answer (any error, a client setting kafka-python lacks)
+        goes through librdkafka, which retries partitions whose leader is moving and names
+        the partition and broker that fail."""
+        tps = list(partitions)
+        out = self.list_offsets_batched(tps, spec, committed)
+        rest = [tp for tp in tps if tp not in out]
+        if rest:
+            out.update(self.list_offsets_per_partition(rest, spec, committed))
+        return out
+
+    def list_offsets_batched(
+        self, partitions: Sequence[tuple[str, int]], spec: str, committed: bool = False
+    ) -> dict[tuple[str, int], OffsetInfo]:
+        """Offsets through kafka-python's ``list_partition_offsets``: one request per leader
+        broker carrying all its partitions. librdkafka's ListOffsets costs about 0.2 ms a
+        partition in the client (9.5 s for 50,000 partitions, 1.5 s here, measured on four
+        brokers), which made a readiness check at that size miss its minute. Partitions it
+        leaves out (an offset no broker gives, a refused request) are the caller's to ask
+        again the other way."""
+        from audit.collect.metadata.transactions import kafka_python_admin, kafka_python_settings
+
+        settings = kafka_python_settings(self.cfg)
+        if not partitions or isinstance(settings, str) or self._batched_offsets_refused:
+            return {}
+        from kafka import IsolationLevel as KIsolation
+        from kafka import OffsetSpec as KSpec
+        from kafka import TopicPartition as KTopicPartition
+
+        specs = {"earliest": KSpec.EARLIEST, "latest": KSpec.LATEST, "max_timestamp": KSpec.MAX_TIMESTAMP}
+        wanted = specs[spec]
+        level = KIsolation.READ_COMMITTED if committed else KIsolation.READ_UNCOMMITTED
+        try:
+            with kafka_python_admin(settings) as admin:
+                answered = admin.list_partition_offsets(
+                    {KTopicPartition(t, p): wanted for t, p in partitions},
+                    isolation_level=level,
+                    timeout_ms=int(self.timeout * 1000),
+                )
+        except Exception as exc:  # any refusal: the per-partition path gives the precise error
+            # Not tried again by this client: a cluster kafka-python cannot reach would
+            # otherwise cost its timeout on every call before the other way answers.
+            self._batched_offsets_refused = True
+            log.info("%s: batched ListOffsets not used (%s): librdkafka's instead", self.role, _describe(exc))
+            return {}
+        out: dict[tuple[str, int], OffsetInfo] = {}
+        for tp, info in answered.items():
+            if info.offset is None or (info.offset < 0 and spec != "max_timestamp"):
+                continue  # never an offset to record: asked again the other way
+            out[(tp.topic, tp.partition)] = OffsetInfo(
+                int(info.offset), _known(info.timestamp), _known(info.leader_epoch)
+            )
+        return out
+
+    def list_offsets_per_partition(
+        self, partitions: Iterable[tuple[str, int]], spec: str, committed: bool = False
+    ) -> dict[tuple[str, int], OffsetInfo]:
+        """Offsets through librdkafka, a future per partition."""
         specs: dict[str, Any] = {
             "earliest": OffsetSpec.earliest(),
             "latest": OffsetSpec.latest(),
