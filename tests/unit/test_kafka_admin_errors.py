@@ -113,3 +113,69 @@ def test_a_partition_without_a_live_leader_is_an_error_naming_its_broker_never_a
 def test_an_empty_partitions_max_timestamp_is_an_answer_not_an_error(admin: KafkaAdmin) -> None:
     admin._admin = _Answers([{("t", 0): -1}])  # type: ignore[assignment]
     assert admin.list_offsets_per_partition([("t", 0)], "max_timestamp")[("t", 0)].offset == -1
+
+
+class _KafkaPythonAdmin:
+    """Stands in for kafka-python's admin client in ``list_offsets_batched``: answers from
+    ``answers`` (offset per partition) or raises ``error``."""
+
+    def __init__(self, answers: dict[tuple[str, int], int], error: Exception | None = None) -> None:
+        self.answers, self.error, self.calls = answers, error, 0
+
+    def list_partition_offsets(self, specs: dict[Any, Any], **_: object) -> dict[Any, Any]:
+        from kafka.structs import OffsetAndTimestamp
+
+        self.calls += 1
+        if self.error is not None:
+            raise self.error
+        return {
+            tp: OffsetAndTimestamp(self.answers[(tp.topic, tp.partition)], -1, 3)
+            for tp in specs
+            if (tp.topic, tp.partition) in self.answers
+        }
+
+
+def _batched_through(monkeypatch: pytest.MonkeyPatch, fake: _KafkaPythonAdmin) -> None:
+    from contextlib import contextmanager
+
+    from audit.collect.metadata import transactions
+
+    @contextmanager
+    def admin_of(_settings: Any) -> Any:
+        yield fake
+
+    monkeypatch.setattr(transactions, "kafka_python_admin", admin_of)
+
+
+def test_what_the_batched_request_leaves_out_is_asked_a_partition_at_a_time(
+    admin: KafkaAdmin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A partition the batch does not answer, or answers with no offset, goes the librdkafka
+    way; the others are not asked twice."""
+    _batched_through(monkeypatch, _KafkaPythonAdmin({("t", 0): 10, ("t", 1): -1}))
+    fake = _Answers([{("t", 1): 11, ("t", 2): 12}])
+    admin._admin = fake  # type: ignore[assignment]
+    offsets = admin.list_offsets([("t", 0), ("t", 1), ("t", 2)], "latest")
+    assert {tp: o.offset for tp, o in offsets.items()} == {("t", 0): 10, ("t", 1): 11, ("t", 2): 12}
+    assert offsets[("t", 0)].leader_epoch == 3 and offsets[("t", 0)].timestamp_ms is None
+    assert fake.asked == [{("t", 1), ("t", 2)}]
+
+
+def test_a_client_kafka_python_cannot_use_is_not_tried_again_a_partition_error_is(
+    admin: KafkaAdmin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kafka.errors import KafkaConnectionError, OffsetNotAvailableError
+
+    settling = _KafkaPythonAdmin({}, OffsetNotAvailableError("leader settling"))
+    _batched_through(monkeypatch, settling)
+    admin._admin = _Answers([{("t", 0): 5}, {("t", 0): 6}])  # type: ignore[assignment]
+    assert admin.list_offsets([("t", 0)], "latest")[("t", 0)].offset == 5
+    assert admin.list_offsets([("t", 0)], "latest")[("t", 0)].offset == 6
+    assert settling.calls == 2  # a broker's answer for one call: the next call tries again
+
+    unreachable = _KafkaPythonAdmin({}, KafkaConnectionError("refused"))
+    _batched_through(monkeypatch, unreachable)
+    admin._admin = _Answers([{("t", 0): 7}, {("t", 0): 8}])  # type: ignore[assignment]
+    assert admin.list_offsets([("t", 0)], "latest")[("t", 0)].offset == 7
+    assert admin.list_offsets([("t", 0)], "latest")[("t", 0)].offset == 8
+    assert unreachable.calls == 1  # not tried again by this client

@@ -270,9 +270,14 @@ class KafkaAdmin:
                     timeout_ms=int(self.timeout * 1000),
                 )
         except Exception as exc:  # any refusal: the per-partition path gives the precise error
-            # Not tried again by this client: a cluster kafka-python cannot reach would
-            # otherwise cost its timeout on every call before the other way answers.
-            self._batched_offsets_refused = True
+            from kafka.errors import BrokerResponseError
+
+            # A broker's answer for some partition (a leader still settling) is this call's
+            # alone; any other failure (kafka-python cannot connect, log in or speak the
+            # version) is not tried again by this client: it would cost its timeout on
+            # every call before the other way answers.
+            if not isinstance(exc, BrokerResponseError):
+                self._batched_offsets_refused = True
             log.info("%s: batched ListOffsets not used (%s): librdkafka's instead", self.role, _describe(exc))
             return {}
         out: dict[tuple[str, int], OffsetInfo] = {}
