@@ -90,7 +90,7 @@ bench-records: $(STAMP) $(NATIVE_STAMP) jars
 bench-readers: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/python bench/record_readers.py
 
-# 10,000 and 50,000 partitions per cluster: about an hour on 2 cores (docs/benchmarks.md).
+# 10,000 and 50,000 partitions per cluster: about 15 minutes on 2 cores (docs/benchmarks.md).
 bench-scale: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/python bench/scale.py
 
