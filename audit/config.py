@@ -301,6 +301,10 @@ class SparkConfig:
     master: str = "local[*]"
     app_name: str = "kafka-mirror-audit"
     conf: dict[str, str] = field(default_factory=dict)
+    # The C allocator of the Python workers (audit.worker_malloc): "auto" preloads mimalloc,
+    # else jemalloc, where an executor has them (a record scan's librdkafka threads contend
+    # on glibc malloc's arena locks); "system" never preloads; or a library's absolute path.
+    worker_malloc: str = "auto"
 
 
 @dataclass(frozen=True)

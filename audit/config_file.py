@@ -20,7 +20,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
-from audit import regex
+from audit import regex, worker_malloc
 from audit.config import (
     AuditConfig,
     BatchSourceConfig,
@@ -30,6 +30,7 @@ from audit.config import (
     PatternSet,
     RecordsConfig,
     SegmentsConfig,
+    SparkConfig,
     Thresholds,
     TopicRecordScope,
 )
@@ -308,6 +309,10 @@ def _check(obj: Any, path: str) -> None:
         for name in ("split_bytes", "split_offsets", "fetch_max_bytes"):
             if getattr(obj, name) < 1:
                 raise _KeyProblem(_join(path, name), "must be positive")
+    elif isinstance(obj, SparkConfig):
+        why = worker_malloc.check(obj.worker_malloc)
+        if why:
+            raise _KeyProblem(_join(path, "worker_malloc"), why)
     elif isinstance(obj, OutputConfig):
         if obj.lock_wait_seconds < 0:
             raise _KeyProblem(_join(path, "lock_wait_seconds"), "must not be negative (0: do not wait)")

@@ -13,7 +13,12 @@ The daemon Spark starts for the workers (``spark.python.daemon.module``, set by
 only when the archive changed on disk (size or modification time), then runs PySpark's
 own daemon unchanged. Workers are forked from it, so they all inherit the change. An
 archive that did change (or a new one: new ``sys.path`` entries get new importers) is
-read exactly as before; nothing else differs from ``pyspark.daemon``.
+read exactly as before.
+
+It also chooses the workers' C allocator before anything else runs
+(``audit.worker_malloc``: mimalloc or jemalloc preloaded where installed, which a record
+scan needs more than anything else), by re-executing itself once; nothing else differs
+from ``pyspark.daemon``.
 """
 
 from __future__ import annotations
@@ -52,6 +57,9 @@ def install() -> None:
 
 
 if __name__ == "__main__":
+    from audit.worker_malloc import reexec_with_allocator
+
+    reexec_with_allocator()
     install()
     from pyspark import daemon
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from audit import worker_malloc
 from audit.config import SparkConfig
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,8 @@ def build_spark(cfg: SparkConfig) -> Any:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         # Spark's 200 shuffle partitions are for clusters; on one machine a few per core do.
         defaults["spark.sql.shuffle.partitions"] = str(max(2, 2 * (os.cpu_count() or 1)))
+    # The workers' allocator is chosen by their daemon on each executor (audit.worker_malloc).
+    defaults[f"spark.executorEnv.{worker_malloc.ENV}"] = cfg.worker_malloc
     wanted = {"spark.master": cfg.master, "spark.app.name": cfg.app_name, **defaults, **cfg.conf}
     given = _submitted_conf()
     if given:

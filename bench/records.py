@@ -14,6 +14,9 @@ bytes (key, value, one header), lz4 batches. Then, interleaved for --rounds roun
   chunks compared, the history written), for the record;
 - ours, a fresh ``mirror-audit records scan --full`` process (Spark session start and the
   first jobs' warm-up included), for the record;
+- ours, the same fresh process with ``spark.worker_malloc: system`` (the Python workers on
+  glibc's malloc instead of mimalloc or jemalloc, see ``audit.worker_malloc``): the
+  allocator's share, before and after, in the same run;
 - baseline: kcat -C -e -q -f '' on both clusters at once (two processes), every
   partition from the beginning to the end, to /dev/null.
 
@@ -243,6 +246,13 @@ def _measure(state: SandboxState, root: Path, records: int, rounds: int) -> dict
     if snap.returncode != 0:
         raise SystemExit(f"snapshot failed: {snap.stderr[-800:]}")
     ours_cmd = [sys.executable, "-m", "audit.cli", "records", "scan", "--config", str(cfg), "--run", str(run)]
+    # The same CLI with the workers on glibc's malloc (spark.worker_malloc: system): what
+    # the scan cost before the allocator was chosen, measured beside it.
+    glibc_cfg = root / f"audit-{records}-glibc.yaml"
+    glibc_cfg.write_text(
+        cfg.read_text().replace("  master: local[*]\n", "  master: local[*]\n  worker_malloc: system\n")
+    )
+    glibc_cmd = [*ours_cmd[:6], str(glibc_cfg), *ours_cmd[7:]]
     kcat = shutil.which("kcat") or shutil.which("kafkacat")
     if kcat is None:
         raise SystemExit("kcat is not installed: apt-get install kcat")
@@ -261,8 +271,8 @@ def _measure(state: SandboxState, root: Path, records: int, rounds: int) -> dict
         collect_records(spark, config, run / "source", run / "destination", root / "reports", full=True)
         _check_no_divergence(run)
 
-    def fresh() -> tuple[float, int]:
-        measured = _run([[*ours_cmd, "--full"]])
+    def fresh(cmd: list[str]) -> tuple[float, int]:
+        measured = _run([[*cmd, "--full"]])
         _check_no_divergence(run)
         return measured
 
@@ -270,7 +280,8 @@ def _measure(state: SandboxState, root: Path, records: int, rounds: int) -> dict
     sides: dict[str, Callable[[], tuple[float, int]]] = {
         "scan": lambda: _in_session(scan),
         "step": lambda: _in_session(step),
-        "cli": fresh,
+        "cli": lambda: fresh(ours_cmd),
+        "cli-glibc": lambda: fresh(glibc_cmd),
         "kcat": lambda: _run(base_cmds),
     }
     best: dict[str, tuple[float, int]] = {}
@@ -289,6 +300,7 @@ LABELS = {
     "scan": "records scan (running session)",
     "step": "scan + compare (running session)",
     "cli": "mirror-audit records scan (CLI)",
+    "cli-glibc": "the same CLI, workers on glibc malloc",
     "kcat": "kcat x 2 (both clusters)",
 }
 
