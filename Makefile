@@ -11,7 +11,7 @@ NATIVE_STAMP := $(VENV)/.native-installed
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: help venv test unit lint typecheck browser demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-readers bench-scale clean
+.PHONY: help venv test unit lint typecheck browser malloc demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-readers bench-scale clean
 
 help:
 	@echo "make demo   - run the audit demo on the local Kafka sandbox"
@@ -49,7 +49,20 @@ browser:
 	    echo "not root and no sudo: run 'apt-get install -y --no-install-recommends chromium' as root"; exit 2; fi; \
 	  $$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
 
-test: lint typecheck jars browser
+# mimalloc for the Spark Python workers (spark.worker_malloc: auto preloads it where installed;
+# audit.worker_malloc says why): installed here where missing, from Debian's package, so the
+# tests and the record benchmarks run the workers as a production executor with it would.
+malloc:
+	@/sbin/ldconfig -p 2>/dev/null | grep -q 'libmimalloc\.so\.2 ' || { \
+	  echo "libmimalloc.so.2 not found: installing Debian's libmimalloc2.0 (apt-get) for the Spark workers"; \
+	  command -v apt-get >/dev/null 2>&1 || { echo "no apt-get here: the workers keep the system allocator"; exit 0; }; \
+	  if [ "$$(id -u)" -eq 0 ]; then sudo=; elif command -v sudo >/dev/null 2>&1; then sudo=sudo; else \
+	    echo "not root and no sudo: the workers keep the system allocator"; exit 0; fi; \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libmimalloc2.0 \
+	  || { $$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libmimalloc2.0; } \
+	  || echo "warning: libmimalloc2.0 did not install: the workers keep the system allocator (slower record scans)"; }
+
+test: lint typecheck jars browser malloc
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 unit: $(STAMP) $(NATIVE_STAMP)
@@ -84,10 +97,10 @@ bench-cluster: $(STAMP) $(NATIVE_STAMP)
 bench-segments: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/python bench/segments.py
 
-bench-records: $(STAMP) $(NATIVE_STAMP) jars
+bench-records: $(STAMP) $(NATIVE_STAMP) jars malloc
 	$(BIN)/python bench/records.py
 
-bench-readers: $(STAMP) $(NATIVE_STAMP) jars
+bench-readers: $(STAMP) $(NATIVE_STAMP) jars malloc
 	$(BIN)/python bench/record_readers.py
 
 # 10,000 and 50,000 partitions per cluster: about 15 minutes on 2 cores (docs/benchmarks.md).

@@ -38,6 +38,29 @@ def test_python_workers_come_from_the_audit_daemon(spark: Any) -> None:
     assert spark.sparkContext.parallelize(range(2), 2).mapPartitions(worker_state).collect() == [True, True]
 
 
+def test_python_workers_run_with_the_allocator_auto_resolves_to(spark: Any) -> None:
+    # spark.worker_malloc: auto (the fixture's default): mimalloc or jemalloc preloaded in
+    # the workers where this machine has one (make test installs mimalloc), glibc's
+    # malloc otherwise; read from the workers' own memory maps.
+    from audit import worker_malloc
+
+    def allocators(rows: Any) -> Any:
+        for _ in rows:
+            pass
+        with open("/proc/self/maps") as f:
+            maps = f.read()
+        yield tuple(name for name in ("mimalloc", "jemalloc") if f"lib{name}" in maps)
+
+    expected = worker_malloc.resolve("auto")
+    assert spark.sparkContext.getConf().get(f"spark.executorEnv.{worker_malloc.ENV}") == "auto"
+    seen = spark.sparkContext.parallelize(range(2), 2).mapPartitions(allocators).collect()
+    if expected is None:
+        assert seen == [(), ()]
+    else:
+        name = "mimalloc" if "mimalloc" in expected else "jemalloc"
+        assert seen == [(name,), (name,)]
+
+
 def test_record_ranges_reach_the_tasks_as_dealt(spark: Any) -> None:
     """scan_records relies on one Spark partition per group, in order, without a shuffle."""
     from audit.collect.records.read import task_frame

@@ -119,6 +119,10 @@ def test_dollar_escape() -> None:
             "records:\n  reader: rust\n",
             "records.reader: must be one of 'auto' | 'native' | 'python', got 'rust'",
         ),
+        (
+            "spark:\n  worker_malloc: libmimalloc.so.2\n",
+            "spark.worker_malloc: must be auto, system or an absolute path to a shared library",
+        ),
         ("segments:\n  split_bytes: -1\n", "segments.split_bytes: must be positive"),
         ("segments:\n  split_offsets: 0\n", "segments.split_offsets: must be positive"),
         ("segments:\n  fetch_max_bytes: 0\n", "segments.fetch_max_bytes: must be positive"),
@@ -147,6 +151,12 @@ def test_bad_config_names_the_key(text: str, fragment: str) -> None:
     assert fragment in message
     assert message.startswith("config file bad.yaml: ")
     assert "\n" not in message
+
+
+def test_spark_worker_malloc_defaults_to_auto() -> None:
+    assert parse_config("", env={}).spark.worker_malloc == "auto"
+    given = "spark:\n  worker_malloc: /opt/lib/libjemalloc.so.2\n"
+    assert parse_config(given, env={}).spark.worker_malloc == "/opt/lib/libjemalloc.so.2"
 
 
 def test_records_reader_defaults_to_auto() -> None:
