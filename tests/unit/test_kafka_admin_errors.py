@@ -179,3 +179,31 @@ def test_a_client_kafka_python_cannot_use_is_not_tried_again_a_partition_error_i
     assert admin.list_offsets([("t", 0)], "latest")[("t", 0)].offset == 7
     assert admin.list_offsets([("t", 0)], "latest")[("t", 0)].offset == 8
     assert unreachable.calls == 1  # not tried again by this client
+
+
+def test_a_kafka_python_client_that_cannot_bootstrap_keeps_none_of_its_callers_alive() -> None:
+    """kafka-python keeps a client that failed to bootstrap alive, its error in a future:
+    the error raised to the caller is a copy, so the caller's frame (and the Kafka clients
+    it holds: found as producers retrying stopped brokers at the end of a test run) is
+    freed when the caller returns."""
+    import gc
+    import weakref
+
+    from audit.collect.metadata.transactions import kafka_python_admin, kafka_python_settings
+
+    settings = kafka_python_settings(ClusterConfig("127.0.0.1:9", timeout_seconds=1))
+    assert isinstance(settings, dict)
+
+    class Held:
+        pass
+
+    def caller() -> tuple[weakref.ref[Held], str]:
+        held = Held()
+        with pytest.raises(Exception) as info, kafka_python_admin(settings):
+            pass
+        return weakref.ref(held), str(info.value)
+
+    ref, error = caller()
+    gc.collect()
+    assert ref() is None
+    assert "127.0.0.1:9" in error  # the copy still says what failed

@@ -9,6 +9,7 @@ the last stable offset instead.
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -60,7 +61,14 @@ def kafka_python_admin(settings: dict[str, Any]) -> Iterator[Any]:
     close a half-open client is logged, never raised over the calls' own result or error."""
     from kafka import KafkaAdminClient
 
-    admin = KafkaAdminClient(**settings)
+    try:
+        admin = KafkaAdminClient(**settings)
+    except Exception as exc:
+        # A client that fails to bootstrap stays alive inside kafka-python (its connection
+        # manager keeps the error in a future); raised on, that error would gather the
+        # frames of every caller it passes, and whatever clients they hold, for the life of
+        # the process. The caller gets a copy of it, free of that history.
+        raise _detached(exc) from None
     try:
         yield admin
     finally:
@@ -68,6 +76,17 @@ def kafka_python_admin(settings: dict[str, Any]) -> Iterator[Any]:
             admin.close()
         except Exception:  # closing a half-open client must not mask the result
             log.debug("closing kafka-python admin client failed", exc_info=True)
+
+
+def _detached(exc: Exception) -> Exception:
+    """A new exception of the same type and arguments (a wrapper naming the type where the
+    type cannot be rebuilt from them), without the original's traceback."""
+    try:
+        fresh = copy.copy(exc)
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    fresh.__traceback__ = None
+    return fresh
 
 
 def collect_open_transactions(
