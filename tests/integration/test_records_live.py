@@ -319,10 +319,9 @@ READERS = ("python", "native")
 def test_ranges_of_one_partition_read_in_waves_equal_one_range(
     audited: dict[str, Any], sandbox: SandboxState, reader: ReaderName
 ) -> None:
-    """A task holding several ranges of the same partition reads them with one consumer:
-    those that meet at chunk boundaries in one pass, the others in successive waves (a
-    partition finished in one wave is paused, and must read again in the next): the chunks
-    equal those of one range read whole."""
+    """A task holding several ranges of the same partition reads them in successive waves
+    with one consumer (a partition finished in one wave is paused, and must read again in
+    the next): the chunks equal those of one range read whole."""
     from audit.collect.records.read import chunk_ranges, consumer_settings
 
     settings = consumer_settings(
@@ -341,15 +340,6 @@ def test_ranges_of_one_partition_read_in_waves_equal_one_range(
     assert failed == []
     got = [c for r, chunks in sorted(parts) if r[0] == topic for c in chunks]
     assert got == whole[0][1]
-    assert [r for r, _ in parts if r[0] == topic] == [(topic, 0, 0, 126)]  # one pass
-    # Apart (a hole between them), the same partition's ranges are read in two waves.
-    apart, failed = chunk_ranges(
-        settings, [(topic, 0, 100, 126), (other, 0, 0, 120), (topic, 0, 0, 50)], 50, 30, reader
-    )
-    assert failed == []
-    assert sorted(r for r, _ in apart if r[0] == topic) == [(topic, 0, 0, 50), (topic, 0, 100, 126)]
-    got = [c for r, chunks in sorted(apart) if r[0] == topic for c in chunks]
-    assert got == [c for c in whole[0][1] if c["chunk_start"] != 50]
 
 
 def test_partition_sizes_for_the_byte_budget_are_the_replicas_bytes_on_disk(sandbox: SandboxState) -> None:

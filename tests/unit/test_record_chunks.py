@@ -456,36 +456,3 @@ def test_task_groups_keep_one_side_per_task_and_balance_the_offsets() -> None:
     assert task_groups([], 4) == []
     # One slot: still one task per side, so a consumer never switches clusters.
     assert [len(g) for g in task_groups(ranges, 1)] == [7, 7]
-
-
-def test_task_groups_keep_a_partitions_ranges_together_unless_it_is_more_than_a_share() -> None:
-    # 4 partitions of 2.5 splits each, 2 tasks for the side: whole partitions, 2 per task
-    # (dealt range by range, each task held every other range of all four).
-    ranges = [
-        ("source", "t", p, lo, min(lo + 100, 250), False) for p in range(4) for lo in range(0, 250, 100)
-    ]
-    groups = task_groups(ranges, 4)
-    assert len(groups) == 2
-    assert all(len({r[2] for r in g}) == 2 for g in groups)
-    assert sorted(r for g in groups for r in g) == sorted(ranges)
-    assert [sum(r[4] - r[3] for r in g) for g in groups] == [500, 500]
-    # One partition of 10 splits and 4 tasks for it: 4 contiguous pieces of about a
-    # quarter (to a split), so every task reads one stretch in one pass.
-    big = [("source", "t", 0, lo, lo + 100, False) for lo in range(0, 1000, 100)]
-    pieces = task_groups(big, 8)
-    assert len(pieces) == 4
-    for g in pieces:
-        starts = sorted(r[3] for r in g)
-        assert starts == list(range(starts[0], starts[0] + 100 * len(g), 100))  # contiguous
-        assert 200 <= sum(r[4] - r[3] for r in g) <= 300
-
-
-def test_ranges_meeting_at_a_chunk_boundary_are_read_as_one() -> None:
-    from audit.collect.records.read import merged_ranges
-
-    ranges = [("t", 0, 100, 200), ("u", 0, 0, 100), ("t", 0, 0, 100), ("t", 0, 200, 230), ("t", 1, 230, 260)]
-    assert merged_ranges(ranges, 50) == [("t", 0, 0, 230), ("t", 1, 230, 260), ("u", 0, 0, 100)]
-    # Meeting off a boundary (230 is no multiple of 50), or not meeting: kept apart, so
-    # each keeps its own chunks.
-    assert merged_ranges([("t", 0, 0, 230), ("t", 0, 230, 300)], 50) == [("t", 0, 0, 230), ("t", 0, 230, 300)]
-    assert merged_ranges([("t", 0, 0, 100), ("t", 0, 150, 200)], 50) == [("t", 0, 0, 100), ("t", 0, 150, 200)]

@@ -233,45 +233,19 @@ def task_ranges(plan: RecordPlan, cfg: RecordsConfig) -> list[TaskRange]:
 def task_groups(ranges: list[TaskRange], tasks: int) -> list[list[TaskRange]]:
     """The ranges dealt into at most ``tasks`` Spark tasks, half of them per side, each
     task holding ranges of one cluster only (one consumer then reads all its partitions at
-    once) and the offsets balanced: largest first into the least loaded task. Dealt on the
-    driver rather than by a repartition, which mixes the sides and costs a shuffle: 4
-    balanced one-side tasks read 2 x 2.5 M records in 8.5 s where the repartitioned ones
-    took 10.6 s (2 cores).
-
-    What is dealt is a partition's ranges together (they meet, so the task reads them in
-    one pass, see ``read.merged_ranges``), cut into contiguous pieces only where a
-    partition alone is more than a task's share. Dealt range by range, a task held every
-    other range of each partition and read them in successive waves, each wave's end
-    discarding what librdkafka had fetched past it and the next starting its fetches
-    again: 3 waves of a partition cost a fifth more CPU and half again the time of one
-    (8 partitions of 625,000 records, one compiled reader)."""
+    once) and the offsets balanced: largest range first into the least loaded task. Dealt
+    on the driver rather than by a repartition, which mixes the sides and costs a shuffle:
+    4 balanced one-side tasks read 2 x 2.5 M records in 8.5 s where the repartitioned ones
+    took 10.6 s (2 cores)."""
     groups: list[list[TaskRange]] = []
     per_side = max(1, tasks // len(SIDES))
     for side in SIDES:
-        mine = sorted((r for r in ranges if r[0] == side), key=lambda r: (r[1], r[2], r[3]))
-        if not mine:
-            continue
-        count = min(per_side, len(mine))
-        share = -(-sum(r[4] - r[3] for r in mine) // count)
-        by_partition: dict[tuple[str, int], list[TaskRange]] = {}
+        mine = sorted((r for r in ranges if r[0] == side), key=lambda r: r[4] - r[3], reverse=True)
+        bins: list[list[TaskRange]] = [[] for _ in range(min(per_side, len(mine)))]
+        loads = [0] * len(bins)
         for r in mine:
-            by_partition.setdefault((r[1], r[2]), []).append(r)
-        units: list[list[TaskRange]] = []
-        for rs in by_partition.values():
-            load = sum(r[4] - r[3] for r in rs)
-            pieces = -(-load // share)
-            cut: list[list[TaskRange]] = [[] for _ in range(pieces)]
-            done = 0
-            for r in rs:  # piece k holds the ranges starting in its k-th share of the partition
-                cut[done * pieces // load].append(r)
-                done += r[4] - r[3]
-            units.extend(c for c in cut if c)
-        units.sort(key=lambda u: sum(r[4] - r[3] for r in u), reverse=True)
-        bins: list[list[TaskRange]] = [[] for _ in range(count)]
-        loads = [0] * count
-        for u in units:
             i = loads.index(min(loads))
-            bins[i].extend(u)
-            loads[i] += sum(r[4] - r[3] for r in u)
-        groups.extend(b for b in bins if b)
+            bins[i].append(r)
+            loads[i] += r[4] - r[3]
+        groups.extend(bins)
     return groups

@@ -159,7 +159,7 @@ def chunk_ranges(
     the same rows. Returns each range's chunk rows, and the ranges that failed with why."""
     done: list[tuple[Range, list[dict[str, Any]]]] = []
     failed: list[tuple[Range, str]] = []
-    pending = merged_ranges(ranges, size)
+    pending = list(ranges)
     waves: Any = native_reader.open_native(settings) if reader == "native" else _PythonWaves(settings)
     try:
         with cyclic_gc_paused():
@@ -180,21 +180,6 @@ def chunk_ranges(
     finally:
         waves.close()
     return done, failed
-
-
-def merged_ranges(ranges: list[Range], size: int) -> list[Range]:
-    """Ranges of one partition that meet at a chunk boundary (a multiple of ``size``), as
-    one range: read in one pass instead of one wave each, with the same chunk rows, since
-    chunks are cut at multiples of ``size`` either way. Ranges that meet elsewhere (a
-    re-check ending where new data starts) stay apart, so their chunks do too."""
-    out: list[Range] = []
-    for r in sorted(ranges):
-        last = out[-1] if out else None
-        if last is not None and last[:2] == r[:2] and last[3] == r[2] and r[2] % size == 0:
-            out[-1] = (last[0], last[1], last[2], r[3])
-        else:
-            out.append(r)
-    return out
 
 
 class _PythonWaves:
