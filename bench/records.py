@@ -227,15 +227,22 @@ def _scan(spark: Any, cfg: AuditConfig, topic: str, records: int, out: Path) -> 
 def _measure(state: SandboxState, root: Path, records: int, rounds: int) -> dict[str, tuple[float, int]]:
     topic = f"bench-records-{records}"
     produce(state, topic, records)
-    cfg = root / f"audit-{records}.yaml"
-    cfg.write_text(
-        f"source:\n  bootstrap_servers: {state.cluster('source').bootstrap}\n"
-        f"destination:\n  bootstrap_servers: {state.cluster('destination').bootstrap}\n"
-        f"scope:\n  topics:\n    include: ['{topic}']\n"
-        "records:\n  chunk_records: 100000\n  split_records: 1000000\n"
-        "spark:\n  master: local[*]\n"
-        f"output:\n  root: {root / 'reports'}\n"
-    )
+
+    def write_config(path: Path, malloc: str) -> Path:
+        path.write_text(
+            f"source:\n  bootstrap_servers: {state.cluster('source').bootstrap}\n"
+            f"destination:\n  bootstrap_servers: {state.cluster('destination').bootstrap}\n"
+            f"scope:\n  topics:\n    include: ['{topic}']\n"
+            "records:\n  chunk_records: 100000\n  split_records: 1000000\n"
+            f"spark:\n  master: local[*]\n  worker_malloc: {malloc}\n"
+            f"output:\n  root: {root / 'reports'}\n"
+        )
+        return path
+
+    cfg = write_config(root / f"audit-{records}.yaml", "auto")
+    # The same with the workers on glibc's malloc: what the scan cost before the allocator
+    # was chosen, measured beside it.
+    glibc_cfg = write_config(root / f"audit-{records}-glibc.yaml", "system")
     run = root / "reports" / f"run-{records}"
     snap = subprocess.run(
         [sys.executable, "-m", "audit.cli", "snapshot", "--config", str(cfg), "--out", str(run)],
@@ -245,14 +252,11 @@ def _measure(state: SandboxState, root: Path, records: int, rounds: int) -> dict
     )
     if snap.returncode != 0:
         raise SystemExit(f"snapshot failed: {snap.stderr[-800:]}")
-    ours_cmd = [sys.executable, "-m", "audit.cli", "records", "scan", "--config", str(cfg), "--run", str(run)]
-    # The same CLI with the workers on glibc's malloc (spark.worker_malloc: system): what
-    # the scan cost before the allocator was chosen, measured beside it.
-    glibc_cfg = root / f"audit-{records}-glibc.yaml"
-    glibc_cfg.write_text(
-        cfg.read_text().replace("  master: local[*]\n", "  master: local[*]\n  worker_malloc: system\n")
-    )
-    glibc_cmd = [*ours_cmd[:6], str(glibc_cfg), *ours_cmd[7:]]
+
+    def scan_cmd(config_file: Path) -> list[str]:
+        cli = [sys.executable, "-m", "audit.cli"]
+        return [*cli, "records", "scan", "--config", str(config_file), "--run", str(run)]
+
     kcat = shutil.which("kcat") or shutil.which("kafkacat")
     if kcat is None:
         raise SystemExit("kcat is not installed: apt-get install kcat")
@@ -280,8 +284,8 @@ def _measure(state: SandboxState, root: Path, records: int, rounds: int) -> dict
     sides: dict[str, Callable[[], tuple[float, int]]] = {
         "scan": lambda: _in_session(scan),
         "step": lambda: _in_session(step),
-        "cli": lambda: fresh(ours_cmd),
-        "cli-glibc": lambda: fresh(glibc_cmd),
+        "cli": lambda: fresh(scan_cmd(cfg)),
+        "cli-glibc": lambda: fresh(scan_cmd(glibc_cfg)),
         "kcat": lambda: _run(base_cmds),
     }
     best: dict[str, tuple[float, int]] = {}
