@@ -38,16 +38,21 @@ venv: $(STAMP) $(NATIVE_STAMP)
 jars: $(STAMP)
 	$(BIN)/python -c 'from audit.sandbox.jars import ensure_kafka_jars; print(ensure_kafka_jars())'
 
+# How the recipes below run apt-get: as root, else through sudo; empty where neither works or
+# there is no apt-get, and each recipe then says what to do instead.
+APT_GET := $(shell command -v apt-get >/dev/null 2>&1 && \
+  if [ "$$(id -u)" -eq 0 ]; then echo "env DEBIAN_FRONTEND=noninteractive apt-get"; \
+  elif command -v sudo >/dev/null 2>&1; then echo "sudo env DEBIAN_FRONTEND=noninteractive apt-get"; fi)
+NO_APT_GET := apt-get not usable here (none, or not root and no sudo)
+
 # The report's browser test (tests/integration/test_report_browser.py) drives Debian's Chromium through
 # Playwright, never Playwright's own browser download: installed here where it is missing (as root, or
 # with sudo).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "chromium not found: installing Debian's chromium (apt-get) for the report's browser test"; \
-	  command -v apt-get >/dev/null 2>&1 || { echo "no apt-get here: install Chromium as 'chromium' on PATH"; exit 2; }; \
-	  if [ "$$(id -u)" -eq 0 ]; then sudo=; elif command -v sudo >/dev/null 2>&1; then sudo=sudo; else \
-	    echo "not root and no sudo: run 'apt-get install -y --no-install-recommends chromium' as root"; exit 2; fi; \
-	  $$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
+	  [ -n "$(APT_GET)" ] || { echo "$(NO_APT_GET): install Chromium as 'chromium' on PATH"; exit 2; }; \
+	  $(APT_GET) update && $(APT_GET) install -y --no-install-recommends chromium; }
 
 # mimalloc for the Spark Python workers (spark.worker_malloc: auto preloads it where installed;
 # audit.worker_malloc says why): installed here where missing, from Debian's package, so the
@@ -55,11 +60,9 @@ browser:
 malloc:
 	@/sbin/ldconfig -p 2>/dev/null | grep -q 'libmimalloc\.so\.2 ' || { \
 	  echo "libmimalloc.so.2 not found: installing Debian's libmimalloc2.0 (apt-get) for the Spark workers"; \
-	  command -v apt-get >/dev/null 2>&1 || { echo "no apt-get here: the workers keep the system allocator"; exit 0; }; \
-	  if [ "$$(id -u)" -eq 0 ]; then sudo=; elif command -v sudo >/dev/null 2>&1; then sudo=sudo; else \
-	    echo "not root and no sudo: the workers keep the system allocator"; exit 0; fi; \
-	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libmimalloc2.0 \
-	  || { $$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libmimalloc2.0; } \
+	  [ -n "$(APT_GET)" ] || { echo "$(NO_APT_GET): the workers keep the system allocator"; exit 0; }; \
+	  $(APT_GET) install -y --no-install-recommends libmimalloc2.0 \
+	  || { $(APT_GET) update && $(APT_GET) install -y --no-install-recommends libmimalloc2.0; } \
 	  || echo "warning: libmimalloc2.0 did not install: the workers keep the system allocator (slower record scans)"; }
 
 test: lint typecheck jars browser malloc
