@@ -56,6 +56,16 @@ class OneLineFormatter(logging.Formatter):
 _MASK = SecretMask()
 
 
+def _no_client_tracebacks(record: logging.LogRecord) -> bool:
+    """kafka-python logs a broker that drops a connection at ERROR with its traceback, also
+    where the auditor handles the failure and says what it means in one line of its own;
+    its message stays, the traceback only with --verbose."""
+    if record.name.startswith("kafka.") and record.exc_info:
+        record.exc_info = None
+        record.exc_text = None
+    return True
+
+
 def setup_logging(verbose: bool = False) -> None:
     """Configure the root logger once per process (idempotent for tests)."""
     root = logging.getLogger()
@@ -65,6 +75,8 @@ def setup_logging(verbose: bool = False) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(OneLineFormatter(_FORMAT, datefmt="%H:%M:%S"))
     handler.addFilter(_MASK)
+    if not verbose:
+        handler.addFilter(_no_client_tracebacks)
     handler._mirror_audit = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
