@@ -346,6 +346,17 @@ class ValidationConfig:
 
 
 @dataclass(frozen=True)
+class ReadinessConfig:
+    """What a GO / NO-GO job accepts not to have checked. A job answers GO only when every
+    invariant that gates it checked every in-scope row; ``accept_unchecked`` names the
+    invariants whose unchecked rows it accepts (for a cluster that refuses a call the
+    auditor cannot replace). Each accepted gap is printed on every run and kept in
+    summary.json."""
+
+    accept_unchecked: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class AuditConfig:
     """The whole configuration. Clusters are optional: an offline audit needs none."""
 
@@ -360,6 +371,7 @@ class AuditConfig:
     spark: SparkConfig = field(default_factory=SparkConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
     validation: ValidationConfig = field(default_factory=ValidationConfig)
+    readiness: ReadinessConfig = field(default_factory=ReadinessConfig)
 
     def cluster(self, role: Literal["source", "destination"]) -> ClusterConfig:
         """The named cluster, or a config error saying which section to add."""

@@ -28,6 +28,7 @@ from audit.config import (
     Mm2Config,
     OutputConfig,
     PatternSet,
+    ReadinessConfig,
     RecordsConfig,
     SegmentsConfig,
     SparkConfig,
@@ -262,6 +263,16 @@ def _check(obj: Any, path: str) -> None:
         for f in dataclasses.fields(obj):
             if getattr(obj, f.name) < 0:
                 raise _KeyProblem(_join(path, f.name), "must not be negative")
+    elif isinstance(obj, ReadinessConfig):
+        from audit.validate.catalogue import known_ids
+
+        known = known_ids()
+        for i, inv_id in enumerate(obj.accept_unchecked):
+            if inv_id not in known:
+                close = difflib.get_close_matches(inv_id, sorted(known), n=1)
+                hint = f" (did you mean {close[0]}?)" if close else " (see docs/invariants.md for the IDs)"
+                where = f"{_join(path, 'accept_unchecked')}[{i}]"
+                raise _KeyProblem(where, f"unknown invariant {inv_id!r}{hint}")
     elif isinstance(obj, PatternSet):
         for kind in ("include", "exclude"):
             for i, pattern in enumerate(getattr(obj, kind)):

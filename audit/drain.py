@@ -34,8 +34,8 @@ log = logging.getLogger(__name__)
 class Lagging:
     topic: str
     partition: int
-    lag_records: int
-    open_transaction: bool
+    lag_records: int | None  # None: unknown (an input was missing), never taken as drained
+    open_transaction: bool | None
 
 
 @dataclass(frozen=True)
@@ -50,10 +50,17 @@ class DrainStatus:
     open_transactions: int
     source_quiet: bool
     lagging: tuple[Lagging, ...]  # the partitions still lagging, most behind first (at most 20)
+    # Partitions whose lag or open transaction could not be computed: never drained.
+    unknown_partitions: int = 0
 
     @property
     def drained(self) -> bool:
-        return self.lag_records == 0 and self.open_transactions == 0 and self.source_quiet
+        return (
+            self.lag_records == 0
+            and self.open_transactions == 0
+            and self.unknown_partitions == 0
+            and self.source_quiet
+        )
 
 
 @dataclass(frozen=True)
@@ -94,21 +101,29 @@ def wait_drained(
             quiet = previous_ends is not None and ends == previous_ends
             lagging = sorted(
                 (
-                    Lagging(r["topic"], int(r["partition"]), int(r["lag_records"] or 0), bool(r["open_txn"]))
+                    Lagging(
+                        r["topic"],
+                        int(r["partition"]),
+                        None if r["lag_records"] is None else int(r["lag_records"]),
+                        None if r["open_txn"] is None else bool(r["open_txn"]),
+                    )
                     for r in rows
-                    if (r["lag_records"] or 0) > 0 or r["open_txn"]
+                    if r["lag_records"] is None or r["lag_records"] > 0 or r["open_txn"] is not False
                 ),
-                key=lambda x: (-x.lag_records, x.topic, x.partition),
+                key=lambda x: (x.lag_records is not None, -(x.lag_records or 0), x.topic, x.partition),
             )
             status = DrainStatus(
                 polls=polls,
                 elapsed_seconds=time.monotonic() - started,
                 partitions=len(rows),
                 drained_partitions=len(rows) - len(lagging),
-                lag_records=sum(x.lag_records for x in lagging),
+                lag_records=sum(x.lag_records or 0 for x in lagging),
                 open_transactions=sum(1 for x in lagging if x.open_transaction),
                 source_quiet=quiet,
                 lagging=tuple(lagging[:20]),
+                unknown_partitions=sum(
+                    1 for x in lagging if x.lag_records is None or x.open_transaction is None
+                ),
             )
             if progress is not None:
                 progress(status)

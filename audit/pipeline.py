@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.compare.engines import EngineName
-from audit.compare.run import Compared
+from audit.compare.run import Compared, check_scope
 from audit.config import AuditConfig
 from audit.errors import ExitCode
 from audit.output_lock import output_lock
@@ -37,7 +37,9 @@ class RunOutcome:
 
     @property
     def exit_code(self) -> int:
-        return ExitCode.FAILED if self.summary["verdict"] == "FAIL" else ExitCode.OK
+        """1 for FAIL, and for NO-GO (a failure, or a gating invariant it could not verify)."""
+        failed = self.summary["verdict"] == "FAIL" or self.summary.get("readiness") == "NO-GO"
+        return ExitCode.FAILED if failed else ExitCode.OK
 
 
 def compare_snapshots(
@@ -81,6 +83,7 @@ def audit_snapshots(
     from audit.report.data import collect_report_data
     from audit.report.details import invariant_details
     from audit.report.summary import build_summary
+    from audit.validate import gating
     from audit.validate.readiness import figures as compute_figures
     from audit.validate.run import mode_suites, run_validation
     from audit.validate.violations import write_violation_keys
@@ -92,6 +95,7 @@ def audit_snapshots(
     src_manifest = read_manifest(source, "source")
     dst_manifest = read_manifest(destination, "destination")
     writable_directory(run_dir, "run directory")
+    check_scope(prof.inputs, cfg, source)
     compared = compare_snapshots(source, destination, run_dir, cfg, engine, prof)
     clock.done("compare")
     results = run_validation(compared, run_dir, cfg, suites, prof.catalogue)
@@ -120,10 +124,12 @@ def audit_snapshots(
         "total_lag_records": data.totals["total_lag_records"],
         "max_lag_seconds": data.extremes.get("max_lag_seconds"),
         "min_epoch_headroom": data.extremes.get("min_epoch_headroom"),
-        **loss,
+        **loss.values,
         "thresholds": cfg.redacted()["thresholds"],
         **(run_extra or {}),
     }
+    if loss.unknown:
+        run_info["unknown_figures"] = loss.unknown
     if untracked:
         run_info["violations_not_kept"] = untracked
     if engine == "spark":
@@ -132,8 +138,12 @@ def audit_snapshots(
 
         run_info.update(spark_run_info(build_spark(cfg.spark)))
     details = invariant_details(compared, source, src_manifest, dst_manifest)
-    go_no_go = prof.always_go_no_go or (readiness and prof.job_figures is None)
-    summary = build_summary(results, cfg.mode, run_info, figures, details, go_no_go, prof.figures_key)
+    answer = None
+    if prof.always_go_no_go or (readiness and prof.job_figures is None):
+        answer = gating.answer(results, prof.gating(), prof.gates_need_collected)
+        for line in answer.accepted:
+            log.warning("accepted gap: %s", line)
+    summary = build_summary(results, cfg.mode, run_info, figures, details, answer, prof.figures_key)
     summary["lag_by_topic"] = [dict(r) for r in data.topic_lag]
     if plan is not None:
         summary["failover_plan"] = plan

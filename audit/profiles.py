@@ -73,6 +73,17 @@ class Profile:
     job_figures: FigureQueries | None = None
     figures_key: str | None = None
     always_go_no_go: bool = False
+    # The invariants whose every in-scope row must be checked for a GO (None: those of the
+    # catalogue the in-process engine computes), and whether one not collected at all is
+    # "cannot verify" too (verify and failback: their inputs are the point of the job).
+    gates: tuple[str, ...] | None = None
+    gates_need_collected: bool = False
+
+    def gating(self) -> frozenset[str]:
+        """The IDs of the invariants that gate this job's GO / NO-GO."""
+        if self.gates is not None:
+            return frozenset(self.gates)
+        return frozenset(i.id for i in self.catalogue if not i.spark_only and i.not_applicable is None)
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -164,6 +175,9 @@ def failover_verify_profile(before: Path) -> Profile:
         data_level=None,
         job_figures=FAILOVER_FIGURES,
         figures_key="failover",
+        always_go_no_go=True,
+        gates=tuple(i.id for i in FAILOVER_VERIFY),
+        gates_need_collected=True,
     )
 
 
@@ -182,6 +196,8 @@ def failback_profile() -> Profile:
         data_level=None,
         job_figures=FAILBACK_FIGURES,
         always_go_no_go=True,
+        gates=tuple(i.id for i in FAILBACK),
+        gates_need_collected=True,
     )
 
 

@@ -485,6 +485,7 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("partition", "int32"),
         _c("in_scope", "boolean"),
         _c("src_committed_offset", "int64"),
+        _c("mirror_state", "string"),
         _c("last_mirror_offset", "int64"),
         _c("committed_past_truncation", "boolean"),
         _c("records_past_truncation", "int64"),

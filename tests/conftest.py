@@ -14,6 +14,10 @@ from pathlib import Path
 
 import pytest
 
+# Every summary.json the suite writes, in this process or in the CLI processes it starts
+# (they inherit the environment), is held to the schema shipped in the package.
+os.environ.setdefault("MIRROR_AUDIT_CHECK_SUMMARY", "1")
+
 _FOLDER_MARKERS = {
     "unit": pytest.mark.unit,
     "spark": pytest.mark.spark,

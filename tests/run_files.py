@@ -70,3 +70,25 @@ def kept_keys(run_dir: Path) -> dict[str, set[str]]:
     for inv, key in zip(table.column("invariant").to_pylist(), table.column("key").to_pylist(), strict=True):
         out.setdefault(inv, set()).add(key)
     return out
+
+
+def unchecked_keys(run_dir: Path) -> dict[str, set[tuple[str, str]]]:
+    """A run's unchecked rows per invariant, as (key, missing input); {} when none were kept."""
+    import pyarrow.dataset as ds
+
+    from audit.validate.coverage import UNCHECKED_FILE
+
+    path = run_dir / UNCHECKED_FILE
+    files = sorted(path.glob("*.parquet")) if path.is_dir() else ([path] if path.is_file() else [])
+    if not files:
+        return {}
+    table = ds.dataset([str(f) for f in files], format="parquet").to_table()
+    out: dict[str, set[tuple[str, str]]] = {}
+    for inv, key, missing in zip(
+        table.column("invariant").to_pylist(),
+        table.column("key").to_pylist(),
+        table.column("missing").to_pylist(),
+        strict=True,
+    ):
+        out.setdefault(inv, set()).add((key, missing))
+    return out

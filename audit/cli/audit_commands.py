@@ -97,10 +97,18 @@ def _readiness_drained(args: argparse.Namespace, cfg: Any) -> int:
             f"not drained after {status.elapsed_seconds:.0f}s: {status.lag_records} records left on "
             f"{status.partitions - status.drained_partitions} of {status.partitions} partitions"
             + ("" if status.source_quiet else "; the source is still being written to")
+            + (
+                f"; {status.unknown_partitions} partitions unknown (an input was missing: never drained)"
+                if status.unknown_partitions
+                else ""
+            )
         )
         for lag in status.lagging:
             txn = " (transaction open on the source)" if lag.open_transaction else ""
-            print(f"  {lag.topic}-{lag.partition}: {lag.lag_records} records{txn}")
+            if lag.open_transaction is None:
+                txn = " (open transactions unknown)"
+            count = "unknown" if lag.lag_records is None else str(lag.lag_records)
+            print(f"  {lag.topic}-{lag.partition}: {count} records{txn}")
         return ExitCode.FAILED
     print(f"drained: {status.partitions} partitions, source quiet, after {status.elapsed_seconds:.0f}s")
     print_outcome(outcome.summary, outcome.report)

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from audit.display import visible
+from audit.validate.coverage import row_label
+from audit.validate.readiness import shown
 
 
 def print_outcome(summary: dict[str, object], report: Path) -> None:
@@ -26,20 +28,25 @@ def print_outcome(summary: dict[str, object], report: Path) -> None:
     ]
     if "readiness" in summary:
         print(f"readiness: {summary['readiness']}")
+        for reason in _listed(summary.get("readiness_reasons")):
+            print(f"  {visible(str(reason))}")
+        for line in _listed(summary.get("accepted_unchecked")):
+            print(f"  accepted gap: {visible(str(line))}")
     if "expected_loss_records" in summary:
-        print(f"  expected loss:         {summary['expected_loss_records']} records (unmirrored)")
+        print(f"  expected loss:         {shown(summary, 'expected_loss_records')} records (unmirrored)")
         print(
-            f"  expected reprocessing: {summary['expected_reprocess_records']} records (group offsets behind)"
+            f"  expected reprocessing: {shown(summary, 'expected_reprocess_records')} records "
+            "(group offsets behind)"
         )
     if "failback_truncation_records" in summary:
-        truncated = summary["failback_truncation_records"]
+        truncated = shown(summary, "failback_truncation_records")
         print(f"  mirroring back would truncate {truncated} records on the old source")
     failover = summary.get("failover")
     if isinstance(failover, dict):
         print(
-            f"failover: {failover['realized_loss_records']} records lost at the stop "
-            f"(readiness predicted {failover['predicted_loss_records']}); consumers skip "
-            f"{failover['skipped_records']}, reprocess {failover['reprocessed_records']}"
+            f"failover: {shown(failover, 'realized_loss_records')} records lost at the stop "
+            f"(readiness predicted {shown(failover, 'predicted_loss_records')}); consumers skip "
+            f"{shown(failover, 'skipped_records')}, reprocess {shown(failover, 'reprocessed_records')}"
         )
     plan = summary.get("failover_plan")
     if isinstance(plan, dict):
@@ -50,10 +57,21 @@ def print_outcome(summary: dict[str, object], report: Path) -> None:
         print(f"  {'invariant'.ljust(width)}  status  violations / checked")
         for inv, status, bad, checked in rows:
             print(f"  {inv.ljust(width)}  {status.ljust(6)}  {bad} / {checked}")
+    coverage = summary.get("coverage")
+    if isinstance(coverage, dict) and coverage.get("gaps"):
+        print(f"  not checked ({coverage['unchecked_rows']} rows, never counted as passed):")
+        for gap in coverage["gaps"]:
+            first = ", ".join(row_label(r) for r in gap["first"][:3])
+            more = f" (first: {visible(first)})" if first else ""
+            print(f"    {gap['invariant']}: {gap['missing']} missing for {gap['rows']} {gap['unit']}{more}")
     skipped = [k for k, v in invariants.items() if v["status"] == "skipped"]
     if skipped:
-        print(f"  skipped (data not collected): {', '.join(skipped)}")
+        print(f"  skipped (nothing in scope, or not collected): {', '.join(skipped)}")
     print(f"report: {report}")
+
+
+def _listed(value: object) -> list[object]:
+    return list(value) if isinstance(value, list) else []
 
 
 def _print_plan(plan: dict[str, Any]) -> None:

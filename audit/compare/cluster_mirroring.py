@@ -36,7 +36,10 @@ derived AS (
   SELECT joined.*,
     joined.src_present AND ts.in_scope AS in_scope,
     src_high_watermark - dst_high_watermark AS lag_records,
-    CAST(src_max_timestamp_ms - dst_max_timestamp_ms AS DOUBLE) / 1000 AS lag_seconds,
+    -- No records behind: no time behind, whatever the timestamps (an empty partition has
+    -- none); behind, unknown (null: unchecked) where a side reports no newest timestamp.
+    CASE WHEN src_high_watermark = dst_high_watermark THEN CAST(0 AS DOUBLE)
+      ELSE CAST(src_max_timestamp_ms - dst_max_timestamp_ms AS DOUBLE) / 1000 END AS lag_seconds,
     dst_leader_epoch - src_leader_epoch AS epoch_headroom,
     src_high_watermark - src_log_start_offset AS src_retained_records,
     src_last_stable_offset < src_high_watermark AS src_open_txn,
@@ -85,8 +88,10 @@ WITH per_topic AS (
 )
 SELECT per_topic.*,
   dst_partition_count > 0 AS dst_present,
+  -- Three-valued: where the mirror promises topic IDs and one side reports none, unknown
+  -- (unchecked), not equal.
   dst_partition_count = src_partition_count
-    AND (NOT p.preserves_topic_ids OR src_topic_id IS NOT DISTINCT FROM dst_topic_id) AS topic_mirrored
+    AND (NOT p.preserves_topic_ids OR src_topic_id = dst_topic_id) AS topic_mirrored
 FROM per_topic CROSS JOIN {run_params} p
 """,
 )

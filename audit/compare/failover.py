@@ -37,7 +37,9 @@ WITH markers_past AS (
 joined AS (
   SELECT m.mirror, m.topic, m.partition, m.state, m.error_message, m.source_offset,
     m.destination_offset, m.last_mirror_epoch, m.last_mirror_offset,
-    coalesce(p.in_scope, FALSE) AS in_scope,
+    -- In scope by the topic's name: a partition absent from both snapshots is still the
+    -- mirror's, and its checks then lack their inputs (coverage), never pass.
+    coalesce(ts.in_scope, FALSE) AS in_scope,
     p.src_high_watermark, p.src_leader_epoch, p.dst_high_watermark, p.dst_last_stable_offset,
     p.dst_leader_epoch, p.stop_control_bound, p.stop_control_records,
     m.state IN {in_list(STOPPED_STATES)} AS stopped,
@@ -46,6 +48,7 @@ joined AS (
   FROM {{dst_mirror_partitions}} m
   CROSS JOIN {{run_params}} r
   LEFT JOIN {{partitions}} p ON p.topic = m.topic AND p.partition = m.partition
+  LEFT JOIN {{topic_scope}} ts ON ts.topic = m.topic
   LEFT JOIN markers_past mp ON mp.topic = m.topic AND mp.partition = m.partition
 )
 SELECT joined.*,
@@ -54,8 +57,10 @@ SELECT joined.*,
       ELSE stop_control_records BETWEEN 0 AND stop_control_bound END
   END AS control_records_ok,
   CASE WHEN stopped THEN dst_last_stable_offset = dst_high_watermark END AS dst_transactions_closed,
+  -- Three-valued: false as soon as one comparison is false, unknown (unchecked) where an
+  -- epoch the check needs is missing and the others hold.
   CASE WHEN stopped THEN dst_leader_epoch > src_leader_epoch
-    AND (last_mirror_epoch IS NULL OR dst_leader_epoch > last_mirror_epoch) END AS epoch_bumped
+    AND dst_leader_epoch > last_mirror_epoch END AS epoch_bumped
 FROM joined
 """,
 )
@@ -83,10 +88,15 @@ WITH placed AS (
   LEFT JOIN {dst_mirror_partitions} m ON m.topic = b.topic AND m.partition = b.partition
   WHERE b.src_present
 )
-SELECT placed.*,
-  greatest(0, source_offset_at_stop - last_mirror_offset) AS realized_loss_records,
-  greatest(0, source_offset_at_stop - last_mirror_offset) <= predicted_loss_records AS loss_within_prediction
-FROM placed
+-- Unknown (null) without a last mirrored offset: greatest() skips nulls, so it is guarded.
+, realized AS (
+  SELECT placed.*,
+    CASE WHEN last_mirror_offset IS NOT NULL AND source_offset_at_stop IS NOT NULL
+      THEN greatest(0, source_offset_at_stop - last_mirror_offset) END AS realized_loss_records
+  FROM placed
+)
+SELECT realized.*, realized_loss_records <= predicted_loss_records AS loss_within_prediction
+FROM realized
 """,
 )
 
@@ -103,7 +113,7 @@ WITH placed AS (
   SELECT g.group_id, g.topic, g.partition, g.sync_candidate AS in_scope,
     g.src_committed_offset, g.dst_committed_offset AS resume_offset,
     g.dst_log_start_offset, g.dst_high_watermark,
-    coalesce(m.last_mirror_offset, g.dst_high_watermark) AS mirrored_end
+    m.last_mirror_offset AS mirrored_end
   FROM {{group_offsets}} g
   LEFT JOIN {{dst_mirror_partitions}} m ON m.topic = g.topic AND m.partition = g.partition
   WHERE g.src_committed_offset IS NOT NULL
@@ -112,10 +122,13 @@ SELECT placed.*,
   {offset_in_range("resume_offset", "dst_log_start_offset", "dst_high_watermark")} AS resume_in_range,
   -- Out of range, the consumer's auto.offset.reset decides where it resumes: counted as
   -- out of range (CM-FAILOVER-3), not as a number of records skipped or reprocessed.
-  CASE WHEN {offset_in_range("resume_offset", "dst_log_start_offset", "dst_high_watermark")}
+  -- Unknown without the last mirrored offset (least() and greatest() skip nulls: guarded).
+  CASE WHEN resume_offset IS NULL OR mirrored_end IS NULL THEN NULL
+    WHEN {offset_in_range("resume_offset", "dst_log_start_offset", "dst_high_watermark")}
     THEN greatest(0, least(resume_offset, mirrored_end) - src_committed_offset) ELSE 0 END
     AS skipped_records,
-  CASE WHEN {offset_in_range("resume_offset", "dst_log_start_offset", "dst_high_watermark")}
+  CASE WHEN resume_offset IS NULL OR mirrored_end IS NULL THEN NULL
+    WHEN {offset_in_range("resume_offset", "dst_log_start_offset", "dst_high_watermark")}
     THEN greatest(0, least(src_committed_offset, mirrored_end) - resume_offset) ELSE 0 END
     AS reprocessed_records
 FROM placed
@@ -141,9 +154,11 @@ WITH committed_past AS (
 SELECT p.topic, p.partition, p.in_scope,
   m.state AS mirror_state, m.last_mirror_offset, m.last_mirror_epoch,
   p.src_log_start_offset, p.src_high_watermark, p.src_last_stable_offset,
-  greatest(0, p.src_high_watermark - m.last_mirror_offset) AS truncate_records,
+  -- Unknown (null) without a last mirrored offset: greatest() skips nulls, so it is guarded.
+  CASE WHEN m.last_mirror_offset IS NOT NULL
+    THEN greatest(0, p.src_high_watermark - m.last_mirror_offset) END AS truncate_records,
   p.src_last_stable_offset < p.src_high_watermark AS src_open_txn,
-  coalesce(c.n, 0) AS groups_committed_past
+  CASE WHEN m.last_mirror_offset IS NOT NULL THEN coalesce(c.n, 0) END AS groups_committed_past
 FROM {partitions} p
 LEFT JOIN {dst_mirror_partitions} m ON m.topic = p.topic AND m.partition = p.partition
 LEFT JOIN committed_past c ON c.topic = p.topic AND c.partition = p.partition
@@ -157,11 +172,14 @@ FAILBACK_GROUPS = Comparison(
     requires=("dst_mirror_partitions",),
     sql="""
 SELECT g.group_id, g.topic, g.partition, g.group_in_scope AND g.topic_in_scope AS in_scope,
-  g.src_committed_offset, m.last_mirror_offset,
+  g.src_committed_offset, m.state AS mirror_state, m.last_mirror_offset,
   g.src_committed_offset > m.last_mirror_offset AS committed_past_truncation,
-  greatest(0, g.src_committed_offset - m.last_mirror_offset) AS records_past_truncation
+  CASE WHEN m.last_mirror_offset IS NOT NULL
+    THEN greatest(0, g.src_committed_offset - m.last_mirror_offset) END AS records_past_truncation
 FROM {group_offsets} g
-JOIN {dst_mirror_partitions} m ON m.topic = g.topic AND m.partition = g.partition
+-- Every committed partition, with the mirror state where it has one: one without is
+-- unchecked (coverage), not dropped.
+LEFT JOIN {dst_mirror_partitions} m ON m.topic = g.topic AND m.partition = g.partition
 WHERE g.src_committed_offset IS NOT NULL
 """,
 )

@@ -53,11 +53,15 @@ placed AS (
   LEFT JOIN latest_sync ls ON ls.topic = s.topic AND ls.partition = s.partition
 )
 SELECT placed.*,
-  -- No sync yet: replicated only if the source holds nothing to replicate.
-  CASE WHEN has_sync THEN unreplicated_records <= 0
+  -- No replica, or no sync yet: replicated only if the source holds nothing to replicate.
+  CASE WHEN dst_present AND has_sync THEN unreplicated_records <= 0
     ELSE src_high_watermark = src_log_start_offset END AS fully_replicated,
   -- More on the replica than the mirror wrote: another producer, or re-delivered duplicates.
-  unreplicated_records >= 0 AS only_mirror_writes,
+  -- Without a sync MirrorMaker 2 has written nothing (it syncs the first record it copies):
+  -- the replica must hold nothing; without a replica nobody wrote to it.
+  CASE WHEN NOT dst_present THEN TRUE
+    WHEN has_sync THEN unreplicated_records >= 0
+    ELSE dst_high_watermark = dst_log_start_offset END AS only_mirror_writes,
   src_last_stable_offset = src_high_watermark AS src_quiet
 FROM placed
 """,
@@ -77,7 +81,9 @@ WITH ordered AS (
 )
 -- MM2-SYNC-1: both offsets only ever move forward.
 SELECT ordered.*,
-  coalesce(upstream_offset >= prev_upstream_offset AND downstream_offset >= prev_downstream_offset, TRUE)
+  -- The first sync of a partition has none before it to go back from.
+  CASE WHEN prev_upstream_offset IS NULL THEN TRUE
+    ELSE upstream_offset >= prev_upstream_offset AND downstream_offset >= prev_downstream_offset END
     AS monotonic
 FROM ordered
 """,
@@ -124,8 +130,10 @@ best_sync AS (
 ),
 bounded AS (
   SELECT o.*,
-    coalesce(o.upstream_offset >= o.prev_upstream_offset
-             AND o.downstream_offset >= o.prev_downstream_offset, TRUE) AS not_backwards,
+    -- The first checkpoint of a (group, partition) has none before it to go back from.
+    CASE WHEN o.prev_upstream_offset IS NULL THEN TRUE
+      ELSE o.upstream_offset >= o.prev_upstream_offset
+        AND o.downstream_offset >= o.prev_downstream_offset END AS not_backwards,
     o.dst_high_watermark IS NOT NULL AS dst_partition_known,
     {offset_in_range("o.downstream_offset", "o.dst_log_start_offset", "o.dst_high_watermark")}
       AS in_target_range,
@@ -188,10 +196,13 @@ SELECT judged.*,
   staleness_records = 0 AS fresh,
   -- What consumers would read again after a failover to the checkpoint: the commits since
   -- the checkpoint, plus what MM2's conservative translation gave away.
-  greatest(0, staleness_records)
-    + greatest(0, coalesce(ckpt_max_downstream_offset - ckpt_downstream_offset, 0)) AS reprocess_records,
+  -- Unknown (null) where no sync bounds the checkpoint (greatest() skips nulls: guarded).
+  CASE WHEN ckpt_max_downstream_offset IS NOT NULL AND staleness_records IS NOT NULL
+    THEN greatest(0, staleness_records) + greatest(0, ckpt_max_downstream_offset - ckpt_downstream_offset)
+  END AS reprocess_records,
   -- An over-translated checkpoint moves consumers past records they never read.
-  greatest(0, coalesce(ckpt_downstream_offset - ckpt_max_downstream_offset, 0)) AS skip_records,
+  CASE WHEN ckpt_max_downstream_offset IS NOT NULL
+    THEN greatest(0, ckpt_downstream_offset - ckpt_max_downstream_offset) END AS skip_records,
   p.sync_group_offsets AND NOT dst_active AS sync_expected,
   dst_committed_offset IS NOT DISTINCT FROM ckpt_downstream_offset AS synced_matches,
   {offset_in_range("dst_committed_offset", "dst_log_start_offset", "dst_high_watermark")}

@@ -184,6 +184,25 @@ def run_compare(
 # --------------------------------------------------------------------------- mode inputs
 
 
+def check_scope(inputs: Inputs, cfg: AuditConfig, source: Path) -> None:
+    """A job over no in-scope source partition is an input error, offline as live (the
+    snapshot refuses one): every invariant would be skipped and the run would say PASS
+    (GO) having checked nothing. The names are metadata: read in this process."""
+    topics = read_arrow(source, "partitions", ["topic"]).column("topic").unique().to_pylist()
+    in_scope = inputs.topic_in_scope(cfg)
+    if any(in_scope(t) for t in topics):
+        return
+    patterns = cfg.scope.topics
+    scope = f"include {list(patterns.include)}"
+    if patterns.exclude:
+        scope += f", exclude {list(patterns.exclude)}"
+    raise InputError(
+        f"no in-scope source partition: the source snapshot {source} holds {len(topics)} topics and "
+        f"none is in scope.topics ({scope}); check the scope patterns, or give the snapshot of the "
+        "cluster that holds the topics"
+    )
+
+
 def cluster_mirroring_inputs(tables: Tables, source: Path, destination: Path) -> list[tuple[str, Path, str]]:
     """Mode cluster-mirroring: each side's batch scan issues (small: a row per problem),
     whose topics are named too, since their rows are judged in scope like the batches';

@@ -22,6 +22,8 @@ from markupsafe import Markup, escape
 from audit.display import visible
 from audit.fsutil import atomic_write_text
 from audit.report.data import ReportData
+from audit.validate.coverage import row_label
+from audit.validate.readiness import shown
 
 
 def _resource(name: str) -> str:
@@ -339,6 +341,8 @@ def render_report(
     trend_rows = _history_rows(history)
     env.filters["with_code"] = _with_code
     env.filters["seen"] = _seen
+    env.filters["figure"] = shown
+    env.filters["row_label"] = row_label
     template = env.from_string(_resource("report.html.j2"))
     text = template.render(
         css=Markup(_resource("report.css")),

@@ -18,6 +18,14 @@ class Invariant:
     spark_only: bool = False
 
 
+# The stop's own state: the last invariant of an audit and the first of failover verify.
+STOP_STATE = Invariant(
+    "CM-FAILOVER-1",
+    "after a stop: destination LEO equals the last mirrored offset plus the control records "
+    "the stop wrote, no transaction left open on the destination, DLE > SLE; no partition FAILED",
+    "mirror_partitions (the mirror's state: mirror.state_file or snapshot --mirror-state)",
+)
+
 CLUSTER_MIRRORING: tuple[Invariant, ...] = (
     Invariant(
         "CM-TOPIC-1",
@@ -108,17 +116,12 @@ CLUSTER_MIRRORING: tuple[Invariant, ...] = (
         "batches (segments scan or fetch) or record_chunks (records scan) of both sides",
         spark_only=True,
     ),
-    Invariant(
-        "CM-FAILOVER-1",
-        "after a stop: destination LEO equals the last mirrored offset plus the control records "
-        "the stop wrote, no transaction left open on the destination, DLE > SLE; no partition FAILED",
-        "mirror_partitions (the mirror's state: mirror.state_file or snapshot --mirror-state)",
-    ),
+    STOP_STATE,
 )
 
 # failover verify: the destination after the stop against the readiness check before it.
 FAILOVER_VERIFY: tuple[Invariant, ...] = (
-    CLUSTER_MIRRORING[-1],
+    STOP_STATE,
     Invariant(
         "CM-FAILOVER-2",
         "no partition lost more records at the stop (source LEO at the stop - last mirrored "
@@ -187,3 +190,9 @@ def mm2_catalogue() -> tuple[Invariant, ...]:
         inv if inv.id in CM_IN_MM2 else dataclasses.replace(inv, not_applicable=reason)
         for inv in CLUSTER_MIRRORING
     )
+
+
+def known_ids() -> frozenset[str]:
+    """Every invariant ID of every job of both modes (what ``readiness.accept_unchecked``
+    may name)."""
+    return frozenset(inv.id for inv in (*CLUSTER_MIRRORING, *FAILOVER_VERIFY, *FAILBACK, *MM2))

@@ -20,7 +20,7 @@ from typing import Any
 from audit.errors import ConfigError
 from audit.paths import local_path
 from audit.validate.results import MAX_EXAMPLES, CheckOutcome
-from audit.validate.violations import unexpected_rows_sql
+from audit.validate.violations import unchecked_rows_sql, unexpected_rows_sql
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +212,13 @@ class GxRunner:
             table=suite_file.table,
             unexpected_sql=unexpected_rows_sql(cfg.type, _raw_kwargs(cfg), parameters),
             columns=_judged_columns(cfg.kwargs),
+            # The null checks judge nulls: nothing of theirs is left unchecked.
+            missing=0 if cfg.type in _NULL_CHECKS else missing,
+            unchecked_sql=unchecked_rows_sql(cfg.type, _raw_kwargs(cfg), parameters),
         )
+
+
+_NULL_CHECKS = ("expect_column_values_to_not_be_null", "expect_column_values_to_be_null")
 
 
 def _judged_columns(kwargs: Any) -> tuple[str, ...]:

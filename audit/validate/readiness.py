@@ -1,96 +1,175 @@
 """Readiness figures: what a failover now would lose and make consumers reprocess.
 
-Each figure is one aggregate query over the comparison tables, run by the engine that
-computed them (only the sum reaches this process); the profile says which queries.
+Each figure is a sum of one term per row of a comparison table, computed by the engine
+that holds it (only the sum reaches this process); the profile says which figures. A term
+that could not be computed for some row (an input was missing) makes the figure unknown:
+null in summary.json with the reason and the number of rows behind it, never a sum that
+quietly counts those rows as 0.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 from audit.compare.run import Compared
 
-# Each figure: a one-row, one-column query (``x``) over the comparison tables, by the name
-# summary.json gives it.
-FigureQueries = dict[str, str]
+
+@dataclass(frozen=True)
+class Figure:
+    """``sum(term)`` over the rows of ``table`` where ``where`` holds; ``rows`` names them
+    in the reason of an unknown figure; ``unknown_because`` says what a null term lacks."""
+
+    table: str
+    term: str
+    where: str
+    rows: str
+    unknown_because: str
+
+
+FigureQueries = dict[str, Figure]
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Figure values by name (None where unknown), and for each unknown one its reason."""
+
+    values: dict[str, int | None]
+    unknown: dict[str, dict[str, Any]] = field(default_factory=dict)
+
 
 # Readiness (DESIGN.md): expected_loss_records = the sum over in-scope partitions of
 # max(0, source LEO - destination LEO), a partition missing on the destination losing
 # everything the source still retains; expected_reprocess_records = the sum over synced
 # (group, partition) pairs of max(0, clamp(source committed) - destination committed).
 CLUSTER_MIRRORING_FIGURES: FigureQueries = {
-    "expected_loss_records": """
-SELECT CAST(coalesce(sum(CASE WHEN dst_present THEN greatest(0, lag_records)
-                              ELSE src_retained_records END), 0) AS BIGINT) AS x
-FROM {partitions} WHERE in_scope
-""",
-    "expected_reprocess_records": """
-SELECT CAST(coalesce(sum(greatest(0, -sync_delta)), 0) AS BIGINT) AS x
-FROM {group_offsets} WHERE sync_candidate AND dst_committed_offset IS NOT NULL
-""",
+    "expected_loss_records": Figure(
+        "partitions",
+        "CASE WHEN dst_present THEN greatest(0, lag_records) ELSE src_retained_records END",
+        "in_scope",
+        "in-scope partitions",
+        "a high watermark or log start offset",
+    ),
+    "expected_reprocess_records": Figure(
+        "group_offsets",
+        "CASE WHEN sync_delta IS NOT NULL THEN greatest(0, -sync_delta) END",
+        "sync_candidate AND dst_committed_offset IS NOT NULL",
+        "synced group partitions",
+        "the clamp (destination log start or high watermark)",
+    ),
 }
 
 # Mode mm2: loss is what the replicas have not received (a partition without any offset
 # sync loses all it retains); reprocessing is what translating each group's latest
 # checkpoint makes its consumers read again.
 MM2_FIGURES: FigureQueries = {
-    "expected_loss_records": """
-SELECT CAST(coalesce(sum(CASE WHEN has_sync THEN greatest(0, unreplicated_records)
-                              ELSE src_high_watermark - src_log_start_offset END), 0) AS BIGINT) AS x
-FROM {mm2_partitions} WHERE in_scope
-""",
-    "expected_reprocess_records": """
-SELECT CAST(coalesce(sum(reprocess_records), 0) AS BIGINT) AS x
-FROM {mm2_group_offsets} WHERE in_scope AND mirrored AND has_checkpoint AND NOT dst_active
-""",
+    "expected_loss_records": Figure(
+        "mm2_partitions",
+        "CASE WHEN has_sync AND dst_present THEN greatest(0, unreplicated_records) "
+        "WHEN NOT has_sync THEN src_high_watermark - src_log_start_offset END",
+        "in_scope",
+        "in-scope partitions",
+        "the replica partition on the target",
+    ),
+    "expected_reprocess_records": Figure(
+        "mm2_group_offsets",
+        "reprocess_records",
+        "in_scope AND mirrored AND has_checkpoint AND NOT dst_active",
+        "checkpointed group partitions",
+        "an offset sync at or below the checkpoint (older syncs compacted away)",
+    ),
 }
 
 # readiness --wait-drained (audit/drain.py): per in-scope partition what is left to copy
 # (the loss figure's terms), the source's end (unchanged between two polls: quiet) and
-# whether a transaction is open there.
-CLUSTER_MIRRORING_DRAIN = """
+# whether a transaction is open there. A term that is null (unknown) is never drained.
+CLUSTER_MIRRORING_DRAIN = f"""
 SELECT topic, partition,
-  CASE WHEN dst_present THEN greatest(0, lag_records) ELSE src_retained_records END AS lag_records,
+  {CLUSTER_MIRRORING_FIGURES["expected_loss_records"].term} AS lag_records,
   src_high_watermark AS src_end,
-  coalesce(src_last_stable_offset < src_high_watermark, false) AS open_txn
-FROM {partitions} WHERE in_scope
+  src_last_stable_offset < src_high_watermark AS open_txn
+FROM {{partitions}} WHERE in_scope
 """
 
-MM2_DRAIN = """
+MM2_DRAIN = f"""
 SELECT topic, partition,
-  CASE WHEN has_sync THEN greatest(0, unreplicated_records)
-       ELSE src_high_watermark - src_log_start_offset END AS lag_records,
+  {MM2_FIGURES["expected_loss_records"].term} AS lag_records,
   src_high_watermark AS src_end,
-  NOT coalesce(src_quiet, true) AS open_txn
-FROM {mm2_partitions} WHERE in_scope
+  NOT src_quiet AS open_txn
+FROM {{mm2_partitions}} WHERE in_scope
 """
 
 # failover verify: what readiness predicted and what the stop cost, summed.
 FAILOVER_FIGURES: FigureQueries = {
-    "predicted_loss_records": """
-SELECT CAST(coalesce(sum(predicted_loss_records), 0) AS BIGINT) AS x FROM {failover_partitions} WHERE in_scope
-""",
-    "realized_loss_records": """
-SELECT CAST(coalesce(sum(realized_loss_records), 0) AS BIGINT) AS x FROM {failover_partitions} WHERE in_scope
-""",
-    "skipped_records": """
-SELECT CAST(coalesce(sum(skipped_records), 0) AS BIGINT) AS x FROM {failover_groups} WHERE in_scope
-""",
-    "reprocessed_records": """
-SELECT CAST(coalesce(sum(reprocessed_records), 0) AS BIGINT) AS x FROM {failover_groups} WHERE in_scope
-""",
+    "predicted_loss_records": Figure(
+        "failover_partitions", "predicted_loss_records", "in_scope", "in-scope partitions",
+        "the readiness run's offsets",
+    ),
+    "realized_loss_records": Figure(
+        "failover_partitions", "realized_loss_records", "in_scope", "in-scope partitions",
+        "the last mirrored offset (mirror state field LastMirrorOffset)",
+    ),
+    "skipped_records": Figure(
+        "failover_groups", "skipped_records", "in_scope", "synced group partitions",
+        "the last mirrored offset (mirror state field LastMirrorOffset) or the destination partition",
+    ),
+    "reprocessed_records": Figure(
+        "failover_groups", "reprocessed_records", "in_scope", "synced group partitions",
+        "the last mirrored offset (mirror state field LastMirrorOffset) or the destination partition",
+    ),
 }
 
 # failback readiness: what mirroring back would truncate, summed over the old source.
 FAILBACK_FIGURES: FigureQueries = {
-    "failback_truncation_records": """
-SELECT CAST(coalesce(sum(truncate_records), 0) AS BIGINT) AS x FROM {failback_partitions} WHERE in_scope
-""",
+    "failback_truncation_records": Figure(
+        "failback_partitions", "truncate_records", "in_scope", "in-scope partitions",
+        "the last mirrored offset (mirror state field LastMirrorOffset)",
+    ),
 }
 
 
-def figures(compared: Compared, queries: FigureQueries) -> dict[str, int]:
-    """Each figure's value, computed by the engine that holds the tables."""
-    out = {}
-    for name, sql in queries.items():
-        (row,) = compared.tables.rows(sql)
-        out[name] = int(row["x"])
-    return out
+def figure_sql(f: Figure) -> str:
+    """One row: the sum of the known terms, how many rows there are and how many terms are null."""
+    return f"""
+SELECT CAST(sum({f.term}) AS BIGINT) AS x,
+  CAST(count(*) AS BIGINT) AS n,
+  CAST(sum(CASE WHEN ({f.term}) IS NULL THEN 1 ELSE 0 END) AS BIGINT) AS unknown
+FROM {{{f.table}}} WHERE {f.where}
+"""
+
+
+def figures(compared: Compared, queries: FigureQueries) -> Figures:
+    """Each figure's value, computed by the engine that holds the tables; a figure over a
+    table that was not computed, or with a row whose term is unknown, is unknown."""
+    values: dict[str, int | None] = {}
+    unknown: dict[str, dict[str, Any]] = {}
+    for name, f in queries.items():
+        if not compared.tables.has(f.table):
+            values[name] = None
+            unknown[name] = {"reason": f"{f.table} was not computed (its inputs were not collected)"}
+            continue
+        (row,) = compared.tables.rows(figure_sql(f))
+        missing = int(row["unknown"] or 0)
+        if missing:
+            values[name] = None
+            known = int(row["x"] or 0)
+            unknown[name] = {
+                "reason": (
+                    f"unknown for {missing} of {int(row['n'])} {f.rows}: {f.unknown_because} is missing"
+                ),
+                "rows_unknown": missing,
+                "rows": int(row["n"]),
+                "known_part": known,
+            }
+        else:
+            values[name] = int(row["x"] or 0)  # the sum over no rows is 0: nothing to lose
+    return Figures(values, unknown)
+
+
+def shown(summary_part: dict[str, Any], name: str) -> str:
+    """A figure as a person reads it: the number, or ``unknown (why)``."""
+    value = summary_part.get(name)
+    if value is not None:
+        return str(value)
+    why = ((summary_part.get("unknown_figures") or {}).get(name) or {}).get("reason", "not computed")
+    return f"unknown ({why})"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from audit.validate.coverage import Gap
 
 Status = Literal["pass", "warn", "fail", "skipped"]
 Verdict = Literal["PASS", "WARN", "FAIL"]
@@ -26,10 +29,15 @@ class CheckOutcome:
     unexpected_sql: str | None = None
     # The columns it judged, shown in its example rows beside the table's key columns.
     columns: tuple[str, ...] = ()
+    # Rows of its domain it could not judge (the judged column null: an input was missing),
+    # as GX counted them, and the SQL selecting them (``audit.validate.coverage``).
+    missing: int = 0
+    unchecked_sql: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out.pop("unexpected_sql")
+        out.pop("unchecked_sql")
         out.pop("columns")
         out["examples"] = list(self.examples)
         return out
@@ -45,25 +53,54 @@ class InvariantResult:
     examples: tuple[dict[str, Any], ...] = ()
     reason: str | None = None
     checks: tuple[CheckOutcome, ...] = field(default_factory=tuple)
+    # In-scope rows it could not check, per missing input; ``accepted`` where the
+    # configuration accepts that gap by name (readiness.accept_unchecked).
+    gaps: tuple[Gap, ...] = ()
+    accepted: bool = False
+
+    @property
+    def unchecked(self) -> int:
+        return sum(g.rows for g in self.gaps)
 
     def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        out.pop("id")
-        out["examples"] = list(self.examples)
+        out: dict[str, Any] = {
+            "statement": self.statement,
+            "status": self.status,
+            "evaluated": self.evaluated,
+            "violations": self.violations,
+            "unchecked": self.unchecked,
+            "examples": list(self.examples),
+        }
+        if self.reason is not None:
+            out["reason"] = self.reason
+        # What it could not check, per missing input (all rows in unchecked.parquet); named
+        # apart from CM-DATA-1's ``coverage`` of verified offset ranges.
+        out["unchecked_gaps"] = [g.to_json() for g in self.gaps]
+        if self.accepted:
+            out["unchecked_accepted"] = True
         out["checks"] = [c.to_json() for c in self.checks]
-        if self.reason is None:
-            out.pop("reason")
         return out
 
 
 MAX_EXAMPLES = 5
 
 
-def fold(invariant_id: str, statement: str, checks: list[CheckOutcome]) -> InvariantResult:
-    """Fold one invariant's checks into a status.
+NOTHING_IN_SCOPE = "nothing in scope: no in-scope rows to check"
+NOT_COLLECTED = "not collected"
 
-    fail if a fail-severity check failed, else warn if a warn-severity check failed, else
-    pass when rows were checked, else skipped (nothing was there to verify).
+
+def fold(
+    invariant_id: str,
+    statement: str,
+    checks: list[CheckOutcome],
+    gaps: tuple[Gap, ...] = (),
+    accepted: bool = False,
+) -> InvariantResult:
+    """Fold one invariant's checks and its coverage into a status.
+
+    fail if a fail-severity check failed, else warn if a warn-severity check failed or an
+    in-scope row was left unchecked (``gaps``: never a pass over rows not checked), else
+    pass when rows were checked, else skipped: nothing in scope to verify.
     """
     failed = [c for c in checks if not c.success]
     failing_fail = [c for c in failed if c.severity == "fail"]
@@ -74,10 +111,10 @@ def fold(invariant_id: str, statement: str, checks: list[CheckOutcome]) -> Invar
         status, counted = "fail", failing_fail
     elif failing_warn:
         status, counted = "warn", failing_warn
+    elif gaps:
+        status, counted = "warn", []
     elif evaluated == 0:
-        return InvariantResult(
-            invariant_id, statement, "skipped", 0, 0, (), "no in-scope rows to check", tuple(checks)
-        )
+        return InvariantResult(invariant_id, statement, "skipped", 0, 0, (), NOTHING_IN_SCOPE, tuple(checks))
     else:
         status, counted = "pass", []
     # Rows failing: the largest count of any one failing check (a row can fail two checks).
@@ -87,8 +124,12 @@ def fold(invariant_id: str, statement: str, checks: list[CheckOutcome]) -> Invar
         for e in c.examples:
             if len(examples) < MAX_EXAMPLES and e not in examples:
                 examples.append(e)
+    reason = None
+    if gaps:
+        reason = "not checked: " + "; ".join(g.describe() for g in gaps)
     return InvariantResult(
-        invariant_id, statement, status, evaluated, violations, tuple(examples), None, tuple(checks)
+        invariant_id, statement, status, evaluated, violations, tuple(examples), reason, tuple(checks),
+        gaps, accepted,
     )
 
 

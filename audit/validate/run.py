@@ -12,9 +12,10 @@ from audit.config import AuditConfig
 from audit.errors import ConfigError
 from audit.fsutil import atomic_write_json
 from audit.validate.catalogue import Invariant
+from audit.validate.coverage import collect_gaps
 from audit.validate.gx import GxRunner, SuiteFile, load_suites, plain
 from audit.validate.gx import expectations_dir as find_expectations
-from audit.validate.results import MAX_EXAMPLES, CheckOutcome, InvariantResult, fold, skipped
+from audit.validate.results import MAX_EXAMPLES, NOT_COLLECTED, CheckOutcome, InvariantResult, fold, skipped
 from audit.validate.violations import KEY_COLUMNS
 
 log = logging.getLogger(__name__)
@@ -274,18 +275,25 @@ def run_validation(
         for outcome in runner.run(suite, df, index_columns, parameters):
             by_invariant[outcome.invariant].append(_with_examples(compared, outcome, index_columns))
     runner.finish()
+    gaps = collect_gaps(compared.tables, by_invariant, run_dir)
+    accepted = set(cfg.readiness.accept_unchecked)
     results = []
     for inv in catalogue:
         checks = by_invariant.pop(inv.id, [])
         if checks:
-            results.append(fold(inv.id, inv.statement, checks))
+            inv_gaps = gaps.get(inv.id, ())
+            is_accepted = bool(inv_gaps) and inv.id in accepted
+            results.append(fold(inv.id, inv.statement, checks, inv_gaps, is_accepted))
         else:
-            reason = f"not collected: needs {inv.needs}"
+            reason = f"{NOT_COLLECTED}: needs {inv.needs}"
             if inv.spark_only and compared.engine != "spark":
-                reason = f"checked by the Spark engine only (--engine spark): needs {inv.needs}"
+                reason = (
+                    f"{NOT_COLLECTED} by this engine: checked by the Spark engine only (--engine spark): "
+                    f"needs {inv.needs}"
+                )
             reason = inv.not_applicable or reason
             results.append(skipped(inv.id, inv.statement, reason))
     for unknown, checks in by_invariant.items():  # an operator's own invariant IDs are kept, not dropped
-        results.append(fold(unknown, checks[0].description, checks))
+        results.append(fold(unknown, checks[0].description, checks, gaps.get(unknown, ())))
     atomic_write_json(run_dir / "validation" / "results.json", {r.id: r.to_json() for r in results})
     return results

@@ -125,6 +125,9 @@ def _condition(cond: Any, parameters: Mapping[str, Any]) -> str:
             raise _Untranslatable(f"operator {cond.get('operator')!r}")
         column = _name((cond.get("column") or {}).get("name"))
         return f"({column} {op} {_literal(cond.get('parameter'), parameters)})"
+    if kind == "nullity":
+        column = _name((cond.get("column") or {}).get("name"))
+        return f"({column} IS {'' if cond.get('is_null') else 'NOT '}NULL)"
     raise _Untranslatable(f"row_condition type {kind!r}")
 
 
@@ -175,6 +178,35 @@ def unexpected_rows_sql(kind: str, kwargs: Mapping[str, Any], parameters: Mappin
         return where
     except _Untranslatable as exc:
         log.info("rows of %s are not kept in the history: no SQL form for its %s", kind, exc)
+        return None
+
+
+def _judged_nulls(kind: str, kwargs: Mapping[str, Any]) -> str | None:
+    """The rows of an expectation's domain it cannot judge: its column is null, which
+    Great Expectations counts as "missing" and neither passes nor fails. None for the null
+    checks, which judge nulls themselves."""
+    if kind in ("expect_column_values_to_not_be_null", "expect_column_values_to_be_null"):
+        return None
+    if kind == "expect_column_pair_values_a_to_be_greater_than_b":
+        if kwargs.get("ignore_row_if", "both_values_are_missing") == "neither":
+            return None
+        a, b = _name(kwargs.get("column_A")), _name(kwargs.get("column_B"))
+        return f"{a} IS NULL OR {b} IS NULL"
+    return f"{_name(kwargs.get('column'))} IS NULL"
+
+
+def unchecked_rows_sql(kind: str, kwargs: Mapping[str, Any], parameters: Mapping[str, Any]) -> str | None:
+    """The WHERE clause selecting the rows in an expectation's domain (its row condition)
+    that it could not judge because an input was missing (``audit.validate.coverage``), or
+    None where it has no SQL form or judges nulls itself."""
+    try:
+        where = _judged_nulls(kind, kwargs)
+        if where is None:
+            return None
+        if kwargs.get("row_condition"):
+            where = f"{_condition(kwargs['row_condition'], parameters)} AND ({where})"
+        return where
+    except _Untranslatable:
         return None
 
 

@@ -13,11 +13,12 @@ import pytest
 
 from audit.config import AuditConfig
 from audit.config_file import parse_config
+from audit.errors import InputError
 from audit.pipeline import audit_snapshots, compare_snapshots
 from audit.profiles import profile
 from audit.validate.catalogue import CLUSTER_MIRRORING
 from audit.validate.results import MAX_EXAMPLES
-from tests.run_files import kept_keys
+from tests.run_files import kept_keys, unchecked_keys
 from tests.snapshots import faulty_pair, group, mirror, offset, part, write_pair
 from tests.spark.test_mm2_invariants import CFG as MM2_CFG
 from tests.spark.test_mm2_invariants import _pair as mm2_pair
@@ -47,8 +48,9 @@ def _edge_pair(root: Path) -> tuple[Path, Path]:
         part("only-src", log_start_offset=90, high_watermark=90),
     ]
     dst = [
-        part("orders", 0, leader_epoch=7),
-        part("orders", 1, topic_id=None, max_timestamp_ms=None),
+        # Both lag (10 records): a time lag is needed and one side has no newest timestamp.
+        part("orders", 0, leader_epoch=7, high_watermark=90),
+        part("orders", 1, topic_id=None, max_timestamp_ms=None, high_watermark=90),
         part("orders-ids", topic_id="b"),
         part("app-x-repartition", leader_epoch=None),
         part("only-dst"),
@@ -168,13 +170,28 @@ def _comparable(summary: dict[str, Any]) -> dict[str, Any]:
 def test_engines_reach_the_same_summary(spark: Any, tmp_path: Path, scenario: str) -> None:
     make, cfg = SCENARIOS[scenario]
     src, dst = make(tmp_path / "snap")
+    if scenario == "empty":
+        # No in-scope source partition: an input error on both engines, never a GO over nothing.
+        for engine in ("spark", "local"):
+            with pytest.raises(InputError, match="no in-scope source partition"):
+                audit_snapshots(src, dst, tmp_path / "runs" / engine, cfg, readiness=True, engine=engine)
+        return
     on_spark = audit_snapshots(src, dst, tmp_path / "runs" / "spark", cfg, readiness=True, engine="spark")
     local = audit_snapshots(src, dst, tmp_path / "runs2" / "local", cfg, readiness=True, engine="local")
     assert _comparable(local.summary) == _comparable(on_spark.summary)
     # Each keeps every violating row's key for the history, the same keys (a nightly on
     # Spark and a readiness check on DuckDB under one root follow the same rows).
     assert kept_keys(on_spark.run_dir) == kept_keys(local.run_dir)
-    failing = {k: v for k, v in local.summary["invariants"].items() if v["status"] in ("fail", "warn")}
+    # An invariant may warn for rows it could not check alone (coverage, no violation):
+    # those rows are kept apart, in unchecked.parquet, the same by both engines.
+    assert unchecked_keys(on_spark.run_dir) == unchecked_keys(local.run_dir)
+    unchecked = {k for k, v in local.summary["invariants"].items() if v["unchecked"]}
+    assert set(unchecked_keys(local.run_dir)) == unchecked
+    failing = {
+        k: v
+        for k, v in local.summary["invariants"].items()
+        if v["status"] in ("fail", "warn") and (v["violations"] or not v["unchecked"])
+    }
     assert set(kept_keys(local.run_dir)) == set(failing)
     for inv_id, inv in failing.items():
         checks = inv["checks"]

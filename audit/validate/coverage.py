@@ -1,0 +1,207 @@
+"""Coverage: the in-scope rows an invariant could not check, and which input was missing.
+
+Great Expectations neither passes nor fails a row whose judged column is null: it counts
+it as "missing". A comparison leaves a judged column null exactly where an input it needs
+was not there (no leader epoch, no last mirrored offset, no destination partition), so the
+rows in a check's domain (its row condition) with a null judged column are the rows it
+could not check. They are selected here by SQL derived from the very expectations GX ran
+(``audit.validate.violations.unchecked_rows_sql``), by the engine that holds the tables,
+and labelled with the first declared cause below that holds for the row: the input that
+was missing. Every such row is kept in ``RUN_DIR/unchecked.parquet``; the counts and the
+first rows per (invariant, input) go into summary.json and the report.
+
+Rules (docs/invariants.md, "Coverage"), applied by ``audit.validate.results.fold``:
+an invariant with unchecked rows is never ``pass`` (at least ``warn``, naming them); one
+that checked nothing and left nothing unchecked is ``skipped`` ("nothing in scope", or
+"not collected" where its table was not computed); a GO / NO-GO job answers GO only when
+its gating invariants left nothing unchecked (``audit.validate.gating``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from audit.validate.results import CheckOutcome
+from audit.validate.violations import KEY_COLUMNS, key_sql, parse_key
+
+log = logging.getLogger(__name__)
+
+UNCHECKED_FILE = "unchecked.parquet"
+FIRST_ROWS = 5
+
+
+@dataclass(frozen=True)
+class Cause:
+    """An input whose absence leaves a row of a comparison table unjudged: its name as a
+    person reads it, and the SQL that holds on the rows lacking it."""
+
+    missing: str
+    where: str
+
+
+def _causes(*pairs: tuple[str, str]) -> tuple[Cause, ...]:
+    for label, _ in pairs:
+        assert "'" not in label and "{" not in label, label  # labels become SQL literals
+    return tuple(Cause(label, where) for label, where in pairs)
+
+
+_DST_PARTITION = (
+    "the destination partition (absent from the destination snapshot)",
+    "dst_high_watermark IS NULL",
+)
+_DST_EPOCH = ("destination leader epoch (none reported)", "dst_leader_epoch IS NULL")
+_LAST_MIRROR_OFFSET = ("mirror state field LastMirrorOffset", "last_mirror_offset IS NULL")
+_MIRROR_ROW = ("the mirror state of the partition (no row for it)", "mirror_state IS NULL")
+
+# Per comparison table, the inputs whose absence nulls a judged column, most specific
+# first; a row no cause explains is labelled by the judged column itself.
+CAUSES: dict[str, tuple[Cause, ...]] = {
+    "partitions": _causes(
+        ("source leader epoch (none reported: no leader, or no epochs)", "src_leader_epoch IS NULL"),
+        _DST_EPOCH,
+        (
+            "time of the oldest open transaction (open_txn_first_timestamp_ms)",
+            "src_open_txn AND src_open_txn_first_timestamp_ms IS NULL",
+        ),
+        (
+            "newest record timestamps of a lagging partition (max_timestamp_ms)",
+            "src_max_timestamp_ms IS NULL OR dst_max_timestamp_ms IS NULL",
+        ),
+    ),
+    "topics": _causes(("topic IDs (topic_id)", "src_topic_id IS NULL OR dst_topic_id IS NULL")),
+    "group_offsets": _causes(_DST_PARTITION, _DST_EPOCH),
+    "mirror_states": _causes(
+        ("the destination partition (absent from the snapshots)", "dst_high_watermark IS NULL"),
+        _LAST_MIRROR_OFFSET,
+        ("mirror state field LastMirrorEpoch", "last_mirror_epoch IS NULL"),
+        ("leader epochs (none reported)", "src_leader_epoch IS NULL OR dst_leader_epoch IS NULL"),
+    ),
+    "failover_partitions": _causes(_MIRROR_ROW, _LAST_MIRROR_OFFSET),
+    "failover_groups": _causes(
+        ("the mirror state of the partition, or its LastMirrorOffset", "mirrored_end IS NULL"), _DST_PARTITION
+    ),
+    "failback_partitions": _causes(_MIRROR_ROW, _LAST_MIRROR_OFFSET),
+    "failback_groups": _causes(_MIRROR_ROW, _LAST_MIRROR_OFFSET),
+    "mm2_partitions": _causes(
+        ("the replica partition on the target", "NOT dst_present"),
+        ("an offset sync for the partition", "NOT has_sync"),
+    ),
+    "mm2_checkpoints": _causes(
+        ("the replica partition on the target", "dst_high_watermark IS NULL"),
+        (
+            "an offset sync at or below the upstream offset of the checkpoint (older syncs compacted away)",
+            "sync_upstream_offset IS NULL",
+        ),
+    ),
+    "mm2_group_offsets": _causes(_DST_PARTITION),
+}
+
+
+@dataclass(frozen=True)
+class Gap:
+    """In-scope rows of one invariant left unchecked for want of one input."""
+
+    missing: str
+    rows: int
+    key_columns: tuple[str, ...]
+    first: tuple[dict[str, Any], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "missing": self.missing,
+            "rows": self.rows,
+            "unit": unit(self.key_columns, self.rows),
+            "key_columns": list(self.key_columns),
+            "first": list(self.first),
+        }
+
+    def describe(self) -> str:
+        """``LastMirrorOffset missing for 3 partitions (first: orders-0, orders-1)``."""
+        shown = ", ".join(row_label(r) for r in self.first[:3])
+        more = ", ..." if self.rows > len(self.first[:3]) else ""
+        first = f" (first: {shown}{more})" if shown else ""
+        return f"{self.missing} missing for {self.rows} {unit(self.key_columns, self.rows)}{first}"
+
+
+def unit(key_columns: tuple[str, ...], n: int) -> str:
+    names = {
+        ("topic", "partition"): "partition",
+        ("group_id", "topic", "partition"): "group partition",
+        ("topic",): "topic",
+        ("group_id",): "group",
+    }
+    word = names.get(tuple(key_columns), "row")
+    return word if n == 1 else word + "s"
+
+
+def row_label(row: dict[str, Any]) -> str:
+    """A row as a person names it: ``orders-0``, ``group g1 orders-0``."""
+    if set(row) >= {"topic", "partition"}:
+        where = f"{row['topic']}-{row['partition']}"
+        return f"group {row['group_id']} {where}" if row.get("group_id") is not None else where
+    return "/".join(str(v) for v in row.values())
+
+
+def _reason_sql(table: str, column_fallback: str) -> str:
+    arms = " ".join(f"WHEN {c.where} THEN '{c.missing}'" for c in CAUSES.get(table, ()))
+    fallback = f"'{column_fallback}'"
+    return f"CASE {arms} ELSE {fallback} END" if arms else fallback
+
+
+def unchecked_sql(checks_by_invariant: dict[str, list[CheckOutcome]]) -> str | None:
+    """One query giving every unchecked row as (invariant, key_columns, key, missing), each
+    row once per invariant and input; None when no check can leave a row unchecked."""
+    selects = []
+    for inv_id, checks in checks_by_invariant.items():
+        assert "'" not in inv_id
+        for check in checks:
+            columns = KEY_COLUMNS.get(check.table)
+            if check.unchecked_sql is None or columns is None:
+                continue
+            judged = ", ".join(check.columns) or "the judged column"
+            reason = _reason_sql(check.table, f"{judged} (could not be computed)".replace("'", ""))
+            selects.append(
+                f"SELECT '{inv_id}' AS invariant, '{','.join(columns)}' AS key_columns, "
+                f"{key_sql(columns)} AS key, {reason} AS missing "
+                f"FROM {{{check.table}}} WHERE {check.unchecked_sql}"
+            )
+    if not selects:
+        return None
+    return "SELECT DISTINCT * FROM (\n" + "\nUNION ALL\n".join(selects) + "\n) u"
+
+
+def collect_gaps(
+    tables: Any, checks_by_invariant: dict[str, list[CheckOutcome]], run_dir: Path
+) -> dict[str, tuple[Gap, ...]]:
+    """Every unchecked row into ``RUN_DIR/unchecked.parquet`` (by the engine that holds the
+    tables), and per invariant its gaps: how many rows each missing input left unchecked,
+    and the first few. Checks with no SQL form count what GX called missing."""
+    sql = unchecked_sql(checks_by_invariant)
+    gaps: dict[str, list[Gap]] = defaultdict(list)
+    if sql is not None:
+        tables.export(sql, run_dir / UNCHECKED_FILE)
+        ranked = f"""
+SELECT invariant, key_columns, key, missing, n FROM (
+  SELECT invariant, key_columns, key, missing,
+    count(*) OVER (PARTITION BY invariant, missing) AS n,
+    row_number() OVER (PARTITION BY invariant, missing ORDER BY key_columns, key) AS r
+  FROM ({sql}) all_rows
+) ranked WHERE r <= {FIRST_ROWS} ORDER BY invariant, n DESC, missing, key_columns, key
+"""
+        grouped: dict[tuple[str, str], tuple[int, tuple[str, ...], list[dict[str, Any]]]] = {}
+        for row in tables.rows(ranked):
+            columns = tuple(str(row["key_columns"]).split(","))
+            slot = grouped.setdefault((row["invariant"], row["missing"]), (int(row["n"]), columns, []))
+            slot[2].append(parse_key(row["key"], columns))
+        for (inv_id, missing), (n, columns, first) in grouped.items():
+            gaps[inv_id].append(Gap(missing, n, columns, tuple(first)))
+    for inv_id, checks in checks_by_invariant.items():
+        for check in checks:
+            if check.unchecked_sql is None and check.missing > 0:
+                judged = ", ".join(check.columns) or check.description
+                gaps[inv_id].append(Gap(f"{judged} (rows not listed)", check.missing, (), ()))
+    return {k: tuple(v) for k, v in gaps.items()}
