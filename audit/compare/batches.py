@@ -211,8 +211,8 @@ def compare_transactions(
         "unclosed_below_lso",
         F.when(
             ~F.col("is_control"),
-            F.col("closing_offset").isNull()
-            & F.coalesce(F.col("base_offset") < F.col("last_stable_offset"), F.lit(False)),
+            # Unknown (null: unchecked) where the partition's last stable offset is.
+            F.col("closing_offset").isNull() & (F.col("base_offset") < F.col("last_stable_offset")),
         ),
     )
 

@@ -156,6 +156,12 @@ def _add_invariants(metrics: _Metrics, invariants: Mapping[str, Any]) -> None:
             _number(result.get("evaluated")),
             invariant=str(inv_id),
         )
+        metrics.set(
+            "mirror_audit_invariant_unchecked_rows",
+            "In-scope rows the invariant could not check in the last run (an input was missing).",
+            _number(result.get("unchecked")),
+            invariant=str(inv_id),
+        )
 
 
 # Figures of the whole run: (metric, help, key of summary.json's run section).

@@ -236,6 +236,7 @@ def test_a_missing_optional_figure_gives_no_series(tmp_path: Path) -> None:
         "mirror_audit_run_duration_seconds",
         "mirror_audit_invariant_violations",
         "mirror_audit_invariant_evaluated_rows",
+        "mirror_audit_invariant_unchecked_rows",
     }
     assert not absent & names(samples)
     for name in absent:
