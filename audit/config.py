@@ -54,6 +54,18 @@ def redact_uri(uri: str) -> str:
     return _USERINFO.sub(r"\1***@", uri)
 
 
+def uri_secrets(text: str) -> list[str]:
+    """The credentials of every URI in ``text`` (its ``user:password`` userinfo, and each
+    part), for the log mask: an access key is as much a credential as its secret."""
+    out: list[str] = []
+    for m in _USERINFO.finditer(text):
+        userinfo = m.group(0)[2:-1]
+        out.append(userinfo)
+        out.extend(unquote(p) for p in userinfo.split(":", 1) if p)
+        out.extend(p for p in userinfo.split(":", 1) if p)
+    return out
+
+
 def split_url_credentials(url: str) -> tuple[str, str | None, str | None]:
     """An HTTP URL without its ``user:password@``, and the user and password (decoded).
     A URL without a scheme gets http://, as prometheus-client reads it (``host:9091``)."""
@@ -247,6 +259,16 @@ class SegmentsConfig:
     def enabled(self) -> bool:
         return self.source.read != "none" or self.destination.read != "none"
 
+    def redacted(self) -> dict[str, Any]:
+        """Segment paths as shown anywhere: URI credentials cut (``s3a://***@bucket``)."""
+        shown = dataclasses.asdict(self)
+        for side in ("source", "destination"):
+            shown[side]["paths"] = [redact_uri(p) for p in getattr(self, side).paths]
+        return shown
+
+    def secret_values(self) -> list[str]:
+        return [v for side in (self.source, self.destination) for p in side.paths for v in uri_secrets(p)]
+
 
 @dataclass(frozen=True)
 class TopicRecordScope:
@@ -301,10 +323,33 @@ class SparkConfig:
     master: str = "local[*]"
     app_name: str = "kafka-mirror-audit"
     conf: dict[str, str] = field(default_factory=dict)
+    # Names (RE2, matched in full) of further Spark settings whose values are secrets,
+    # beyond the rule every setting is held to (``is_secret_key``: *password*, *secret*,
+    # *token*, *credential*, and Hadoop's *.key such as fs.s3a.access.key).
+    secret_conf: tuple[str, ...] = ()
     # The C allocator of the Python workers (audit.worker_malloc): "auto" preloads mimalloc,
     # else jemalloc, where an executor has them (a record scan's librdkafka threads contend
     # on glibc malloc's arena locks); "system" never preloads; or a library's absolute path.
     worker_malloc: str = "auto"
+
+    def is_secret_setting(self, name: str) -> bool:
+        return is_secret_key(name) or regex.any_full_match(self.secret_conf, name)
+
+    def redacted(self) -> dict[str, Any]:
+        """The settings as shown anywhere: secret values as ``***``, URI credentials cut."""
+        shown = dataclasses.asdict(self)
+        shown["conf"] = {
+            k: (REDACTED if self.is_secret_setting(k) else redact_uri(v)) for k, v in self.conf.items()
+        }
+        shown["master"] = redact_uri(self.master)
+        shown["secret_conf"] = list(self.secret_conf)
+        return shown
+
+    def secret_values(self) -> list[str]:
+        out = [v for k, v in self.conf.items() if self.is_secret_setting(k)]
+        for v in (self.master, *self.conf.values()):
+            out.extend(uri_secrets(v))
+        return out
 
 
 @dataclass(frozen=True)
@@ -323,6 +368,9 @@ class OutputConfig:
     # atomically; a Pushgateway URL gets them pushed (job "mirror_audit").
     metrics_textfile: str | None = None
     pushgateway_url: str | None = None
+    # A Pushgateway URL with credentials must be https (basic auth over http sends them in
+    # clear); true allows http where the network is trusted.
+    pushgateway_allow_plaintext_credentials: bool = False
 
     def redacted(self) -> dict[str, Any]:
         """A Pushgateway behind basic auth takes its password in the URL: never shown."""
@@ -385,7 +433,7 @@ class AuditConfig:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, ClusterConfig | OutputConfig):
+            if isinstance(value, ClusterConfig | OutputConfig | SparkConfig | SegmentsConfig):
                 out[f.name] = value.redacted()
             elif dataclasses.is_dataclass(value) and not isinstance(value, type):
                 out[f.name] = _plain(dataclasses.asdict(value))
@@ -399,6 +447,8 @@ class AuditConfig:
             if c is not None:
                 values.extend(c.secret_values())
         values.extend(self.output.secret_values())
+        values.extend(self.spark.secret_values())
+        values.extend(self.segments.secret_values())
         return values
 
 

@@ -34,6 +34,8 @@ from audit.config import (
     SparkConfig,
     Thresholds,
     TopicRecordScope,
+    redact_url,
+    split_url_credentials,
 )
 from audit.errors import ConfigError
 from audit.paths import config_path, local_path
@@ -257,6 +259,21 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
     raise TypeError(f"unsupported config type {tp!r} at {path}")  # a bug in this module
 
 
+def _check_pushgateway(obj: OutputConfig, path: str) -> None:
+    """A Pushgateway URL with credentials must use TLS: basic auth over http (or a URL
+    without a scheme, which prometheus-client reads as http) sends them in clear."""
+    if not obj.pushgateway_url:
+        return
+    _, user, _ = split_url_credentials(obj.pushgateway_url)
+    insecure = not obj.pushgateway_url.lower().startswith("https://")
+    if user is not None and insecure and not obj.pushgateway_allow_plaintext_credentials:
+        raise _KeyProblem(
+            _join(path, "pushgateway_url"),
+            f"has credentials but no TLS ({redact_url(obj.pushgateway_url)}): basic auth over http sends "
+            "them in clear; use https:// (or set output.pushgateway_allow_plaintext_credentials: true)",
+        )
+
+
 def _check(obj: Any, path: str) -> None:
     """Semantic checks that types alone cannot express."""
     if isinstance(obj, Thresholds):
@@ -324,7 +341,13 @@ def _check(obj: Any, path: str) -> None:
         why = worker_malloc.check(obj.worker_malloc)
         if why:
             raise _KeyProblem(_join(path, "worker_malloc"), why)
+        for i, pattern in enumerate(obj.secret_conf):
+            try:
+                regex.check(pattern)
+            except regex.PatternError as exc:
+                raise _KeyProblem(f"{_join(path, 'secret_conf')}[{i}]", f"invalid regex: {exc}") from None
     elif isinstance(obj, OutputConfig):
+        _check_pushgateway(obj, path)
         if obj.lock_wait_seconds < 0:
             raise _KeyProblem(_join(path, "lock_wait_seconds"), "must not be negative (0: do not wait)")
         if obj.history_runs < 1:

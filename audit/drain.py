@@ -79,6 +79,9 @@ def wait_drained(
 ) -> DrainResult:
     """Poll until drained or ``timeout`` seconds; the drained snapshots are left in
     ``work/source`` and ``work/destination`` (``work`` must not exist yet)."""
+    from audit.logs import mask_config
+
+    mask_config(cfg)
     from audit.collect.metadata.snapshot import import_dependencies, take_snapshots
     from audit.pipeline import compare_snapshots
     from audit.profiles import profile_of

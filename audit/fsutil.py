@@ -2,6 +2,11 @@
 
 Everything the tool writes for someone else to read (snapshots, run directories, state
 files) goes to a temporary sibling first and is renamed into place only when complete.
+
+File modes follow one rule, the process umask, as for the Parquet files the engines write:
+a temporary file or directory made private by ``mkstemp``/``mkdtemp`` is given the mode the
+umask allows (0666/0777 less the umask) before it is renamed into place, so a report,
+summary.json and the data beside them are readable by the same people.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
+            os.fchmod(fh.fileno(), 0o666 & ~current_umask())
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
@@ -32,6 +38,24 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
             os.unlink(tmp)
         raise
     return target
+
+
+def current_umask() -> int:
+    """The process umask: from /proc (Linux), which reads it without changing it (other
+    threads, the JVM's among them, create files meanwhile); elsewhere set and put back."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def private_dir_as_umask(path: Path) -> Path:
+    """A directory made 0700 by ``mkdtemp`` given the mode the umask allows."""
+    os.chmod(path, 0o777 & ~current_umask())
+    return path
 
 
 def atomic_write_json(path: str | os.PathLike[str], data: Any) -> Path:
@@ -47,7 +71,9 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
+    tmp = private_dir_as_umask(
+        Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
+    )
     try:
         yield tmp
     except BaseException:

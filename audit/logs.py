@@ -9,9 +9,11 @@ forges a log line of its own); they are shown as escapes, so a message stays one
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from collections.abc import Iterable
+from typing import Any
 
 from audit.config import REDACTED
 from audit.display import visible
@@ -88,8 +90,37 @@ def setup_logging(verbose: bool = False) -> None:
 
 
 def register_secrets(secrets: Iterable[str]) -> None:
-    """Mask these values in every log line from now on."""
+    """Mask these values in every log record of the process from now on, whoever set up
+    the handlers: the CLI's, or a Python caller's own (the library registers the secrets
+    of every configuration a job runs with, ``mask_config``). Records are masked as they
+    are made, so no handler, formatter or third-party logger sees the secret."""
     _MASK.add(secrets)
+    _install_record_factory()
+
+
+def mask_config(cfg: Any) -> None:
+    """Register a configuration's secrets (client properties, Spark settings, URI
+    credentials, the Pushgateway password) with the mask: called by every job."""
+    register_secrets(cfg.secret_values())
+
+
+_factory_installed: list[bool] = []
+
+
+def _install_record_factory() -> None:
+    if _factory_installed:
+        return
+    previous = logging.getLogRecordFactory()
+
+    def masking_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        # A message whose args do not fit is left as it is: logging reports it when it emits.
+        with contextlib.suppress(Exception):
+            _MASK.filter(record)
+        return record
+
+    logging.setLogRecordFactory(masking_factory)
+    _factory_installed.append(True)
 
 
 def mask_secrets(text: str) -> str:

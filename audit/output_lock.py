@@ -15,16 +15,24 @@ nightly.
 The kernel drops a ``flock`` when its holder exits, however it exits, so a lock file left
 by a crashed run is harmless: the next run takes it. The file's content (written once the
 lock is held) only names the holder for the message a second run prints.
+
+The lock file is opened without following a symbolic link (``O_NOFOLLOW``) and used only
+when it is a regular file of one link owned by the user running the job; it is never
+truncated: its holder's name is written over a fixed-size block of spaces, and blanked
+again on release. So a link planted where the lock file goes cannot make a run empty or
+overwrite another file.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import logging
 import os
 import socket
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -37,6 +45,8 @@ from audit.errors import OutputError
 log = logging.getLogger(__name__)
 
 LOCK_FILE = ".mirror-audit.lock"
+# The block the holder's name is written over (padded with spaces; never truncated).
+_BLOCK = 1024
 _POLL_SECONDS = 0.5
 # A holder writes its name right after taking the lock: how long a second run waits to read
 # it before it names an unknown holder.
@@ -59,31 +69,43 @@ def output_lock(root: Path, wait_seconds: float = 0.0, job: str = "mirror-audit"
         try:
             yield path
         finally:
-            # Emptied before the unlock: a later reader never takes a finished run for the holder.
+            # Blanked before the unlock: a later reader never takes a finished run for the holder.
             with contextlib.suppress(OSError):
-                os.ftruncate(fd, 0)
+                os.pwrite(fd, b" " * _BLOCK, 0)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
 
 
 def _open_lock_file(path: Path, root: Path) -> int:
-    """The lock file opened (created if needed) without truncating it: its content names the
-    current holder, if there is one. A file another user created and this one may not write
-    is opened read-only: ``flock`` works all the same, only the holder goes unnamed."""
-    problem: OSError
+    """The lock file opened (created if needed) without truncating it and without following
+    a symbolic link; refused (exit 2, naming it) unless it is a regular file of one link
+    owned by this user: the job writes into it."""
     try:
-        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-    except PermissionError as exc:
-        if path.is_file():
-            with contextlib.suppress(OSError):
-                return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        problem = exc
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o666)
     except OSError as exc:
-        problem = exc
-    raise OutputError(
-        f"output root {root}: the lock file {path} cannot be opened: {problem.strerror or problem}"
-    )
+        if exc.errno == errno.ELOOP:
+            raise OutputError(
+                f"output root {root}: the lock file {path} is a symbolic link: remove it (a run never "
+                "writes through a link)"
+            ) from None
+        raise OutputError(
+            f"output root {root}: the lock file {path} cannot be opened: {exc.strerror or exc}"
+        ) from None
+    st = os.fstat(fd)
+    problem = None
+    if not stat.S_ISREG(st.st_mode):
+        problem = "is not a regular file"
+    elif st.st_nlink != 1:
+        problem = f"has {st.st_nlink} hard links"
+    elif st.st_uid != os.geteuid():
+        problem = f"belongs to another user (uid {st.st_uid})"
+    if problem is not None:
+        os.close(fd)
+        raise OutputError(
+            f"output root {root}: the lock file {path} {problem}: remove it, or use another output root"
+        )
+    return fd
 
 
 def _acquire(fd: int, path: Path, root: Path, wait_seconds: float) -> None:
@@ -118,9 +140,8 @@ def _write_holder(fd: int, job: str) -> None:
         "job": job,
         "argv": sys.argv[0:2],
     }
-    data = (json.dumps(holder) + "\n").encode("utf-8")
+    data = (json.dumps(holder) + "\n").encode("utf-8")[:_BLOCK].ljust(_BLOCK, b" ")
     try:
-        os.ftruncate(fd, 0)
         os.pwrite(fd, data, 0)
     except OSError as exc:  # a full disk, a read-only lock file: the lock holds all the same
         log.debug("the lock file cannot name its holder: %s", exc)

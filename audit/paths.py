@@ -15,11 +15,15 @@ leading ``~``, which Hadoop has no meaning for.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import stat
 from pathlib import Path
 
 from audit.errors import OutputError, UsageError
+
+log = logging.getLogger(__name__)
 
 # A URI scheme of two or more characters (so a Windows drive letter is not one): "s3a:",
 # "hdfs:", "file:", "gs:".
@@ -105,3 +109,28 @@ def writable_directory(path: Path, what: str) -> Path:
     if not os.access(path, os.W_OK | os.X_OK):
         raise OutputError(f"{what} {path} is not writable")
     return path
+
+
+def others_may_write(directory: Path) -> bool:
+    """True where users other than the owner (and its group) may create files in
+    ``directory``: /tmp and the like, where a lock file or a summary.json can be planted."""
+    try:
+        return bool(directory.stat().st_mode & stat.S_IWOTH)
+    except OSError:
+        return False
+
+
+def shared_state_root(run_dir: Path) -> Path | None:
+    """Where a run keeps what outlives it (the output root's lock, the history its report
+    reads, ``record-verification.json``): the run directory's parent, or None where other
+    users may write there (``--out /tmp/x``). The run then keeps no history and takes no
+    lock, and says so."""
+    root = run_dir.parent
+    if others_may_write(root):
+        log.warning(
+            "output root %s is writable by other users: this run reads no history there and takes no "
+            "lock (give --out under a directory of your own, or set output.root)",
+            root,
+        )
+        return None
+    return root

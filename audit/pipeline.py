@@ -18,13 +18,14 @@ from typing import Any
 from audit.compare.engines import EngineName
 from audit.compare.run import Compared, check_scope
 from audit.config import AuditConfig
-from audit.errors import ExitCode
+from audit.errors import ExitCode, OutputError
+from audit.logs import mask_config
 from audit.output_lock import output_lock
-from audit.paths import check_writable, local_path, writable_directory
+from audit.paths import check_writable, local_path, others_may_write, shared_state_root, writable_directory
 from audit.profiles import Profile, profile_of
 from audit.report.metrics import check_textfile
-from audit.run_dirs import claim_run_dir
-from audit.snapshot import read_manifest
+from audit.run_dirs import RunDirClaim, claim_run_dir
+from audit.snapshot import check_pair, read_manifest
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,7 @@ def audit_snapshots(
     ``run_extra`` adds to summary.json's run section; ``clock`` is the job's, when stages
     (the snapshot) ran before this one.
     """
+    mask_config(cfg)
     from audit.report.data import collect_report_data
     from audit.report.details import invariant_details
     from audit.report.summary import build_summary
@@ -94,6 +96,7 @@ def audit_snapshots(
     source, destination, run_dir = local_path(source), local_path(destination), local_path(run_dir)
     src_manifest = read_manifest(source, "source")
     dst_manifest = read_manifest(destination, "destination")
+    check_pair(source, destination, src_manifest, dst_manifest)
     writable_directory(run_dir, "run directory")
     check_scope(prof.inputs, cfg, source)
     compared = compare_snapshots(source, destination, run_dir, cfg, engine, prof)
@@ -160,8 +163,13 @@ def _finish(
     from audit.report.metrics import write_metrics
     from audit.report.summary import write_summary
 
-    root = run_dir.parent
-    history = load_history(root, exclude=run_dir, limit=cfg.output.history_runs, pair=pair_of(summary))
+    shared = shared_state_root(run_dir)
+    root = shared if shared is not None else run_dir
+    history = (
+        load_history(root, exclude=run_dir, limit=cfg.output.history_runs, pair=pair_of(summary))
+        if shared is not None
+        else []
+    )
     annotate_since(summary, history, root)
     summary["changes"] = changes(summary, history, run_dir)
     report = render_report(
@@ -217,15 +225,21 @@ class StageClock:
 
 
 def new_run_dir(cfg: AuditConfig) -> Path:
-    """A new timestamped run directory under ``output.root`` (absolute: a relative root is
-    taken from the current directory when no configuration file anchored it)."""
+    """A new timestamped run directory under ``output.root``, made here by an exclusive
+    ``mkdir`` (a readiness and a nightly started in the same second get one each); absolute:
+    a relative root is taken from the current directory when no configuration file anchored it."""
     root = writable_directory(local_path(cfg.output.root), "output root (output.root)")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    run_dir, n = root / stamp, 1
-    while run_dir.exists():  # two runs started within the same second
-        n += 1
-        run_dir = root / f"{stamp}-{n}"
-    return run_dir
+    for n in range(1, 1000):
+        run_dir = root / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            run_dir.mkdir()  # exclusive: two runs started within the same second get two names
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise OutputError(f"run directory {run_dir} cannot be created: {exc.strerror}") from None
+        return run_dir
+    raise OutputError(f"output root {root}: no free run directory name for {stamp}")
 
 
 @contextlib.contextmanager
@@ -248,10 +262,13 @@ def run_directory(
     check_textfile(cfg.output)  # a wrong metrics textfile is found before the work, not after it
     with contextlib.ExitStack() as stack:
         if lock_as is not None:
-            root = _output_root(cfg, run_dir)
-            stack.enter_context(output_lock(root, cfg.output.lock_wait_seconds, lock_as))
-        run_dir = run_dir if run_dir is not None else new_run_dir(cfg)
-        claim = claim_run_dir(run_dir, [local_path(p) for p in inputs if p is not None])
+            root = _lock_root(cfg, run_dir)
+            if root is not None:
+                stack.enter_context(output_lock(root, cfg.output.lock_wait_seconds, lock_as))
+        if run_dir is None:
+            claim = RunDirClaim(new_run_dir(cfg), False, frozenset())  # reserved by its mkdir
+        else:
+            claim = claim_run_dir(run_dir, [local_path(p) for p in inputs if p is not None])
         yield stack.enter_context(claim.writing())
 
 
@@ -261,6 +278,13 @@ def _output_root(cfg: AuditConfig, run_dir: Path | None) -> Path:
     if run_dir is not None:
         return writable_directory(run_dir.parent, "output root")
     return writable_directory(local_path(cfg.output.root), "output root (output.root)")
+
+
+def _lock_root(cfg: AuditConfig, run_dir: Path | None) -> Path | None:
+    """The output root whose lock a job takes; None where other users may write it (the
+    lock and the history are then not kept there: ``paths.shared_state_root``)."""
+    root = _output_root(cfg, run_dir)
+    return shared_state_root(root / "run") if others_may_write(root) else root
 
 
 def audit_offline(
@@ -273,6 +297,7 @@ def audit_offline(
 ) -> RunOutcome:
     """``audit`` (under the output root's lock) and the offline ``readiness`` (without it)
     of two snapshot directories into a new run directory."""
+    mask_config(cfg)
     with run_directory(cfg, out, None if readiness else "audit", (source, destination)) as run_dir:
         return audit_snapshots(source, destination, run_dir, cfg, readiness=readiness, engine=engine)
 
@@ -286,6 +311,7 @@ def nightly(
 ) -> RunOutcome:
     """Snapshot both clusters (destination first) into the run directory, then audit; the
     nightly job holds the output root's lock throughout, the live readiness check does not."""
+    mask_config(cfg)
     from audit.validate.run import mode_suites
 
     prof = profile_of(cfg)
@@ -324,7 +350,9 @@ def _nightly(
         from audit.collect.records.collect import collect_records
         from audit.spark_session import build_spark
 
-        collect_records(build_spark(cfg.spark), cfg, src, dst, run_dir.parent, full=full_records)
+        # What was verified is kept beside the runs (incremental), but not where others write.
+        state_root = shared_state_root(run_dir) or run_dir
+        collect_records(build_spark(cfg.spark), cfg, src, dst, state_root, full=full_records)
         clock.done("records scan")
     job = {"job": "readiness" if readiness else "nightly"}
     return audit_snapshots(
@@ -367,6 +395,7 @@ def failover_verify(
     disaster it does not: the source's offsets then come from the mirror's own record of
     them, else from the readiness run's source snapshot, and the run says which.
     """
+    mask_config(cfg)
     before, before_source = _readiness_run(local_path(before))
     with run_directory(cfg, out, "failover verify", (source, destination)) as run_dir:
         return _failover_verify(cfg, before, before_source, run_dir, source, destination, engine)
@@ -438,6 +467,7 @@ def failback_readiness(
     """What mirroring back would truncate on the old source (``source``: the cluster the
     original mirror read from), against the mirror state recorded at the stop (in the
     destination's snapshot, or ``mirror.state_file``); GO / NO-GO."""
+    mask_config(cfg)
     with run_directory(cfg, out, "failback readiness", (source, destination)) as run_dir:
         return _failback_readiness(cfg, run_dir, source, destination, engine)
 

@@ -110,6 +110,12 @@ class RunDirClaim:
         except OutputError:
             self.remove_partial()
             raise
+        except BaseException:
+            # Reserved but never written (a cluster that did not answer): not left behind.
+            if not self.existed:
+                with contextlib.suppress(OSError):
+                    self.path.rmdir()
+            raise
 
     def remove_partial(self) -> None:
         """Remove what this run wrote: the directory if the run made it, else the entries it
@@ -129,12 +135,26 @@ class RunDirClaim:
             log.warning("unfinished run left in %s (no summary.json): remove it", self.path)
 
 
+def reserve(path: Path) -> None:
+    """Make ``path`` for this run alone (its parents as needed): an ``OutputError`` when
+    another run made it first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir()
+    except FileExistsError:
+        raise OutputError(
+            f"run directory {path} was just made by another run: give another directory"
+        ) from None
+
+
 def claim_run_dir(path: Path, inputs: Iterable[Path] = ()) -> RunDirClaim:
     """Check that ``path`` can take a new run: it does not exist, or it is empty apart from
     ``inputs`` (absolute paths of the snapshot directories the run reads) directly inside it.
     Anything else (an earlier run, finished or not) is an ``OutputError`` naming it: runs are
-    never written over one another. Creates nothing."""
+    never written over one another. A new directory is reserved at once, by an exclusive
+    ``mkdir``: two runs given the same new ``--out`` cannot both take it."""
     if not path.exists():
+        reserve(path)
         return RunDirClaim(path, False, frozenset())
     if not path.is_dir():
         raise OutputError(f"run directory {path} is not a directory")

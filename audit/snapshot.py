@@ -169,6 +169,21 @@ def write_snapshot(directory: str | Path, snap: Snapshot) -> Path:
 # --------------------------------------------------------------------------- reading
 
 
+def check_pair(
+    source: Path, destination: Path, src_manifest: dict[str, Any], dst_manifest: dict[str, Any]
+) -> None:
+    """The two halves of one ``snapshot --out DIR`` (siblings in one directory) must be of
+    the same snapshot: each manifest names its pair, and a crash between writing the two
+    would leave a new half beside an old one. Snapshots from different places (failover
+    verify's readiness source beside a later destination) are not one pair and pass."""
+    src_pair, dst_pair = src_manifest.get("pair"), dst_manifest.get("pair")
+    if source.parent == destination.parent and src_pair and dst_pair and src_pair != dst_pair:
+        raise InputError(
+            f"{source} and {destination} are not one snapshot pair (their manifests name different "
+            "pairs: a snapshot that stopped between its two halves?): take the snapshot again"
+        )
+
+
 def read_manifest(directory: str | Path, expected_role: Role | None = None) -> dict[str, Any]:
     d = Path(directory)
     path = d / "manifest.json"

@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 from audit import worker_malloc
-from audit.config import SparkConfig
+from audit.config import SparkConfig, redact_uri
 
 log = logging.getLogger(__name__)
 
@@ -96,4 +96,4 @@ def run_info(session: Any) -> dict[str, Any]:
     except Exception:  # a private API: its absence costs the figure, not the run
         log.debug("executor summaries unavailable", exc_info=True)
         executors = None
-    return {"spark_master": sc.master, "spark_executors_ran_tasks": executors}
+    return {"spark_master": redact_uri(sc.master), "spark_executors_ran_tasks": executors}

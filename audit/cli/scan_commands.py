@@ -4,25 +4,29 @@ records scan."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 from typing import Any
 
 from audit.cli.options import add_config, add_out, add_role, config_of, int_in, path_arg
 from audit.cli.output import print_scan
 from audit.errors import ExitCode, UsageError
-from audit.paths import hadoop_path, is_glob, is_uri
+from audit.paths import hadoop_path, is_glob, is_uri, shared_state_root
 from audit.profiles import profile_of
 
 
 def cmd_segments_scan(args: argparse.Namespace) -> int:
     from audit.collect.batches.collect import write_batch_scan
     from audit.collect.batches.segments import ScanOptions, scan_segments
-    from audit.config import redact_uri
+    from audit.config import redact_uri, uri_secrets
+    from audit.logs import register_secrets
     from audit.spark_session import build_spark
 
     cfg = config_of(args)
     profile_of(cfg).require_data_level("segments scan")
     paths = [hadoop_path(p) for p in args.paths]
+    # Credentials in a path given on the command line are masked like the config's.
+    register_secrets(v for p in paths for v in uri_secrets(p))
     for p in paths:
         # Before the Spark session starts; a URI or a glob is checked by the listing itself.
         if not is_uri(p) and not is_glob(p) and not Path(p).exists():
@@ -61,8 +65,12 @@ def cmd_records_scan(args: argparse.Namespace) -> int:
                 f"{d} is not a snapshot: take both first with "
                 f"'mirror-audit snapshot --config FILE --out {run}'"
             )
-    root = run.resolve().parent
-    with output_lock(root, cfg.output.lock_wait_seconds, "records scan"), write_errors(root, "output root"):
+    shared = shared_state_root(run.resolve())
+    root = shared if shared is not None else run.resolve()
+    with contextlib.ExitStack() as stack:
+        if shared is not None:  # no lock where other users may write: nothing shared is kept there
+            stack.enter_context(output_lock(root, cfg.output.lock_wait_seconds, "records scan"))
+        stack.enter_context(write_errors(root, "output root"))
         note = collect_records(build_spark(cfg.spark), cfg, src, dst, root, full=args.full)
     print(
         f"record chunks written to {src} and {dst}: {note['ranges']} ranges, "

@@ -193,21 +193,52 @@ RUN_FIGURES: tuple[tuple[str, str, str], ...] = (
 def _add_lag(metrics: _Metrics, run: Mapping[str, Any], lag_by_topic: Iterable[Any]) -> None:
     for name, doc, key in RUN_FIGURES:
         metrics.set(name, doc, _number(run.get(key)))
-    for row in lag_by_topic:
-        if not isinstance(row, Mapping) or not isinstance(row.get("topic"), str):
-            continue
+    for topic, lag_records, lag_seconds in topic_series(lag_by_topic):
         metrics.set(
             "mirror_audit_topic_lag_records",
-            "Records the destination is behind the source, per topic.",
-            _number(row.get("lag_records")),
-            topic=row["topic"],
+            "Records the destination is behind the source, per topic (the most lagging "
+            f"{TOPIC_SERIES}, the rest summed under topic=\"{OTHER_TOPICS}\").",
+            lag_records,
+            topic=topic,
         )
         metrics.set(
             "mirror_audit_topic_lag_seconds",
-            "Largest lag of the topic's partitions in seconds.",
-            _number(row.get("lag_seconds")),
-            topic=row["topic"],
+            "Largest lag of the topic's partitions in seconds (the rest: their largest).",
+            lag_seconds,
+            topic=topic,
         )
+
+
+def _label(name: str) -> str:
+    """A label value with its control characters escaped (``\\x1b``): the exposition format
+    escapes only backslash, quote and newline, and a topic name is not trusted text."""
+    return "".join(c if c == "\n" or (" " <= c != "\x7f") else f"\\x{ord(c):02x}" for c in name)
+
+
+# Per-topic series are bounded: a cluster of 10,000 topics must not make 20,000 series.
+TOPIC_SERIES = 50
+OTHER_TOPICS = "(other)"
+
+
+def topic_series(
+    lag_by_topic: Iterable[Any], limit: int = TOPIC_SERIES
+) -> list[tuple[str, float | None, float | None]]:
+    """(topic label, lag records, lag seconds): the ``limit`` topics most behind by name as
+    a label (control characters escaped: a topic name is not trusted text), then one
+    ``(other)`` series for the rest (records summed, seconds the largest)."""
+    rows = [
+        (row["topic"], _number(row.get("lag_records")), _number(row.get("lag_seconds")))
+        for row in lag_by_topic
+        if isinstance(row, Mapping) and isinstance(row.get("topic"), str)
+    ]
+    rows.sort(key=lambda r: (-(r[1] or 0), -(r[2] or 0), r[0]))
+    out = [(_label(t), records, seconds) for t, records, seconds in rows[:limit]]
+    rest = rows[limit:]
+    if rest:
+        records = [r[1] for r in rest if r[1] is not None]
+        seconds = [r[2] for r in rest if r[2] is not None]
+        out.append((OTHER_TOPICS, sum(records) if records else None, max(seconds) if seconds else None))
+    return out
 
 
 def _add_durations(metrics: _Metrics, run: Mapping[str, Any]) -> None:

@@ -14,6 +14,7 @@ empty PASS.
 from __future__ import annotations
 
 import json
+import secrets
 import uuid
 from pathlib import Path
 
@@ -134,6 +135,19 @@ def test_a_nightly_run_over_sasl_reads_every_part_and_writes_no_password(
         "records:\n  enabled: true\nsegments:\n  source:\n    read: wire\n  destination:\n    read: wire\n"
     )
     cfg = _config(tmp_path / "cfg", sandbox, sasl_login, topic, group=group, extra=extra)
+    # Markers where Spark settings hold secrets (tests/spark/test_secret_markers.py plants
+    # them in every other place): they reach the run's real Spark session.
+    markers = [f"MARKER{secrets.token_hex(6)}" for _ in range(3)]
+    cfg.write_text(
+        cfg.read_text().replace(
+            "    spark.sql.shuffle.partitions: '2'\n",
+            "    spark.sql.shuffle.partitions: '2'\n"
+            f"    spark.hadoop.fs.s3a.secret.key: {markers[0]}\n"
+            f"    spark.hadoop.fs.s3a.access.key: {markers[1]}\n"
+            f"    spark.custom.store: s3a://id:{markers[2]}@bucket/x\n",
+        )
+    )
+    assert markers[0] in cfg.read_text()
     run = tmp_path / "run"
     proc = run_cli("nightly", "--config", str(cfg), "--out", str(run))
     assert proc.returncode in (0, 1), proc.stderr[-3000:]  # a verdict, not an error
@@ -158,6 +172,9 @@ def test_a_nightly_run_over_sasl_reads_every_part_and_writes_no_password(
     assert len(written) > 10
     leaked = [name for name, data in written.items() if password.encode() in data]
     assert leaked == []
+    for marker in markers:
+        assert marker not in proc.stdout + proc.stderr
+        assert [name for name, data in written.items() if marker.encode() in data] == []
 
 
 def test_a_wrong_password_stops_each_command_with_one_line_and_writes_nothing(

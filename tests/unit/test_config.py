@@ -222,13 +222,50 @@ def test_redaction_everywhere_config_is_shown() -> None:
     ],
 )
 def test_a_pushgateway_password_is_redacted_where_config_is_shown(url: str, shown: str) -> None:
-    cfg = parse_config(f"output:\n  pushgateway_url: '{url}'\n", env={})
+    allow = "  pushgateway_allow_plaintext_credentials: true\n"  # http with a password: explicitly allowed
+    cfg = parse_config(f"output:\n  pushgateway_url: '{url}'\n{allow}", env={})
     redacted = cfg.redacted()
     assert redacted["output"]["pushgateway_url"] == shown
     assert "s3cr3t-pg" not in repr(redacted)
     assert redacted["output"]["root"] == cfg.output.root  # the rest of the section as it was
     # The log mask knows it too, for a message that quotes the URL some other way.
     assert ("s3cr3t-pg" in cfg.secret_values()) == ("s3cr3t-pg" in url)
+
+
+@pytest.mark.parametrize(
+    "url", ["http://pusher:s3cr3t-pg@pushgateway:9091", "pusher:s3cr3t-pg@pushgateway:9091"]
+)
+def test_pushgateway_credentials_without_tls_are_a_config_error_naming_the_key(url: str) -> None:
+    with pytest.raises(ConfigError, match=r"output\.pushgateway_url: has credentials but no TLS") as err:
+        parse_config(f"output:\n  pushgateway_url: '{url}'\n", env={})
+    assert "s3cr3t-pg" not in str(err.value)
+
+
+def test_spark_settings_and_segment_uris_are_redacted_and_masked() -> None:
+    text = """
+spark:
+  conf:
+    spark.hadoop.fs.s3a.secret.key: s3-secret-marker
+    spark.hadoop.fs.s3a.access.key: AKIAMARKER
+    spark.my.credential.store: cred-marker
+    spark.custom.opaque: opaque-marker
+    spark.eventLog.dir: s3a://EVTKEY:evt-pass-marker@bucket/events
+    spark.executor.memory: 2g
+  secret_conf: ['spark\\.custom\\..*']
+segments:
+  source:
+    read: files
+    paths: ['s3a://PATHKEY:path-pass-marker@bucket/kafka']
+"""
+    cfg = parse_config(text, env={})
+    shown = repr(cfg.redacted())
+    markers = ("s3-secret-marker", "AKIAMARKER", "cred-marker", "opaque-marker", "evt-pass-marker",
+               "path-pass-marker", "EVTKEY", "PATHKEY")
+    for marker in markers:
+        assert marker not in shown, marker
+        assert any(marker in v for v in cfg.secret_values()), marker
+    assert cfg.redacted()["spark"]["conf"]["spark.executor.memory"] == "2g"
+    assert cfg.redacted()["segments"]["source"]["paths"] == ["s3a://***@bucket/kafka"]
 
 
 @pytest.mark.parametrize(

@@ -411,3 +411,20 @@ def test_a_textfile_that_can_never_be_written_stops_the_job_before_its_work(tmp_
     cfg = AuditConfig(output=OutputConfig(root=root, metrics_textfile=str(tmp_path)))
     with pytest.raises(OutputError, match="is a directory"), run_directory(cfg, None, "nightly"):
         pass
+
+
+def test_topic_series_are_bounded_and_their_labels_escaped() -> None:
+    from audit.report.metrics import OTHER_TOPICS, TOPIC_SERIES, topic_series
+
+    rows = [{"topic": f"t{i:05d}", "lag_records": i, "lag_seconds": float(i)} for i in range(10_000)]
+    rows.append({"topic": "evil\x1b[31m\rname", "lag_records": 10**9, "lag_seconds": 1.0})
+    series = topic_series(rows)
+    assert len(series) == TOPIC_SERIES + 1
+    assert series[0][0] == "evil\\x1b[31m\\x0dname" and series[0][1] == 10**9  # most behind first, escaped
+    assert all(not any(ord(c) < 32 for c in label) for label, _, _ in series)
+    other = series[-1]
+    kept = {int(label[1:]) for label, _, _ in series[1:-1]}
+    assert other[0] == OTHER_TOPICS
+    assert other[1] == sum(i for i in range(10_000) if i not in kept)
+    assert other[2] == float(max(i for i in range(10_000) if i not in kept))
+    assert topic_series(rows[:3]) == [("t00002", 2.0, 2.0), ("t00001", 1.0, 1.0), ("t00000", 0.0, 0.0)]

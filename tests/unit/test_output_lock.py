@@ -65,7 +65,7 @@ def test_the_lock_file_names_its_holder_while_held_and_nothing_after(tmp_path: P
         assert holder["pid"] == os.getpid() and holder["job"] == "records scan"
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", holder["started_at"])
         assert holder["argv"] == sys.argv[0:2]
-    assert path.read_text() == ""
+    assert path.read_text().strip() == ""  # blanked, never truncated
     with output_lock(tmp_path):  # released: the next run takes it
         pass
 
@@ -81,7 +81,7 @@ def test_a_lock_file_left_by_a_crashed_run_is_harmless(root: Path) -> None:
     proc = run_in_process(*audit_argv(src, dst, root / "new"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (root / "new" / "summary.json").is_file()
-    assert (root / LOCK_FILE).read_text() == ""  # the run took the lock over, and released it
+    assert (root / LOCK_FILE).read_text().strip() == ""  # the run took the lock over, and released it
 
 
 def test_a_run_waits_for_the_lock_up_to_lock_wait_seconds(tmp_path: Path) -> None:
@@ -205,3 +205,31 @@ def test_the_holder_process_helper_really_holds_an_flock(tmp_path: Path) -> None
         held = subprocess.run([sys.executable, "-c", probe, str(tmp_path / LOCK_FILE)], check=False)
     free = subprocess.run([sys.executable, "-c", probe, str(tmp_path / LOCK_FILE)], check=False)
     assert (held.returncode, free.returncode) == (3, 0)
+
+
+def test_a_symbolic_link_in_place_of_the_lock_file_is_refused_and_its_target_untouched(
+    tmp_path: Path,
+) -> None:
+    """The reproduction: runs/.mirror-audit.lock -> victim.txt, and an audit emptied victim.txt."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    root = tmp_path / "runs"
+    root.mkdir()
+    (root / LOCK_FILE).symlink_to(victim)
+    with pytest.raises(OutputError, match="is a symbolic link"), output_lock(root):
+        pass
+    src, dst = snapshot_pair(tmp_path / "snaps")
+    proc = run_in_process(*audit_argv(src, dst, root / "r1"))
+    assert proc.returncode == 2 and "symbolic link" in proc.stderr, proc.stderr[-2000:]
+    assert victim.read_text() == "precious\n"
+
+
+def test_a_hard_link_in_place_of_the_lock_file_is_refused(tmp_path: Path) -> None:
+    other = tmp_path / "other.txt"
+    other.write_text("precious\n")
+    root = tmp_path / "runs"
+    root.mkdir()
+    os.link(other, root / LOCK_FILE)
+    with pytest.raises(OutputError, match="hard links"), output_lock(root):
+        pass
+    assert other.read_text() == "precious\n"

@@ -122,7 +122,7 @@ def test_without_a_config_file_the_output_root_is_the_relative_default(
     monkeypatch.chdir(tmp_path)
     run = new_run_dir(AuditConfig())
     assert run.parent == tmp_path / "reports" and run.is_absolute()
-    run.mkdir()
+    assert run.is_dir()  # reserved by an exclusive mkdir
     assert new_run_dir(AuditConfig()) != run  # a second run in the same second gets its own
 
 

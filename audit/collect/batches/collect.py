@@ -27,7 +27,7 @@ from audit.collect.batches.scan import BatchScan
 from audit.collect.metadata.snapshot import utc_now
 from audit.config import AuditConfig, redact_uri
 from audit.errors import ConfigError, InputError
-from audit.fsutil import atomic_directory, atomic_write_json, replace_path
+from audit.fsutil import atomic_directory, atomic_write_json, private_dir_as_umask, replace_path
 from audit.schemas import SNAPSHOT_TABLES
 from audit.snapshot import Role, Snapshot, make_manifest, read_manifest, write_snapshot, write_table
 
@@ -97,7 +97,7 @@ def issue_summary(issues: list[ScanIssue]) -> dict[str, int]:
 @contextmanager
 def _staging(parent: Path) -> Iterator[Path]:
     parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".batches.", suffix=".partial", dir=parent))
+    tmp = private_dir_as_umask(Path(tempfile.mkdtemp(prefix=".batches.", suffix=".partial", dir=parent)))
     try:
         yield tmp
     finally:

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from audit.config import ScopeConfig
+from audit.config import ScopeConfig, redact_uri
 from audit.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ def list_log_files(spark: Any, paths: list[str]) -> list[str]:
             fs = path.getFileSystem(conf)
             matches = fs.globStatus(path)
             if not matches:
-                raise InputError(f"segment path does not exist: {given}")
+                raise InputError(f"segment path does not exist: {redact_uri(given)}")
             for status in matches:
                 files = fs.listFiles(status.getPath(), True)
                 while files.hasNext():
@@ -144,8 +144,8 @@ def list_log_files(spark: Any, paths: list[str]) -> list[str]:
                             else uri
                         ] = None
         except Py4JJavaError as exc:
-            first = str(exc.java_exception).splitlines()[0]
-            raise InputError(f"segment path {given} cannot be listed: {first}") from None
+            first = redact_uri(str(exc.java_exception).splitlines()[0])
+            raise InputError(f"segment path {redact_uri(given)} cannot be listed: {first}") from None
     return list(found)
 
 

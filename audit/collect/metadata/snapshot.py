@@ -10,6 +10,7 @@ import dataclasses
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -247,6 +248,11 @@ def take_snapshots(
     if state is not None and state_file is not None:
         dst_snap = with_mirror_state(dst_snap, state, str(state_file))
     src_snap = collect_snapshot(cfg, "source", plan)
+    # One pair id in both manifests: a crash between the two directories' renames leaves a
+    # new destination beside an old source, which the audit then refuses (read_pair).
+    pair = uuid.uuid4().hex
+    dst_snap = dataclasses.replace(dst_snap, manifest={**dst_snap.manifest, "pair": pair})
+    src_snap = dataclasses.replace(src_snap, manifest={**src_snap.manifest, "pair": pair})
     dst = write_snapshot(out / "destination", dst_snap)
     src = write_snapshot(out / "source", src_snap)
     return src, dst
