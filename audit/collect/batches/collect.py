@@ -27,7 +27,7 @@ from audit.collect.batches.scan import BatchScan
 from audit.collect.metadata.snapshot import utc_now
 from audit.config import AuditConfig, redact_uri
 from audit.errors import ConfigError, InputError
-from audit.fsutil import atomic_directory, atomic_write_json, private_dir_as_umask, replace_path
+from audit.fsutil import atomic_directory, atomic_write_json, private_dir_as_umask
 from audit.schemas import SNAPSHOT_TABLES
 from audit.snapshot import Role, Snapshot, make_manifest, read_manifest, write_snapshot, write_table
 
@@ -104,6 +104,22 @@ def _staging(parent: Path) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _copy_entry(src: Path, dst: Path) -> None:
+    """A snapshot's file or table directory into its replacement: hard links where the
+    filesystem allows (no bytes copied), a copy elsewhere."""
+    if src.is_dir():
+        shutil.copytree(src, dst, copy_function=_link_or_copy)
+    else:
+        _link_or_copy(str(src), str(dst))
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 def write_batch_scan(
     spark: Any,
     scanned: BatchScan,
@@ -129,10 +145,17 @@ def write_batch_scan(
             if derived:
                 write_table(staging, "partitions", derived_partitions(spark, staging))
                 tables.append("partitions")
-            for table in tables:
-                replace_path(staging / f"{table}.parquet", directory / f"{table}.parquet")
-        manifest.setdefault("notes", {})["batches"] = note
-        atomic_write_json(directory / "manifest.json", manifest)
+            # The snapshot is replaced as one unit: a whole new copy (its other tables
+            # hard-linked or copied, the scan's tables and the manifest new) takes the old
+            # one's place, so a crash leaves the old snapshot or the new one, never a mix.
+            with atomic_directory(directory) as whole:
+                for entry in directory.iterdir():
+                    if entry.name not in {f"{t}.parquet" for t in tables} | {"manifest.json"}:
+                        _copy_entry(entry, whole / entry.name)
+                for table in tables:
+                    os.replace(staging / f"{table}.parquet", whole / f"{table}.parquet")
+                manifest.setdefault("notes", {})["batches"] = note
+                atomic_write_json(whole / "manifest.json", manifest)
         return note
     if directory.exists() and any(directory.iterdir()):
         raise InputError(
