@@ -20,6 +20,13 @@ log = logging.getLogger(__name__)
 
 SUMMARY_FORMAT = "mirror-audit-summary/1"
 
+COVERAGE_ADVICE = (
+    "Some rows could not be checked because an input was missing (listed above). Find out why "
+    "the cluster or the mirror does not report it (a partition without a leader, an older broker, "
+    "a mirror state without that field) and audit again; where the cluster cannot supply it, "
+    "accept the gap by name with `readiness.accept_unchecked: [{id}]`."
+)
+
 
 def build_summary(
     results: list[InvariantResult],
@@ -39,8 +46,10 @@ def build_summary(
     invariants = {r.id: r.to_json() for r in results}
     for r in results:
         advice = remediation(r.id)
-        if r.status in ("fail", "warn") and advice:
+        if r.status in ("fail", "warn") and r.violations and advice:
             invariants[r.id]["remediation"] = advice
+        elif r.status == "warn" and r.gaps:  # warns for what it could not check, not for a violation
+            invariants[r.id]["remediation"] = COVERAGE_ADVICE.format(id=r.id)
     for inv_id, extra in (details or {}).items():
         if inv_id in invariants:
             invariants[inv_id].update(extra)
