@@ -329,3 +329,34 @@ def test_batched_offset_fetch_gives_what_one_group_per_request_gives(sandbox: Sa
     assert batched[f"never-{run}"] == []
     first = {(c.partition, c.offset, c.leader_epoch, c.metadata) for c in batched[groups[1]]}
     assert first == {(0, 1, 1, "m1"), (1, 2, None, None)}
+
+
+def test_a_readiness_and_a_nightly_started_together_under_one_root_each_keep_their_run(
+    sandbox: SandboxState, tmp_path: Path
+) -> None:
+    """Started in the same second under one output root (no --out: each names its run by
+    the time it started), they shared a run directory and the second's snapshots replaced
+    the first's; each now reserves its own by an exclusive mkdir."""
+    import subprocess
+    import sys
+
+    topic = f"together-{uuid.uuid4().hex[:8]}"
+    _mirror_topic(sandbox, topic, 10, [[1, 2]])
+    scope = f"scope:\n  topics:\n    include: ['{topic}']\n  groups:\n    include: []\n"
+    cfg = _config(tmp_path, sandbox, scope)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "audit.cli", job, "--config", str(cfg)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for job in ("nightly", "readiness")
+    ]
+    outputs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outputs]
+    runs = sorted(d for d in (tmp_path / "reports").iterdir() if d.is_dir())
+    jobs = sorted(json.loads((d / "summary.json").read_text())["run"]["job"] for d in runs)
+    assert jobs == ["nightly", "readiness"], runs
+    for d in runs:  # each audited its own snapshots
+        assert (d / "source" / "manifest.json").is_file() and (d / "destination" / "manifest.json").is_file()

@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -117,3 +118,74 @@ def test_files_the_run_writes_follow_the_umask(tmp_path: Path) -> None:
     run = tmp_path / "run"
     for f in (run / "summary.json", run / "report" / "index.html", run / "metrics.prom"):
         assert stat.S_IMODE(f.stat().st_mode) == 0o644, f
+
+
+def test_a_snapshot_stopped_between_its_halves_is_never_audited_as_a_pair(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``snapshot --out DIR`` over an earlier snapshot, the process dying after the new
+    destination is in place and before the source: the old source and the new destination
+    are refused together."""
+    from audit.collect.metadata import snapshot as collect
+    from audit.config_file import parse_config
+    from audit.pipeline import audit_snapshots
+    from audit.profiles import profile
+    from audit.snapshot import Snapshot, make_manifest
+    from tests.snapshots import part
+
+    cfg = parse_config("source:\n  bootstrap_servers: a:1\ndestination:\n  bootstrap_servers: b:1\n", env={})
+
+    def fake_collect(_cfg: object, role: Any, _plan: object) -> Snapshot:
+        epoch = 5 if role == "source" else 8
+        manifest = make_manifest(role, f"{role}-id", "2026-11-26T00:00:00Z", "2026-11-26T00:00:01Z", {}, {})
+        return Snapshot(manifest, (part("orders", leader_epoch=epoch),))
+
+    monkeypatch.setattr(collect, "collect_snapshot", fake_collect)
+    out = tmp_path / "snap"
+    src, dst = collect.take_snapshots(cfg, out, profile("cluster-mirroring").snapshot)
+    assert audit_snapshots(src, dst, tmp_path / "run1", cfg, engine="local").exit_code == 0
+    real_write = collect.write_snapshot  # type: ignore[attr-defined]
+
+    def dies_before_the_source(directory: Path, snap: Snapshot) -> Path:
+        if Path(directory).name == "source":
+            raise KeyboardInterrupt  # the process killed between the two halves
+        return real_write(directory, snap)
+
+    monkeypatch.setattr(collect, "write_snapshot", dies_before_the_source)
+    with pytest.raises(KeyboardInterrupt):
+        collect.take_snapshots(cfg, out, profile("cluster-mirroring").snapshot)
+    with pytest.raises(InputError, match="not one snapshot pair"):
+        audit_snapshots(src, dst, tmp_path / "run2", cfg, engine="local")
+
+
+def test_a_python_caller_gets_the_configuration_s_secrets_masked_in_its_own_log_handler(
+    tmp_path: Path,
+) -> None:
+    """Masking was registered by the CLI only: a caller of the library with its own logging
+    got the secret in clear. Every job now registers its configuration's secrets."""
+    import io
+    import logging
+
+    from audit.config_file import parse_config
+    from audit.pipeline import audit_snapshots
+
+    marker = "MARKER-py-caller-7f3a"
+    cfg = parse_config(f"spark:\n  conf:\n    spark.hadoop.fs.s3a.secret.key: {marker}\n", env={})
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger = logging.getLogger("a.callers.own.logger")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        src, dst = snapshot_pair(tmp_path / "snap")
+        audit_snapshots(src, dst, tmp_path / "run", cfg, engine="local")
+        logger.info("the caller's own line quoting %s", marker)
+        try:
+            raise RuntimeError(f"an error naming {marker}")
+        except RuntimeError:
+            logger.exception("failed")
+    finally:
+        logger.removeHandler(handler)
+    text = stream.getvalue()
+    assert "the caller's own line quoting ***" in text and "an error naming ***" in text
+    assert marker not in text
