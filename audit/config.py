@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote, unquote
@@ -118,9 +118,6 @@ class ClusterConfig:
             "timeout_seconds": self.timeout_seconds,
             "max_concurrent_requests": self.max_concurrent_requests,
         }
-
-    def secret_values(self) -> list[str]:
-        return [v for k, v in self.properties.items() if is_secret_key(k) and v]
 
 
 @dataclass(frozen=True)
@@ -259,16 +256,6 @@ class SegmentsConfig:
     def enabled(self) -> bool:
         return self.source.read != "none" or self.destination.read != "none"
 
-    def redacted(self) -> dict[str, Any]:
-        """Segment paths as shown anywhere: URI credentials cut (``s3a://***@bucket``)."""
-        shown = dataclasses.asdict(self)
-        for side in ("source", "destination"):
-            shown[side]["paths"] = [redact_uri(p) for p in getattr(self, side).paths]
-        return shown
-
-    def secret_values(self) -> list[str]:
-        return [v for side in (self.source, self.destination) for p in side.paths for v in uri_secrets(p)]
-
 
 @dataclass(frozen=True)
 class TopicRecordScope:
@@ -335,22 +322,6 @@ class SparkConfig:
     def is_secret_setting(self, name: str) -> bool:
         return is_secret_key(name) or regex.any_full_match(self.secret_conf, name)
 
-    def redacted(self) -> dict[str, Any]:
-        """The settings as shown anywhere: secret values as ``***``, URI credentials cut."""
-        shown = dataclasses.asdict(self)
-        shown["conf"] = {
-            k: (REDACTED if self.is_secret_setting(k) else redact_uri(v)) for k, v in self.conf.items()
-        }
-        shown["master"] = redact_uri(self.master)
-        shown["secret_conf"] = list(self.secret_conf)
-        return shown
-
-    def secret_values(self) -> list[str]:
-        out = [v for k, v in self.conf.items() if self.is_secret_setting(k)]
-        for v in (self.master, *self.conf.values()):
-            out.extend(uri_secrets(v))
-        return out
-
 
 @dataclass(frozen=True)
 class OutputConfig:
@@ -371,17 +342,6 @@ class OutputConfig:
     # A Pushgateway URL with credentials must be https (basic auth over http sends them in
     # clear); true allows http where the network is trusted.
     pushgateway_allow_plaintext_credentials: bool = False
-
-    def redacted(self) -> dict[str, Any]:
-        """A Pushgateway behind basic auth takes its password in the URL: never shown."""
-        shown = dataclasses.asdict(self)
-        if self.pushgateway_url:
-            shown["pushgateway_url"] = redact_url(self.pushgateway_url)
-        return shown
-
-    def secret_values(self) -> list[str]:
-        password = split_url_credentials(self.pushgateway_url)[2] if self.pushgateway_url else None
-        return [password] if password else []
 
 
 @dataclass(frozen=True)
@@ -429,27 +389,85 @@ class AuditConfig:
         return cfg
 
     def redacted(self) -> dict[str, Any]:
-        """The configuration as plain data with every secret replaced: safe to print or store."""
+        """The configuration as plain data with every secret replaced (``SECRET_SETTINGS``):
+        safe to print or store."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, ClusterConfig | OutputConfig | SparkConfig | SegmentsConfig):
-                out[f.name] = value.redacted()
-            elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-                out[f.name] = _plain(dataclasses.asdict(value))
-            else:
-                out[f.name] = value
+            is_section = dataclasses.is_dataclass(value) and not isinstance(value, type)
+            out[f.name] = _plain(dataclasses.asdict(value)) if is_section else value
+        for setting in SECRET_SETTINGS:
+            *parents, key = setting.path
+            node: Any = out
+            for name in parents:
+                node = node.get(name) if isinstance(node, dict) else None
+            if isinstance(node, dict) and node.get(key) is not None:
+                node[key] = _SHOWN[setting.kind](node[key], self)
         return out
 
     def secret_values(self) -> list[str]:
+        """Every secret value the configuration holds, for the log mask (``SECRET_SETTINGS``)."""
         values: list[str] = []
-        for c in (self.source, self.destination):
-            if c is not None:
-                values.extend(c.secret_values())
-        values.extend(self.output.secret_values())
-        values.extend(self.spark.secret_values())
-        values.extend(self.segments.secret_values())
+        for setting in SECRET_SETTINGS:
+            value: Any = self
+            for name in setting.path:
+                value = getattr(value, name, None)
+            if value is not None:
+                values.extend(v for v in _SECRETS[setting.kind](value, self) if v)
         return values
+
+
+# The one redaction rule for what leaves the process (report, summary.json, manifests, Data
+# Docs, metrics, logs, error lines): every setting that can hold a secret, by the kind of
+# value it holds. A new secret-bearing setting (a webhook URL, say) joins this table.
+SecretKind = Literal["properties", "spark_conf", "uri", "uris", "url"]
+
+
+@dataclass(frozen=True)
+class SecretSetting:
+    path: tuple[str, ...]
+    kind: SecretKind
+
+
+SECRET_SETTINGS: tuple[SecretSetting, ...] = (
+    SecretSetting(("source", "properties"), "properties"),
+    SecretSetting(("destination", "properties"), "properties"),
+    SecretSetting(("spark", "conf"), "spark_conf"),
+    SecretSetting(("spark", "master"), "uri"),
+    SecretSetting(("segments", "source", "paths"), "uris"),
+    SecretSetting(("segments", "destination", "paths"), "uris"),
+    SecretSetting(("output", "pushgateway_url"), "url"),
+)
+
+
+def _spark_conf_shown(conf: Mapping[str, str], cfg: AuditConfig) -> dict[str, str]:
+    return {k: (REDACTED if cfg.spark.is_secret_setting(k) else redact_uri(v)) for k, v in conf.items()}
+
+
+def _spark_conf_secrets(conf: Mapping[str, str], cfg: AuditConfig) -> list[str]:
+    out = [v for k, v in conf.items() if cfg.spark.is_secret_setting(k)]
+    return out + [s for v in conf.values() for s in uri_secrets(v)]
+
+
+def _url_secrets(url: str, cfg: AuditConfig) -> list[str]:
+    password = split_url_credentials(url)[2]
+    return ([password] if password else []) + uri_secrets(url)
+
+
+_SHOWN: dict[str, Callable[[Any, AuditConfig], Any]] = {
+    "properties": lambda v, _: redact_properties(v),
+    "spark_conf": _spark_conf_shown,
+    "uri": lambda v, _: redact_uri(v),
+    "uris": lambda v, _: [redact_uri(p) for p in v],
+    "url": lambda v, _: redact_url(v),
+}
+_SECRETS: dict[str, Callable[[Any, AuditConfig], list[str]]] = {
+    "properties": lambda v, _: [val for k, val in v.items() if is_secret_key(k)],
+    "spark_conf": _spark_conf_secrets,
+    "uri": lambda v, _: uri_secrets(v),
+    "uris": lambda v, _: [s for p in v for s in uri_secrets(p)],
+    "url": _url_secrets,
+}
 
 
 def _plain(value: Any) -> Any:
