@@ -63,6 +63,20 @@ def load_config(path: str | os.PathLike[str] | None, env: Mapping[str, str] | No
     return parse_config(text, origin=str(p), env=os.environ if env is None else env, base_dir=p.parent)
 
 
+class _NoAliasLoader(yaml.SafeLoader):
+    """PyYAML's safe loader without anchors and aliases: a configuration needs none, and a
+    few hundred bytes of nested aliases (a "billion laughs") expand to gigabytes before a
+    single key could be checked."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None, None, "YAML aliases (*name) are not allowed in a configuration", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
 def parse_config(
     text: str,
     origin: str = "<config>",
@@ -72,7 +86,9 @@ def parse_config(
     """``base_dir``: the directory relative paths in the text are taken from (None: left
     as written, for callers that resolve them later against the current directory)."""
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_NoAliasLoader)
+    except RecursionError:
+        raise ConfigError(f"config file {origin} is nested too deeply to be a configuration") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -58,6 +58,21 @@ def private_dir_as_umask(path: Path) -> Path:
     return path
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def json_loads(text: str) -> Any:
+    """``json.loads`` for a file the auditor did not necessarily write itself: NaN and
+    Infinity (Python's extension of JSON) refused, and nesting deeper than the interpreter
+    can parse a ``ValueError`` like any other malformed JSON (the callers' one-line input
+    error), not a RecursionError."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply to be read") from None
+
+
 def atomic_write_json(path: str | os.PathLike[str], data: Any) -> Path:
     return atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 

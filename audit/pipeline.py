@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from audit.compare.engines import EngineName
-from audit.compare.run import Compared, check_scope
+from audit.compare.run import Compared, check_offsets, check_scope
 from audit.config import AuditConfig
 from audit.errors import ExitCode, OutputError
+from audit.fsutil import json_loads
 from audit.logs import mask_config
 from audit.output_lock import output_lock
 from audit.paths import check_writable, local_path, others_may_write, shared_state_root, writable_directory
@@ -99,6 +100,8 @@ def audit_snapshots(
     check_pair(source, destination, src_manifest, dst_manifest)
     writable_directory(run_dir, "run directory")
     check_scope(prof.inputs, cfg, source)
+    for directory in (source, destination):
+        check_offsets(directory)
     compared = compare_snapshots(source, destination, run_dir, cfg, engine, prof)
     clock.done("compare")
     results = run_validation(compared, run_dir, cfg, suites, prof.catalogue)
@@ -506,18 +509,17 @@ def _failback_readiness(
 def _readiness_run(before: Path) -> tuple[Path, Path]:
     """A readiness run's directory, checked to hold what verify compares against, and its
     source snapshot (in the run for a live check, where its summary says for an offline one)."""
-    import json
 
     from audit.errors import InputError
 
     summary = before / "summary.json"
     try:
-        data = json.loads(summary.read_text(encoding="utf-8"))
+        data = json_loads(summary.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"{before} is not a finished run: {summary} is missing") from None
     except (OSError, ValueError) as exc:
         raise InputError(f"{summary} cannot be read: {exc}") from exc
-    if "readiness" not in data or "expected_loss_records" not in data:
+    if not isinstance(data, dict) or "readiness" not in data or "expected_loss_records" not in data:
         raise InputError(
             f"{before} is not a readiness run (its summary.json has no readiness figures): give the run "
             "of the 'mirror-audit readiness' taken before the stop"
@@ -528,6 +530,8 @@ def _readiness_run(before: Path) -> tuple[Path, Path]:
         )
     source = before / "source"
     if not source.is_dir():
-        source = Path(str((data.get("run") or {}).get("source") or source))
+        run = data.get("run")
+        given = run.get("source") if isinstance(run, dict) else None
+        source = Path(str(given or source))
     read_manifest(source, "source")
     return before, source

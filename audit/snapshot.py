@@ -9,13 +9,12 @@ with the file and column named instead of a stack trace from deep inside a join.
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from audit.errors import InputError
-from audit.fsutil import atomic_directory, atomic_write_json
+from audit.fsutil import atomic_directory, atomic_write_json, json_loads
 from audit.schemas import (
     REQUIRED_TABLES,
     SNAPSHOT_FORMAT,
@@ -192,7 +191,7 @@ def read_manifest(directory: str | Path, expected_role: Role | None = None) -> d
     if not path.exists():
         raise InputError(f"{path} is missing: {d} is not a complete snapshot")
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = json_loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(f"{path} is not valid JSON: {exc}") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != SNAPSHOT_FORMAT:

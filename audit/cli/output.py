@@ -70,6 +70,11 @@ def print_outcome(summary: dict[str, object], report: Path) -> None:
     print(f"report: {report}")
 
 
+def _count(value: object) -> str:
+    """A plan's figure: ``unknown`` where it could not be computed, never 0."""
+    return "unknown" if value is None else str(value)
+
+
 def _listed(value: object) -> list[object]:
     return list(value) if isinstance(value, list) else []
 
@@ -78,12 +83,12 @@ def _print_plan(plan: dict[str, Any]) -> None:
     """The mm2 failover plan: per group and partition, the offset a failover would set."""
     print(
         f"  failover plan (not applied): {plan['groups']} groups, {plan['partitions']} partitions, "
-        f"{plan['reprocess_records']} records to reprocess, {plan['skip_records']} to skip"
+        f"{_count(plan['reprocess_records'])} records to reprocess, {_count(plan['skip_records'])} to skip"
     )
     print(f"    in {plan['path']}")
     header = ("group", "topic", "partition", "set offset", "reprocess", "skip")
     keys = ("group_id", "topic", "partition", "offset", "reprocess_records", "skip_records")
-    print_table([header, *[tuple(str(r[k]) for k in keys) for r in plan["preview"]]], indent="    ")
+    print_table([header, *[tuple(_count(r[k]) for k in keys) for r in plan["preview"]]], indent="    ")
     if plan["partitions"] > len(plan["preview"]):
         print(f"    ... {plan['partitions'] - len(plan['preview'])} more in plan.json")
 

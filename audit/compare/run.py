@@ -203,6 +203,32 @@ def check_scope(inputs: Inputs, cfg: AuditConfig, source: Path) -> None:
     )
 
 
+def check_offsets(directory: Path) -> None:
+    """A snapshot holding a negative offset is an input error naming the file, the column
+    and the first partition, never a comparison that could say GO over it (an earlier
+    version wrote the -1001 librdkafka answers for a partition without a leader as its high
+    watermark). The order between the offsets is not checked here: each is read by its own
+    request, and a partition being written between two reads may have moved."""
+    import pyarrow.compute as pc
+
+    for table_name, columns in (
+        ("partitions", ("log_start_offset", "high_watermark", "last_stable_offset")),
+        ("group_offsets", ("committed_offset",)),
+    ):
+        if not check_table(directory, table_name):
+            continue
+        table = read_arrow(directory, table_name)
+        for column in columns:
+            bad = pc.fill_null(pc.less(table.column(column), 0), False)
+            if pc.any(bad).as_py():
+                i = pc.index(bad, True).as_py()
+                where = f"{table.column('topic')[i].as_py()}-{table.column('partition')[i].as_py()}"
+                raise InputError(
+                    f"{directory / (table_name + '.parquet')}: {column} of {where} is "
+                    f"{table.column(column)[i].as_py()}, not an offset: take the snapshot again"
+                )
+
+
 def cluster_mirroring_inputs(tables: Tables, source: Path, destination: Path) -> list[tuple[str, Path, str]]:
     """Mode cluster-mirroring: each side's batch scan issues (small: a row per problem),
     whose topics are named too, since their rows are judged in scope like the batches';

@@ -11,6 +11,7 @@ time.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from dataclasses import asdict, dataclass
@@ -33,8 +34,9 @@ class PlanRow:
     topic: str  # the replica topic on the target
     partition: int
     offset: int  # the checkpoint's downstream offset: what the failover would commit
-    reprocess_records: int
-    skip_records: int
+    # None: unknown (no offset sync bounds the checkpoint), never counted as 0.
+    reprocess_records: int | None
+    skip_records: int | None
     staleness_records: int | None
 
 
@@ -43,8 +45,8 @@ class PlanSummary:
     path: str
     groups: int
     partitions: int
-    reprocess_records: int
-    skip_records: int
+    reprocess_records: int | None  # None where a row's count is unknown
+    skip_records: int | None
     preview: tuple[PlanRow, ...]
 
     def to_json(self) -> dict[str, Any]:
@@ -65,7 +67,9 @@ def write_failover_plan(compared: Compared, run_dir: Path, bootstrap: str | None
     """Write ``<run>/failover-plan/`` from the mm2_group_offsets comparison table."""
     target = run_dir / PLAN_DIR
     preview: list[PlanRow] = []
-    groups = partitions = reprocess = skip = 0
+    groups = partitions = 0
+    reprocess: int | None = 0
+    skip: int | None = 0
     with atomic_directory(target) as tmp:
         (tmp / "groups").mkdir()
         plan_json = (tmp / "plan.json").open("w", encoding="utf-8")
@@ -79,15 +83,15 @@ def write_failover_plan(compared: Compared, run_dir: Path, bootstrap: str | None
                 r["remote_topic"],
                 int(r["partition"]),
                 int(r["ckpt_downstream_offset"]),
-                int(r["reprocess_records"] or 0),
-                int(r["skip_records"] or 0),
+                None if r["reprocess_records"] is None else int(r["reprocess_records"]),
+                None if r["skip_records"] is None else int(r["skip_records"]),
                 None if r["staleness_records"] is None else int(r["staleness_records"]),
             )
             if row.group_id != current:
                 if csv is not None:
                     csv.close()
                 current = row.group_id
-                name = f"groups/{quote(row.group_id, safe='')}.csv"
+                name = f"groups/{_file_name(row.group_id)}.csv"
                 csv = (tmp / name).open("w", encoding="utf-8")
                 groups += 1
                 commands.append(
@@ -99,8 +103,8 @@ def write_failover_plan(compared: Compared, run_dir: Path, bootstrap: str | None
             csv.write(f"{row.topic},{row.partition},{row.offset}\n")
             plan_json.write(("," if partitions else "") + json.dumps(asdict(row)) + "\n")
             partitions += 1
-            reprocess += row.reprocess_records
-            skip += row.skip_records
+            reprocess = _add(reprocess, row.reprocess_records)
+            skip = _add(skip, row.skip_records)
             if len(preview) < PREVIEW_ROWS:
                 preview.append(row)
         if csv is not None:
@@ -116,6 +120,21 @@ def write_failover_plan(compared: Compared, run_dir: Path, bootstrap: str | None
         )
     log.info("failover plan: %d groups, %d partitions in %s (not applied)", groups, partitions, target)
     return PlanSummary(str(target), groups, partitions, reprocess, skip, tuple(preview))
+
+
+def _add(total: int | None, value: int | None) -> int | None:
+    """A sum that is unknown as soon as one of its terms is."""
+    return None if total is None or value is None else total + value
+
+
+def _file_name(group_id: str) -> str:
+    """A file name for a group: its id percent-encoded, cut and made unique by a hash where
+    that would pass the filesystem's 255 bytes (a group id may be any length)."""
+    quoted = quote(group_id, safe="")
+    if len(quoted) <= 120:
+        return quoted
+    digest = hashlib.sha256(group_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{quoted[:100]}-{digest}"
 
 
 def _shell_word(text: str) -> str:

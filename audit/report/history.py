@@ -10,11 +10,11 @@ streak of the few example rows shown, and per invariant three counts and a few k
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
 
+from audit.fsutil import json_loads
 from audit.validate.violations import KEY_COLUMNS, parse_key, row_key, violations_dataset
 
 log = logging.getLogger(__name__)
@@ -44,15 +44,32 @@ def load_history(
         if exclude is not None and path.parent.resolve() == exclude.resolve():
             continue
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json_loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             log.warning("ignoring unreadable earlier run %s", path)
             continue
-        if not isinstance(data, dict) or (pair is not None and pair_of(data) != pair):
+        if not _usable(data):
+            log.warning("ignoring earlier run %s: its summary.json is not one this tool wrote", path)
             continue
-        runs.append({"dir": path.parent.name, **data})
+        if pair is not None and pair_of(data) != pair:
+            continue
+        # The run's directory is where its summary lies, whatever the summary says.
+        runs.append({**data, "dir": path.parent.name})
     runs.sort(key=lambda s: str((s.get("run") or {}).get("started_at", s["dir"])))
     return runs[-limit:]
+
+
+def _usable(data: Any) -> bool:
+    """A summary the history can read: the fields it reads have the types it reads them as
+    (a crafted or damaged summary.json under the output root is skipped, not a traceback
+    in every later run)."""
+    if not isinstance(data, dict):
+        return False
+    shapes = {"run": dict, "invariants": dict, "verdict": str, "changes": dict}
+    if any(k in data and not isinstance(data[k], t) for k, t in shapes.items()):
+        return False
+    invariants = data.get("invariants") or {}
+    return all(isinstance(v, dict) for v in invariants.values())
 
 
 def _keys_of(run_dir: Path, invariant: str, keys: set[str]) -> set[str]:

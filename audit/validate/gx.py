@@ -7,7 +7,6 @@ builds Data Docs into the run directory and turns GX results into plain values.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import ConfigError
+from audit.fsutil import json_loads
 from audit.paths import local_path
 from audit.validate.results import MAX_EXAMPLES, CheckOutcome
 from audit.validate.violations import unchecked_rows_sql, unexpected_rows_sql
@@ -86,7 +86,7 @@ class SuiteFile:
 
 def load_suite_file(path: Path) -> SuiteFile:
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json_loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"expectation suite {path} cannot be read: {exc}") from exc
     table = (raw.get("meta") or {}).get("comparison_table")

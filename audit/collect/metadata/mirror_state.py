@@ -26,12 +26,12 @@ those partitions, naming the field. Unknown fields are ignored. ``-1`` (the prot
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from audit.errors import InputError
+from audit.fsutil import json_loads
 
 STATES = (
     "LOG_ALIGNMENT",
@@ -88,7 +88,7 @@ def read_mirror_state(path: Path) -> MirrorState:
     """Read and check a mirror state file; a file that cannot be used is an input error
     naming it and what is wrong."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"mirror state file {path} does not exist") from None
     except (OSError, ValueError) as exc:
@@ -135,15 +135,36 @@ def _has(obj: dict[str, Any], name: str) -> bool:
     return any(str(key).lower() == wanted for key in obj)
 
 
+INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1
+
+
 def _known(value: Any) -> int | None:
-    """An offset or epoch: -1 (or below) is the protocol's 'not known'."""
+    """An offset or epoch: -1 (or below) is the protocol's 'not known'; one beyond a 64-bit
+    offset (1e300, a number the file made up) is an input error, not a value."""
     if value is None or isinstance(value, bool):
         return None
     try:
         n = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
+    if n > INT64_MAX:
+        raise InputError(f"mirror state: offset or epoch {value!r} is beyond a 64-bit offset")
     return n if n >= 0 else None
+
+
+def _objects(value: Any, where: str) -> list[dict[str, Any]]:
+    """A list of objects (absent: none); anything else is an input error naming where."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        shown = str(value)[:40]
+        raise InputError(f"{where}: expected a list of objects, got {type(value).__name__} {shown!r}")
+    return value
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _required(row: dict[str, Any], names: tuple[str, ...], what: str, where: str) -> Any:
@@ -155,7 +176,7 @@ def _required(row: dict[str, Any], names: tuple[str, ...], what: str, where: str
 
 
 def _partition(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT32_MAX:
         raise InputError(f"{where}: partition {value!r} is not a partition number")
     return value
 
@@ -175,16 +196,16 @@ def _from_response(data: dict[str, Any], origin: str) -> MirrorState:
         )
     records: list[MirrorPartitionRecord] = []
     seen: set[str] = set()
-    for m, mirror in enumerate(_get(data, "Mirrors") or []):
+    for m, mirror in enumerate(_objects(_get(data, "Mirrors"), f"{origin}: Mirrors")):
         name = _get(mirror, "MirrorName")
         where_m = f"{origin}: Mirrors[{m}]"
         if _get(mirror, "ErrorCode"):
             message = _get(mirror, "ErrorMessage") or "no message"
             raise InputError(f"{where_m} ({name}): error {_get(mirror, 'ErrorCode')}: {message}")
-        for t, topic_entry in enumerate(_get(mirror, "Topics") or []):
+        for t, topic_entry in enumerate(_objects(_get(mirror, "Topics"), f"{where_m}.Topics")):
             where_t = f"{where_m}.Topics[{t}]"
             topic = _required(topic_entry, ("TopicName",), "the topic", where_t)
-            for p, part in enumerate(_get(topic_entry, "Partitions") or []):
+            for p, part in enumerate(_objects(_get(topic_entry, "Partitions"), f"{where_t}.Partitions")):
                 where = f"{where_t}.Partitions[{p}]"
                 seen.update(f for f in OPTIONAL_FIELDS if _has(part, f))
                 records.append(
@@ -199,7 +220,7 @@ def _from_response(data: dict[str, Any], origin: str) -> MirrorState:
                         destination_offset=_known(_get(part, "DestinationOffset")),
                         last_mirror_epoch=_known(_get(part, "LastMirrorEpoch")),
                         last_mirror_offset=_known(_get(part, "LastMirrorOffset")),
-                        error_message=_get(part, "ErrorMessage"),
+                        error_message=_text(_get(part, "ErrorMessage")),
                     )
                 )
     return MirrorState(tuple(records), "describe-cluster-mirrors", _missing(seen, records))
@@ -245,7 +266,7 @@ def _from_rows(rows: list[Any], origin: str) -> MirrorState:
                     destination_offset=_known(_get(row, "destinationOffset")),
                     last_mirror_epoch=_known(_get(row, "lastMirrorEpoch")),
                     last_mirror_offset=_known(_get(row, "lastMirrorOffset")),
-                    error_message=_get(row, "errorMessage"),
+                    error_message=_text(_get(row, "errorMessage")),
                 )
             )
     return MirrorState(tuple(records), "cli-rows", _missing(seen, records))

@@ -9,7 +9,6 @@ written atomically; an unreadable file is an input error, never silently a fresh
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import InputError
-from audit.fsutil import atomic_write_json
+from audit.fsutil import atomic_write_json, json_loads
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +59,7 @@ class RecordHistory:
         if not path.exists():
             return cls(path, fresh)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json_loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise InputError(f"{path} cannot be read ({exc}): fix or remove it (or run with --full)") from exc
         if not isinstance(data, dict) or data.get("format") != FORMAT:
