@@ -8,6 +8,7 @@ recomputed).
 
 from __future__ import annotations
 
+import gzip
 import struct
 from typing import Any
 
@@ -55,9 +56,10 @@ def control_batch(
     producer_epoch: int,
     coordinator_epoch: int = 5,
     epoch: int = 0,
+    compression: int = 0,
 ) -> bytes:
     """A transaction marker as the broker writes it: one control record, key (version 0,
-    type), value (version 0, coordinator epoch)."""
+    type), value (version 0, coordinator epoch); ``compression`` makes one no broker writes."""
     raw = bytearray(
         batch(
             offset,
@@ -69,6 +71,11 @@ def control_batch(
         )
     )
     attrs = struct.unpack_from(">h", raw, ATTRIBUTES_AT)[0] | 0x20
+    if compression == 1:
+        # kafka-python keeps a batch this small uncompressed: gzip its records by hand.
+        raw = raw[:61] + bytearray(gzip.compress(bytes(raw[61:])))
+        struct.pack_into(">i", raw, 8, len(raw) - 12)
+        attrs = (attrs & ~7) | 1
     struct.pack_into(">h", raw, ATTRIBUTES_AT, attrs)
     struct.pack_into(">I", raw, CRC_AT, crc32c(bytes(raw[ATTRIBUTES_AT:])))
     return bytes(raw)

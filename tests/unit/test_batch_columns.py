@@ -46,6 +46,31 @@ def _short_length(data: bytes) -> bytes:
     return bytes(raw)
 
 
+def _with_offsets(data: bytes, base: int | None = None, last_delta: int | None = None) -> bytes:
+    """A batch whose base offset or last offset delta were rewritten under a valid CRC (the
+    CRC covers the delta, not the base): crafted, not damaged."""
+    raw = bytearray(data)
+    if base is not None:
+        struct.pack_into(">q", raw, 0, base)
+    if last_delta is not None:
+        struct.pack_into(">i", raw, 23, last_delta)
+        struct.pack_into(">I", raw, CRC_AT, crc32c(bytes(raw[ATTRIBUTES_AT:])))
+    return bytes(raw)
+
+
+def _huge_old_format_entry() -> bytes:
+    """An old-format entry claiming 2^31-1 bytes: it hid every batch after it."""
+    raw = bytearray(legacy_entry(3, magic=1))
+    struct.pack_into(">i", raw, 8, 2**31 - 1)
+    return bytes(raw)
+
+
+def _magic_flipped(data: bytes, magic: int) -> bytes:
+    raw = bytearray(data)
+    raw[16] = magic  # the CRC does not cover the magic byte
+    return bytes(raw)
+
+
 def _sorted(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r["position"])
 
@@ -112,6 +137,16 @@ CASES = {
     "a v2 header with a length below the minimum": PLAIN[0] + _short_length(PLAIN[1]) + PLAIN[2],
     "zero padding": b"".join(PLAIN) + b"\x00" * 4096,
     "nothing but garbage": b"\xff" * 100,
+    "a base offset near 2^63 (its last offset overflows)": PLAIN[0] + _with_offsets(PLAIN[2], base=2**63 - 2)
+    + PLAIN[3],
+    "a negative base offset": PLAIN[0] + _with_offsets(PLAIN[1], base=-7) + PLAIN[2],
+    "a negative last offset delta": PLAIN[0] + _with_offsets(PLAIN[1], last_delta=-3) + PLAIN[2],
+    "an old-format entry claiming 2^31-1 bytes": PLAIN[0] + PLAIN[1] + _huge_old_format_entry()
+    + b"".join(PLAIN[2:]),
+    "a v2 batch whose magic byte was flipped to 1": PLAIN[0] + _magic_flipped(PLAIN[1], 1) + PLAIN[2],
+    "a compressed control batch": PLAIN[0]
+    + control_batch(3, 0, producer_id=42, producer_epoch=1, compression=1)
+    + PLAIN[1],
 }
 
 

@@ -101,7 +101,8 @@ def test_old_format_entries_are_reported_and_skipped() -> None:
     sink = _walk(old + new)
     assert [r["base_offset"] for r in sink.rows()] == [1]
     (issue,) = sink.issues
-    assert (issue.kind, issue.severity, issue.position) == ("old_format", "warn", 0)
+    # Not audited, so an error: CM-DATA-2 is never a pass over its bytes (was a warning).
+    assert (issue.kind, issue.severity, issue.position) == ("old_format", "error", 0)
 
 
 def test_zero_padding_after_the_last_batch_ends_the_data_quietly() -> None:
@@ -171,3 +172,36 @@ def test_partition_from_the_directory_name(uri: str) -> None:
 
     assert partition_of(uri) == ("orders", 3)
     assert local_path(uri) == "/data/orders-3/x.log"
+
+
+def test_an_old_format_entry_claiming_more_bytes_than_there_are_hides_nothing() -> None:
+    """Four batches with an entry claiming 2^31-1 bytes after the second: the scan exited 0
+    with two rows and a warning; now the claim is an error at its position."""
+    import struct
+
+    huge = bytearray(legacy_entry(2, magic=1))
+    struct.pack_into(">i", huge, 8, 2**31 - 1)
+    first_two = batch(0, [(b"k", b"v")]) + batch(1, [(b"k", b"v")])
+    sink = _walk(first_two + bytes(huge) + batch(3, [(b"k", b"v")]) + batch(4, [(b"k", b"v")]))
+    (issue,) = sink.issues
+    assert (issue.kind, issue.severity, issue.position) == ("garbage", "error", len(first_two))
+    assert "past the end of the data" in issue.detail
+
+
+def test_offsets_no_batch_can_have_are_an_error_not_a_row() -> None:
+    import struct
+
+    raw = bytearray(batch(0, [(b"k", b"v"), (b"k", b"w")]))
+    struct.pack_into(">q", raw, 0, 2**63 - 2)  # the base offset is outside the CRC
+    sink = _walk(bytes(raw) + batch(2, [(b"k", b"v")]))
+    assert [r["base_offset"] for r in sink.rows()] == [2]
+    (issue,) = sink.issues
+    assert (issue.kind, issue.severity) == ("bad_offsets", "error") and "64-bit offset" in issue.detail
+
+
+def test_a_compressed_control_batch_is_not_decoded() -> None:
+    """A gzip control batch was inflated without bound (1 MB took 3 GB) and recorded as ABORT."""
+    sink = _walk(control_batch(0, 0, producer_id=5, producer_epoch=1, compression=1))
+    (issue,) = sink.issues
+    assert issue.kind == "bad_control_record" and "compressed" in issue.detail
+    assert sink.rows()[0]["control_type"] is None

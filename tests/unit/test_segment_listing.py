@@ -144,3 +144,11 @@ def test_set_aside_and_metadata_directories_follow_scope(tmp_path: Path) -> None
     everything = place_segments(_listed(root), ScopeConfig(include_internal_topics=True))
     assert "__cluster_metadata" not in {f.topic for f in everything.files}
     assert {f.topic for f in everything.files} == {"orders", None}
+
+
+def test_a_directory_whose_partition_number_is_past_32_bits_is_not_a_partition() -> None:
+    """big-99999999999 reached Spark's int32 partition column: PySparkValueError, internal error."""
+    from audit.collect.batches.listing import partition_of
+
+    assert partition_of("file:///logs/big-99999999999/00000000000000000000.log") == (None, None)
+    assert partition_of("file:///logs/big-2147483647/00000000000000000000.log") == ("big", 2147483647)

@@ -28,6 +28,7 @@ from audit.collect.batches.format import (
     CONTROL,
     CRC_START,
     HEADER_SIZE,
+    INT64_MAX,
     LOG_APPEND_TIME,
     LOG_OVERHEAD,
     MIN_V2_LENGTH,
@@ -81,6 +82,26 @@ def batch_positions(buf: Any, start: int, end: int, size: int, limit: int) -> tu
         append(pos)
         pos = nxt
     return out, pos
+
+
+def first_bad_offsets(data: np.ndarray, positions: list[int]) -> int | None:
+    """The index of the first batch whose header offsets ``format.offsets_problem`` refuses
+    (negative, or a last offset past 64 bits), or None; gathered from the 16 bytes that
+    hold them, not the whole header."""
+    if not positions:
+        return None
+    pos = np.asarray(positions, dtype=np.int64)
+
+    def field(at: int, width: int, dtype: str) -> np.ndarray:
+        raw = np.empty((len(pos), width), dtype=np.uint8)
+        for k in range(width):
+            raw[:, k] = data[pos + at + k]
+        return raw.view(dtype).reshape(-1).astype(np.int64)
+
+    base, last_delta, count = field(0, 8, ">i8"), field(23, 4, ">i4"), field(57, 4, ">i4")
+    bad = (base < 0) | (last_delta < 0) | (count < 0) | (base > np.int64(INT64_MAX) - 1 - last_delta)
+    hits = np.flatnonzero(bad)
+    return int(hits[0]) if len(hits) else None
 
 
 def _headers(data: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -247,6 +268,9 @@ def walk_columns(
     try:
         while pos < end:
             positions, stop = batch_positions(buf, pos, end, size, BLOCK)
+            bad = first_bad_offsets(data, positions)
+            if bad is not None:  # the row walker reports it, from there
+                positions, stop = positions[:bad], positions[bad]
             if positions:
                 out.append(
                     to_record_batch(
@@ -261,7 +285,7 @@ def walk_columns(
                         deep=deep,
                     )
                 )
-            if stop == pos or len(positions) < BLOCK:
+            if stop == pos or len(positions) < BLOCK or bad is not None:
                 return out, stop
             pos = stop
         return out, pos

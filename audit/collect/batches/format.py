@@ -59,7 +59,11 @@ ISSUE_SEVERITY = {
     "fetch_error": "error",
     "truncated": "info",
     "truncated_inside": "error",
-    "old_format": "warn",
+    # Not audited: its bytes are not vouched for (Kafka 4 no longer reads v0/v1), and a v2
+    # batch whose magic byte was damaged (the CRC does not cover it) reads as one.
+    "old_format": "error",
+    # A header whose offsets cannot be (negative, or past a 64-bit offset): not a batch row.
+    "bad_offsets": "error",
     "missing_index": "warn",
     "empty_segment": "info",
     "not_a_partition": "error",
@@ -141,10 +145,31 @@ class ScanSink:
         return [dict(zip(names, values, strict=True)) for values in zip(*self.columns.values(), strict=True)]
 
 
+INT64_MAX = 2**63 - 1
+
+
+def offsets_problem(base: int, last_delta: int, count: int) -> str | None:
+    """Why a v2 header's offsets cannot be a batch's (its CRC does not cover the base
+    offset, and a crafted one may carry anything), or None when they can."""
+    if base < 0:
+        return f"negative base offset {base}"
+    if last_delta < 0 or count < 0:
+        return f"negative last offset delta {last_delta} or record count {count}"
+    if base > INT64_MAX - 1 - last_delta:  # the batch's end (last + 1) is an offset too
+        return f"last offset {base} + {last_delta} leaves no 64-bit offset after it"
+    return None
+
+
 def control_record(batch: bytes | memoryview) -> tuple[int, int, int | None]:
     """(type, version, coordinator epoch or None) of a control batch's one record.
 
-    Raises ValueError when the batch does not hold a decodable control record."""
+    Raises ValueError when the batch does not hold a decodable control record. Kafka never
+    compresses a control batch: one that says it is compressed is not decoded (a crafted
+    one would inflate without bound)."""
+    codec = int.from_bytes(bytes(batch[CRC_START : CRC_START + 2]), "big") & 7
+    if codec:
+        name = COMPRESSION[codec] if codec < len(COMPRESSION) else f"codec {codec}"
+        raise ValueError(f"control batch is compressed ({name}): not decoded")
     try:
         records = list(DefaultRecordBatch(batch))
     except Exception as exc:  # kafka-python raises CorruptRecordError, struct.error, ...
@@ -260,7 +285,7 @@ def walk(
         if length == 0 and not any(buf[off : off + LOG_OVERHEAD]):
             return pos  # zero padding after the last batch (a preallocated segment): no data
         if magic != 2:
-            if magic in (0, 1) and length >= 14:
+            if magic in (0, 1) and length >= 14 and pos + length + LOG_OVERHEAD <= size:
                 sink.issue(
                     "old_format",
                     f"message format v{magic} (pre-0.11) entry of {length + LOG_OVERHEAD} bytes: not audited",
@@ -271,6 +296,18 @@ def walk(
                 )
                 pos += length + LOG_OVERHEAD
                 continue
+            if magic in (0, 1) and length >= 14:
+                # An entry claiming more bytes than there are would hide every batch after it.
+                sink.issue(
+                    "garbage",
+                    f"message format v{magic} entry claims {length + LOG_OVERHEAD} bytes, past the end of "
+                    f"the data ({size - pos} left): the rest of this range is skipped",
+                    topic,
+                    partition,
+                    file,
+                    pos,
+                )
+                return pos
             sink.issue(
                 "garbage",
                 f"no record batch here (magic {magic}, length {length}): the rest of this range is skipped",
@@ -294,6 +331,11 @@ def walk(
             buf, off
         )
         total = length + LOG_OVERHEAD
+        why = offsets_problem(base, last_delta, count)
+        if why is not None and pos + total <= size:
+            sink.issue("bad_offsets", f"{why} (base offset {base})", topic, partition, file, pos)
+            pos += total
+            continue
         if pos + total > size:
             _truncated(
                 sink,

@@ -156,7 +156,7 @@ def _parent_name(uri: str) -> str:
 def partition_of(uri: str) -> tuple[str | None, int | None]:
     """(topic, partition) from the segment's directory name, (None, None) if it is not one."""
     m = PARTITION_DIR.match(_parent_name(uri))
-    if not m:
+    if not m or int(m.group("partition")) > 2**31 - 1:  # big-99999999999: no partition number
         return None, None
     return m.group("topic"), int(m.group("partition"))
 
