@@ -11,7 +11,7 @@ NATIVE_STAMP := $(VENV)/.native-installed
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: help venv test unit lint typecheck browser malloc demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-readers bench-scale clean
+.PHONY: help venv test unit lint typecheck browser malloc demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-readers bench-scale fuzz clean
 
 help:
 	@echo "make demo   - run the audit demo on the local Kafka sandbox"
@@ -72,7 +72,7 @@ unit: $(STAMP) $(NATIVE_STAMP)
 	$(BIN)/pytest -m unit $(PYTEST_ARGS)
 
 lint: $(STAMP) $(NATIVE_STAMP)
-	$(BIN)/ruff check audit tests bench
+	$(BIN)/ruff check audit tests bench fuzz
 	cargo fmt --check --manifest-path native/Cargo.toml
 	cargo clippy --quiet --release --manifest-path native/Cargo.toml -- -D warnings
 
@@ -109,6 +109,14 @@ bench-readers: $(STAMP) $(NATIVE_STAMP) jars malloc
 # 10,000 and 50,000 partitions per cluster: about 15 minutes on 2 cores (docs/benchmarks.md).
 bench-scale: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/python bench/scale.py
+
+# Coverage-guided fuzzing of the batch parser (atheris; docs/reliability.md has the figures of
+# the last long run). FUZZ_SECONDS bounds it; the corpus in fuzz/corpus grows as it finds inputs.
+FUZZ_SECONDS ?= 1800
+fuzz: $(STAMP)
+	$(BIN)/pip install --quiet 'atheris>=2.3,<4'
+	$(BIN)/python fuzz/batch_parser.py fuzz/corpus/batch_parser -max_total_time=$(FUZZ_SECONDS) \
+	  -rss_limit_mb=2048 -artifact_prefix=fuzz/crashes- -print_final_stats=1
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache native/target

@@ -283,7 +283,19 @@ def walk(
         length = int.from_bytes(buf[off + 8 : off + 12], "big", signed=True)
         magic = buf[off + MAGIC_POS]
         if length == 0 and not any(buf[off : off + LOG_OVERHEAD]):
-            return pos  # zero padding after the last batch (a preallocated segment): no data
+            # Zero padding after the last batch (a preallocated segment): no data, provided
+            # it is zeros to the end; data after zeros is not skipped in silence.
+            data_at = _first_nonzero(read, pos, end)
+            if data_at is not None:
+                sink.issue(
+                    "garbage",
+                    f"zero bytes from {pos} then data at {data_at}: the rest of this range is skipped",
+                    topic,
+                    partition,
+                    file,
+                    pos,
+                )
+            return pos
         if magic != 2:
             if magic in (0, 1) and length >= 14 and pos + length + LOG_OVERHEAD <= size:
                 sink.issue(
@@ -416,6 +428,20 @@ def walk(
         # Large batches: from now on read only headers (seek past the bodies).
         header_only_reads = total > 8192
     return pos
+
+
+def _first_nonzero(read: Callable[[int, int], Any], pos: int, end: int) -> int | None:
+    """The first non-zero byte in [pos, end), read in 1 MiB pieces, or None."""
+    step = 1 << 20
+    while pos < end:
+        piece = bytes(read(pos, min(step, end - pos)))
+        if not piece:
+            return None
+        stripped = piece.lstrip(b"\x00")
+        if stripped:
+            return pos + len(piece) - len(stripped)
+        pos += len(piece)
+    return None
 
 
 def _truncated(
