@@ -137,6 +137,11 @@ class ScopeConfig:
     groups: PatternSet = field(default_factory=PatternSet)
     include_internal_topics: bool = False
 
+    def topics_shown(self) -> str:
+        """The topic patterns as an error message names them: ``include [...], exclude [...]``."""
+        shown = f"include {list(self.topics.include)}"
+        return shown + (f", exclude {list(self.topics.exclude)}" if self.topics.exclude else "")
+
     def topic_in_scope(self, topic: str) -> bool:
         if not self.include_internal_topics and regex.any_full_match(INTERNAL_TOPIC_PATTERNS, topic):
             return False

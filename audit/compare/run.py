@@ -192,14 +192,10 @@ def check_scope(inputs: Inputs, cfg: AuditConfig, source: Path) -> None:
     in_scope = inputs.topic_in_scope(cfg)
     if any(in_scope(t) for t in topics):
         return
-    patterns = cfg.scope.topics
-    scope = f"include {list(patterns.include)}"
-    if patterns.exclude:
-        scope += f", exclude {list(patterns.exclude)}"
     raise InputError(
         f"no in-scope source partition: the source snapshot {source} holds {len(topics)} topics and "
-        f"none is in scope.topics ({scope}); check the scope patterns, or give the snapshot of the "
-        "cluster that holds the topics"
+        f"none is in scope.topics ({cfg.scope.topics_shown()}); check the scope patterns, or give the "
+        "snapshot of the cluster that holds the topics"
     )
 
 

@@ -67,10 +67,7 @@ def _nothing_in_scope(cfg: AuditConfig, bootstrap: str, listed: int) -> ClusterE
     would be skipped and the run would end PASS (readiness GO) having checked nothing. It
     happens with a scope that matches nothing and, silently, with a principal that may not
     Describe the topics: Kafka leaves the topics it may not describe out of the list."""
-    patterns = cfg.scope.topics
-    scope = f"include {list(patterns.include)}"
-    if patterns.exclude:
-        scope += f", exclude {list(patterns.exclude)}"
+    scope = cfg.scope.topics_shown()
     return ClusterError(
         f"source cluster ({bootstrap}): no topic in scope: the cluster lists {listed} topics to the "
         f"auditor and none is in scope.topics ({scope}; internal topics left out); check the "
