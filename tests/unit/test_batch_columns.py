@@ -17,7 +17,8 @@ import pytest
 from crc32c import crc32c
 
 from audit.collect.batches import columns as batch_columns
-from audit.collect.batches.format import ScanSink, walk
+from audit.collect.batches.differential import row_walk
+from audit.collect.batches.format import ScanSink
 from audit.collect.batches.scan import scan_schema_arrow
 from audit.collect.batches.segments import RangeFile, walk_range
 from tests.batches import ATTRIBUTES_AT, CRC_AT, batch, control_batch, legacy_entry
@@ -76,19 +77,7 @@ def _sorted(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _reference(data: bytes, start: int, deep: bool, tail_ok: bool) -> tuple[list[dict[str, Any]], list[Any]]:
-    sink = ScanSink()
-    walk(
-        lambda pos, n: data[pos : pos + n],
-        start,
-        len(data),
-        len(data),
-        sink,
-        topic="orders",
-        partition=3,
-        file="seg.log",
-        deep=deep,
-        partial_tail_ok=tail_ok,
-    )
+    sink = row_walk(data, deep, tail_ok, start, ("orders", 3, "seg.log"))
     return _sorted(sink.rows()), sorted(sink.issues, key=lambda i: (i.position, i.kind))
 
 

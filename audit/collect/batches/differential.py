@@ -19,24 +19,34 @@ _STOPS = ("garbage", "truncated", "truncated_inside")
 _SKIPS = ("old_format", "bad_offsets")
 
 
-def _walk_rows(data: bytes, start: int, sink: ScanSink, deep: bool, partial_tail_ok: bool) -> None:
+def _walk_rows(
+    data: bytes, start: int, sink: ScanSink, deep: bool, partial_tail_ok: bool, where: tuple[str, int, str]
+) -> None:
+    topic, partition, file = where
     walk(
         lambda pos, n: data[pos : pos + n],
         start,
         len(data),
         len(data),
         sink,
-        topic="t",
-        partition=0,
-        file="seg.log",
+        topic=topic,
+        partition=partition,
+        file=file,
         deep=deep,
         partial_tail_ok=partial_tail_ok,
     )
 
 
-def row_walk(data: bytes, deep: bool, partial_tail_ok: bool = False) -> ScanSink:
+def row_walk(
+    data: bytes,
+    deep: bool,
+    partial_tail_ok: bool = False,
+    start: int = 0,
+    where: tuple[str, int, str] = ("t", 0, "seg.log"),
+) -> ScanSink:
+    """The row walker alone over ``data`` from ``start``: the reference."""
     sink = ScanSink()
-    _walk_rows(data, 0, sink, deep, partial_tail_ok)
+    _walk_rows(data, start, sink, deep, partial_tail_ok, where)
     return sink
 
 
@@ -55,7 +65,7 @@ def combined_walk(
         data, 0, len(data), len(data), sink, schema, topic="t", partition=0, file="seg.log", deep=deep
     )
     if at < len(data):
-        _walk_rows(data, at, sink, deep, partial_tail_ok)
+        _walk_rows(data, at, sink, deep, partial_tail_ok, ("t", 0, "seg.log"))
     rows = pa.Table.from_batches(batches, schema=schema).to_pylist() if batches else []
     return rows + sink.rows(), sink
 
