@@ -236,8 +236,12 @@ def cluster_mirroring_inputs(tables: Tables, source: Path, destination: Path) ->
     for side, prefix, directory in (("src", "src_", source), ("dst", "dst_", destination)):
         if load_snapshot_table(tables, f"{prefix}batch_scan_issues", directory, "batch_scan_issues"):
             named.append((side, directory, "batch_scan_issues"))
-    if not load_snapshot_table(tables, "dst_mirror_partitions", destination, "mirror_partitions"):
-        load_snapshot_table(tables, "dst_mirror_partitions", source, "mirror_partitions")
+    # The mirror state's topics get scope verdicts of their own: a mirrored partition absent
+    # from both snapshots is in scope by its name, its checks unchecked, never dropped.
+    for state_dir in (destination, source):
+        if load_snapshot_table(tables, "dst_mirror_partitions", state_dir, "mirror_partitions"):
+            named.append(("dst", state_dir, "mirror_partitions"))
+            break
     load_snapshot_table(tables, "src_open_transactions", source, "open_transactions")
     load_snapshot_table(tables, "dst_markers", destination, "markers")
     return named

@@ -208,3 +208,24 @@ def test_an_unknown_invariant_in_accept_unchecked_is_a_config_error() -> None:
 
     with pytest.raises(ConfigError, match=r"readiness.accept_unchecked\[0\].*CM-EPOCH-9"):
         parse_config("readiness:\n  accept_unchecked: [CM-EPOCH-9]\n", env={})
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_mirrored_partition_absent_from_both_snapshots_is_unchecked_not_dropped(
+    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A mirror-state row with no partition row was out of scope by default
+    (coalesce(p.in_scope, FALSE)) and so never judged; its topic's name decides now."""
+    src, dst = write_pair(
+        tmp_path / "snap",
+        *_healthy_partitions(),
+        dst_mirror=[mirror("orders", 0, state="MIRRORING"), mirror("gone", 0)],
+    )
+    summary = _readiness(src, dst, tmp_path / "run", CFG, engine, request).summary
+    inv = summary["invariants"]["CM-FAILOVER-1"]
+    assert inv["status"] == "warn", inv
+    (gap,) = inv["unchecked_gaps"]
+    assert gap["missing"].startswith("the destination partition") and gap["first"] == [
+        {"topic": "gone", "partition": "0"}
+    ]
+    assert summary["readiness"] == "NO-GO"
