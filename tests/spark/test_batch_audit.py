@@ -121,6 +121,29 @@ def test_a_second_scan_of_the_same_directory_replaces_its_tables(spark: Any, tmp
     assert (p0["partition"], p0["high_watermark"], p0["last_stable_offset"]) == (0, 10, 8)
 
 
+def test_a_scan_into_a_snapshot_that_dies_before_its_manifest_leaves_the_old_snapshot_whole(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan replaced its tables one at a time, then the manifest: a crash in between left
+    new tables under the old manifest. The snapshot is now replaced as one unit."""
+    from audit.collect.batches import collect
+
+    tree = source_tree(tmp_path / "logs")
+    snap = tmp_path / "snap"
+    _scan(spark, tree, snap, "source")
+    before = {str(f.relative_to(snap)): f.read_bytes() for f in snap.rglob("*") if f.is_file()}
+    shutil.rmtree(tree / "orders-1")
+
+    def dies(*_: object) -> None:
+        raise KeyboardInterrupt  # the process killed as it writes the manifest
+
+    monkeypatch.setattr(collect, "atomic_write_json", dies)
+    with pytest.raises(KeyboardInterrupt):
+        _scan(spark, tree, snap, None)
+    after = {str(f.relative_to(snap)): f.read_bytes() for f in snap.rglob("*") if f.is_file()}
+    assert after == before
+
+
 def test_split_ranges_and_one_range_per_file_give_the_same_batches(spark: Any, tmp_path: Path) -> None:
     tree = source_tree(tmp_path / "logs")
     key = ["topic", "partition", "base_offset", "crc", "position"]
