@@ -120,12 +120,11 @@ def others_may_write(directory: Path) -> bool:
         return False
 
 
-def shared_state_root(run_dir: Path) -> Path | None:
-    """Where a run keeps what outlives it (the output root's lock, the history its report
-    reads, ``record-verification.json``): the run directory's parent, or None where other
-    users may write there (``--out /tmp/x``). The run then keeps no history and takes no
-    lock, and says so."""
-    root = run_dir.parent
+def private_root(root: Path) -> Path | None:
+    """``root`` as the place for what outlives a run (the output root's lock, the history
+    its report reads, ``record-verification.json``), or None where other users may write
+    there (``--out /tmp/x`` makes /tmp the root): the run then keeps no history and takes no
+    lock there, and says so."""
     if others_may_write(root):
         log.warning(
             "output root %s is writable by other users: this run reads no history there and takes no "
@@ -134,3 +133,8 @@ def shared_state_root(run_dir: Path) -> Path | None:
         )
         return None
     return root
+
+
+def shared_state_root(run_dir: Path) -> Path | None:
+    """``private_root`` of the run directory's parent: where a run's history and state are."""
+    return private_root(run_dir.parent)

@@ -22,7 +22,7 @@ from audit.errors import ExitCode, OutputError
 from audit.fsutil import json_loads
 from audit.logs import mask_config
 from audit.output_lock import output_lock
-from audit.paths import check_writable, local_path, others_may_write, shared_state_root, writable_directory
+from audit.paths import check_writable, local_path, private_root, shared_state_root, writable_directory
 from audit.profiles import Profile, profile_of
 from audit.report.metrics import check_textfile
 from audit.run_dirs import RunDirClaim, claim_run_dir
@@ -285,9 +285,8 @@ def _output_root(cfg: AuditConfig, run_dir: Path | None) -> Path:
 
 def _lock_root(cfg: AuditConfig, run_dir: Path | None) -> Path | None:
     """The output root whose lock a job takes; None where other users may write it (the
-    lock and the history are then not kept there: ``paths.shared_state_root``)."""
-    root = _output_root(cfg, run_dir)
-    return shared_state_root(root / "run") if others_may_write(root) else root
+    lock and the history are then not kept there: ``paths.private_root``)."""
+    return private_root(_output_root(cfg, run_dir))
 
 
 def audit_offline(

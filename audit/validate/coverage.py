@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.validate.results import CheckOutcome
-from audit.validate.violations import KEY_COLUMNS, key_sql, parse_key
+from audit.validate.violations import KEY_COLUMNS, keyed_select, parse_key
 
 log = logging.getLogger(__name__)
 
@@ -102,10 +102,10 @@ CAUSES: dict[str, tuple[Cause, ...]] = {
         ("the last stable offset of the partition (absent from the snapshot)", "last_stable_offset IS NULL")
     ),
     "record_chunk_diffs": _causes(
-        ("destination leader epoch (none reported)", "dst_leader_epoch IS NULL"),
+        _DST_EPOCH,
         ("record leader epochs of the chunk (no record in it)", "dst_max_record_epoch IS NULL"),
     ),
-    "batch_diffs": _causes(("destination leader epoch (none reported)", "dst_leader_epoch IS NULL")),
+    "batch_diffs": _causes(_DST_EPOCH),
 }
 
 # Rows a check counts as passed although they were not verified: declared here, with the
@@ -181,28 +181,17 @@ def unchecked_sql(checks_by_invariant: dict[str, list[CheckOutcome]]) -> str | N
     row once per invariant and input; None when no check can leave a row unchecked."""
     selects = []
     for inv_id, checks in checks_by_invariant.items():
-        assert "'" not in inv_id
         for check in checks:
-            columns = KEY_COLUMNS.get(check.table)
-            if check.unchecked_sql is None or columns is None:
+            if check.unchecked_sql is None or check.table not in KEY_COLUMNS:
                 continue
             judged = ", ".join(check.columns) or "the judged column"
             reason = _reason_sql(check.table, f"{judged} (could not be computed)".replace("'", ""))
-            selects.append(
-                f"SELECT '{inv_id}' AS invariant, '{','.join(columns)}' AS key_columns, "
-                f"{key_sql(columns)} AS key, {reason} AS missing "
-                f"FROM {{{check.table}}} WHERE {check.unchecked_sql}"
-            )
+            selects.append(keyed_select(inv_id, check.table, check.unchecked_sql, f"{reason} AS missing"))
     for inv_id, declared in NOT_VERIFIED.items():
         tables_judged = {c.table for c in checks_by_invariant.get(inv_id, [])}
         for table, cause in declared:
             if table in tables_judged:
-                columns = KEY_COLUMNS[table]
-                selects.append(
-                    f"SELECT '{inv_id}' AS invariant, '{','.join(columns)}' AS key_columns, "
-                    f"{key_sql(columns)} AS key, '{cause.missing}' AS missing "
-                    f"FROM {{{table}}} WHERE {cause.where}"
-                )
+                selects.append(keyed_select(inv_id, table, cause.where, f"'{cause.missing}' AS missing"))
     if not selects:
         return None
     return "SELECT DISTINCT * FROM (\n" + "\nUNION ALL\n".join(selects) + "\n) u"

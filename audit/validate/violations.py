@@ -88,6 +88,18 @@ def key_sql(columns: Sequence[str]) -> str:
     return " || ".join(parts)
 
 
+def keyed_select(invariant: str, table: str, where: str, extra: str = "") -> str:
+    """The rows of ``table`` where ``where`` holds, as (invariant, key_columns, key[, extra]):
+    the shape of violations.parquet and unchecked.parquet alike."""
+    assert "'" not in invariant
+    columns = KEY_COLUMNS[table]
+    more = f", {extra}" if extra else ""
+    return (
+        f"SELECT '{invariant}' AS invariant, '{','.join(columns)}' AS key_columns, "
+        f"{key_sql(columns)} AS key{more} FROM {{{table}}} WHERE {where}"
+    )
+
+
 def _name(value: Any) -> str:
     if not isinstance(value, str) or not _NAME.match(value):
         raise _Untranslatable(f"column {value!r}")
@@ -234,10 +246,7 @@ def violations_sql(results: Sequence[InvariantResult]) -> tuple[str, list[str]]:
             if check.unexpected_sql is None or columns is None:
                 untracked.append(result.id)
                 continue
-            selects.append(
-                f"SELECT '{result.id}' AS invariant, '{','.join(columns)}' AS key_columns, "
-                f"{key_sql(columns)} AS key FROM {{{check.table}}} WHERE {check.unexpected_sql}"
-            )
+            selects.append(keyed_select(result.id, check.table, check.unexpected_sql))
     if not selects:
         return _EMPTY, sorted(set(untracked))
     return "SELECT DISTINCT * FROM (\n" + "\nUNION ALL\n".join(selects) + "\n) v", sorted(set(untracked))
