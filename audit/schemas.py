@@ -23,10 +23,15 @@ class Column:
     # | "epoch_runs" (list of [start offset, leader epoch])
     type: str
     nullable: bool = True
+    # Added to the contract after its first release: a file written before it lacks the
+    # column and reads as if it held nulls there (the column must be nullable).
+    added_later: bool = False
 
 
-def _c(name: str, type_: str, nullable: bool = True) -> Column:
-    return Column(name, type_, nullable)
+def _c(name: str, type_: str, nullable: bool = True, added_later: bool = False) -> Column:
+    if added_later and not nullable:
+        raise ValueError(f"{name}: a column added later must be nullable")
+    return Column(name, type_, nullable, added_later)
 
 
 SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
@@ -148,6 +153,10 @@ SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
         _c("kind", "string", False),
         _c("severity", "string", False),  # error | warn | info
         _c("detail", "string", False),
+        # Where the bytes the issue covers end (exclusive): every byte of a segment is in
+        # a batch row or in an issue's [position, end_position). Null for issues not
+        # about bytes (a missing index, a failed fetch).
+        _c("end_position", "int64", added_later=True),
     ),
     # Optional: record-level range checksums (audit/collect/records.py), one row per chunk
     # of offsets [chunk_start, chunk_end), aligned on multiples of the chunk size and

@@ -213,17 +213,14 @@ def check_table(directory: str | Path, table: str) -> bool:
             raise InputError(f"{path} is missing from the snapshot")
         return False
     try:
-        if path.is_dir():  # written by Spark (the batch tables): a directory of part files
-            import pyarrow.dataset as ds
-
-            schema = ds.dataset(path, format="parquet").schema
-        else:
-            schema = pq.read_schema(path)
+        schema = _stored_schema(path)
     except Exception as exc:  # pyarrow raises several types for corrupt files
         raise InputError(f"{path} is not a readable Parquet file: {exc}") from exc
     names = set(schema.names)
     declared = arrow_schema(table)
     for column in SNAPSHOT_TABLES[table]:
+        if column.name not in names and column.added_later:
+            continue  # written before the column existed: it reads as nulls
         if column.name not in names:
             raise InputError(f"{path} has no column '{column.name}'")
         found, wanted = schema.field(column.name).type, declared.field(column.name).type
@@ -233,6 +230,21 @@ def check_table(directory: str | Path, table: str) -> bool:
                 "write the file with the contract's types, or take the snapshot again"
             )
     return True
+
+
+def _stored_schema(path: Path) -> Any:
+    """The Arrow schema of a table's file, or of a directory of part files (Spark's)."""
+    import pyarrow.parquet as pq
+
+    if path.is_dir():  # written by Spark (the batch tables): a directory of part files
+        import pyarrow.dataset as ds
+
+        return ds.dataset(path, format="parquet").schema
+    return pq.read_schema(path)
+
+
+def _stored_names(path: Path) -> set[str]:
+    return set(_stored_schema(path).names)
 
 
 def _stands_for(found: Any, wanted: Any, nullable: bool = True) -> bool:
@@ -275,7 +287,13 @@ def read_table(spark: Any, directory: str | Path, table: str) -> Any:
         return None
     schema = spark_schema(table)
     df = spark.read.parquet(str(Path(directory) / f"{table}.parquet"))
-    return df.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
+    present = set(df.columns)
+    return df.select(
+        [
+            (F.col(f.name) if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name)
+            for f in schema.fields
+        ]
+    )
 
 
 def read_arrow(directory: str | Path, table: str, columns: list[str] | None = None) -> Any:
@@ -292,7 +310,15 @@ def read_arrow(directory: str | Path, table: str, columns: list[str] | None = No
     if columns is not None:
         schema = pa.schema([schema.field(c) for c in columns])
     try:
-        return pq.read_table(path, columns=schema.names).cast(schema)
+        stored = _stored_names(path)
+        if all(name in stored for name in schema.names):
+            return pq.read_table(path, columns=schema.names).cast(schema)
+        # Written before a column was added (``Column.added_later``): nulls in its place.
+        found = pq.read_table(path, columns=[n for n in schema.names if n in stored])
+        arrays = [
+            found.column(f.name) if f.name in stored else pa.nulls(found.num_rows, f.type) for f in schema
+        ]
+        return pa.Table.from_arrays(arrays, names=schema.names).cast(schema)
     except Exception as exc:  # pyarrow raises several types for corrupt or mistyped files
         raise InputError(f"{path} cannot be read as the {table} table: {exc}") from exc
 

@@ -197,7 +197,7 @@ def _add_lag(metrics: _Metrics, run: Mapping[str, Any], lag_by_topic: Iterable[A
         metrics.set(
             "mirror_audit_topic_lag_records",
             "Records the destination is behind the source, per topic (the most lagging "
-            f"{TOPIC_SERIES}, the rest summed under topic=\"{OTHER_TOPICS}\").",
+            f'{TOPIC_SERIES}, the rest summed under topic="{OTHER_TOPICS}").',
             lag_records,
             topic=topic,
         )

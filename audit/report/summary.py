@@ -77,9 +77,7 @@ def build_summary(
 def coverage_section(results: list[InvariantResult]) -> dict[str, Any]:
     """What the run could not check, over every invariant: the gaps by invariant and
     missing input (all their rows are in ``unchecked.parquet``)."""
-    gaps = [
-        {"invariant": r.id, "accepted": r.accepted, **g.to_json()} for r in results for g in r.gaps
-    ]
+    gaps = [{"invariant": r.id, "accepted": r.accepted, **g.to_json()} for r in results for g in r.gaps]
     return {
         "complete": not gaps,
         "unchecked_rows": sum(g["rows"] for g in gaps),

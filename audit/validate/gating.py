@@ -30,8 +30,12 @@ class Answer:
         return "GO" if self.go else "NO-GO"
 
     def to_json(self) -> dict[str, Any]:
-        return {"answer": self.word, "reasons": list(self.reasons), "accepted": list(self.accepted),
-                "gated_by": list(self.gates)}
+        return {
+            "answer": self.word,
+            "reasons": list(self.reasons),
+            "accepted": list(self.accepted),
+            "gated_by": list(self.gates),
+        }
 
 
 def answer(results: Sequence[InvariantResult], gates: Collection[str], need_collected: bool) -> Answer:

@@ -102,19 +102,31 @@ FROM {{mm2_partitions}} WHERE in_scope
 # failover verify: what readiness predicted and what the stop cost, summed.
 FAILOVER_FIGURES: FigureQueries = {
     "predicted_loss_records": Figure(
-        "failover_partitions", "predicted_loss_records", "in_scope", "in-scope partitions",
+        "failover_partitions",
+        "predicted_loss_records",
+        "in_scope",
+        "in-scope partitions",
         "the readiness run's offsets",
     ),
     "realized_loss_records": Figure(
-        "failover_partitions", "realized_loss_records", "in_scope", "in-scope partitions",
+        "failover_partitions",
+        "realized_loss_records",
+        "in_scope",
+        "in-scope partitions",
         "the last mirrored offset (mirror state field LastMirrorOffset)",
     ),
     "skipped_records": Figure(
-        "failover_groups", "skipped_records", "in_scope", "synced group partitions",
+        "failover_groups",
+        "skipped_records",
+        "in_scope",
+        "synced group partitions",
         "the last mirrored offset (mirror state field LastMirrorOffset) or the destination partition",
     ),
     "reprocessed_records": Figure(
-        "failover_groups", "reprocessed_records", "in_scope", "synced group partitions",
+        "failover_groups",
+        "reprocessed_records",
+        "in_scope",
+        "synced group partitions",
         "the last mirrored offset (mirror state field LastMirrorOffset) or the destination partition",
     ),
 }
@@ -122,7 +134,10 @@ FAILOVER_FIGURES: FigureQueries = {
 # failback readiness: what mirroring back would truncate, summed over the old source.
 FAILBACK_FIGURES: FigureQueries = {
     "failback_truncation_records": Figure(
-        "failback_partitions", "truncate_records", "in_scope", "in-scope partitions",
+        "failback_partitions",
+        "truncate_records",
+        "in_scope",
+        "in-scope partitions",
         "the last mirrored offset (mirror state field LastMirrorOffset)",
     ),
 }

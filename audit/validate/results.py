@@ -128,8 +128,16 @@ def fold(
     if gaps:
         reason = "not checked: " + "; ".join(g.describe() for g in gaps)
     return InvariantResult(
-        invariant_id, statement, status, evaluated, violations, tuple(examples), reason, tuple(checks),
-        gaps, accepted,
+        invariant_id,
+        statement,
+        status,
+        evaluated,
+        violations,
+        tuple(examples),
+        reason,
+        tuple(checks),
+        gaps,
+        accepted,
     )
 
 

@@ -105,9 +105,28 @@ def test_old_format_entries_are_reported_and_skipped() -> None:
     assert (issue.kind, issue.severity, issue.position) == ("old_format", "error", 0)
 
 
-def test_zero_padding_after_the_last_batch_ends_the_data_quietly() -> None:
-    sink = _walk(batch(0, [(b"k", b"v")]) + b"\x00" * 4096)
-    assert len(sink) == 1 and sink.issues == []
+def test_zero_padding_after_the_last_batch_is_an_info_issue_over_its_bytes() -> None:
+    first = batch(0, [(b"k", b"v")])
+    sink = _walk(first + b"\x00" * 4096)
+    assert len(sink) == 1
+    (issue,) = sink.issues
+    # Accounted for (every byte is in a row or an issue), and not a fault: info.
+    assert (issue.kind, issue.severity, issue.position, issue.end_position) == (
+        "zero_padding",
+        "info",
+        len(first),
+        len(first) + 4096,
+    )
+
+
+def test_every_issue_at_a_byte_says_where_its_bytes_end() -> None:
+    old = legacy_entry(0, magic=1)
+    good = batch(1, [(b"k", b"v")])
+    data = old + good + b"\xff" * 40
+    sink = _walk(data)
+    spans = sorted((i.position, i.end_position, i.kind) for i in sink.issues)
+    # The old-format entry's own bytes, then the rest of the range after the garbage.
+    assert spans == [(0, len(old), "old_format"), (len(old) + len(good), len(data), "garbage")]
 
 
 def test_large_batches_are_walked_by_their_headers_only() -> None:

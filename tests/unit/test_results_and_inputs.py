@@ -10,7 +10,8 @@ import pytest
 from audit.cli import main
 from audit.errors import InputError
 from audit.sandbox.mirror import SourceRecord, split_segments
-from audit.snapshot import check_table, read_manifest
+from audit.schemas import arrow_schema
+from audit.snapshot import check_table, read_arrow, read_manifest
 from audit.validate.results import CheckOutcome, fold, verdict
 from tests.snapshots import part, write_pair
 
@@ -64,6 +65,22 @@ def test_snapshot_missing_column_names_file_and_column(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match=r"partitions\.parquet has no column 'topic_id'"):
         check_table(src, "partitions")
+
+
+def test_a_column_added_later_reads_as_nulls_from_an_older_file(tmp_path: Path) -> None:
+    older = pa.schema([f for f in arrow_schema("batch_scan_issues") if f.name != "end_position"])
+    row = {"topic": "t", "partition": 0, "file": "f.log", "position": 7, "kind": "garbage"}
+    pq.write_table(
+        pa.Table.from_pylist([{**row, "severity": "error", "detail": "d"}], older),
+        tmp_path / "batch_scan_issues.parquet",
+    )
+    assert check_table(tmp_path, "batch_scan_issues")
+    (read,) = read_arrow(tmp_path, "batch_scan_issues").to_pylist()
+    assert read["end_position"] is None and read["position"] == 7
+    # A column of the first release is still required.
+    pq.write_table(pa.table({"topic": ["t"]}), tmp_path / "batch_scan_issues.parquet")
+    with pytest.raises(InputError, match="has no column 'partition'"):
+        check_table(tmp_path, "batch_scan_issues")
 
 
 def test_snapshot_role_and_format_checked(tmp_path: Path) -> None:

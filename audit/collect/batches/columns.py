@@ -213,6 +213,7 @@ def _crc_valid(
             f"stored CRC {int(crc[i])} does not match the batch bytes (base offset {int(base[i])})",
             *where,
             positions[i],
+            positions[i] + LOG_OVERHEAD + int(length[i]),
         )
     return valid
 
@@ -238,7 +239,7 @@ def _control_fields(
         try:
             t, v, e = control_record(bytes(buf[p : p + int(size_bytes[i])]))
         except ValueError as exc:
-            sink.issue("bad_control_record", str(exc), *where, p)
+            sink.issue("bad_control_record", str(exc), *where, p, p + int(size_bytes[i]))
             continue
         ctype[i], cver[i], decoded[i] = t, v, True
         if e is not None:

@@ -4,8 +4,8 @@ property tests and the coverage-guided fuzzer (``make fuzz``) run on every input
 The columnar walk (``columns.walk_columns``, for mapped files) and the row walker
 (``format.walk``) must give the same rows and the same issues for any bytes, combined as
 ``segments.walk_range`` combines them; and every byte must be accounted for: inside a
-row's batch, inside an entry an issue skipped (an old-format entry, a batch with impossible
-offsets), after an issue that stopped the walk, or zero padding at the end.
+row's batch or inside an issue's [position, end_position) (an old-format entry, a batch
+with impossible offsets, the rest of a range after damage, zero padding at the end).
 """
 
 from __future__ import annotations
@@ -13,10 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from audit.collect.batches.columns import walk_columns
-from audit.collect.batches.format import LOG_OVERHEAD, ScanSink, walk
-
-_STOPS = ("garbage", "truncated", "truncated_inside")
-_SKIPS = ("old_format", "bad_offsets")
+from audit.collect.batches.format import ScanSink, walk
 
 
 def _walk_rows(
@@ -71,22 +68,20 @@ def combined_walk(
 
 
 def _unaccounted(data: bytes, rows: list[dict[str, Any]], sink: ScanSink) -> int | None:
-    """The first byte no row, skipped entry or stopping issue accounts for (zero padding
-    at the end aside), or None."""
-    spans = {r["position"]: r["position"] + r["size_bytes"] for r in rows}
+    """The first byte of ``data`` in no row's batch and no issue's [position,
+    end_position), or None when every byte is accounted for."""
+    spans: dict[int, int] = {r["position"]: r["position"] + r["size_bytes"] for r in rows}
     for issue in sink.issues:
-        p = issue.position
-        if p is None:
+        if issue.position is None:
             continue
-        if issue.kind in _STOPS:
-            spans[p] = len(data)
-        elif issue.kind in _SKIPS:
-            spans[p] = max(spans.get(p, p), p + LOG_OVERHEAD + int.from_bytes(data[p + 8 : p + 12], "big"))
+        if issue.end_position is None or issue.end_position <= issue.position:
+            return issue.position  # an issue at a byte must say where its bytes end
+        spans[issue.position] = max(spans.get(issue.position, 0), issue.end_position)
     at = 0
     while at < len(data):
         nxt = spans.get(at)
         if nxt is None or nxt <= at:
-            return None if not any(data[at:]) else at
+            return at
         at = nxt
     return None
 
@@ -101,8 +96,8 @@ def check(data: bytes, deep: bool = True) -> None:
         return r["position"]
 
     assert sorted(rows, key=key) == sorted(reference.rows(), key=key), "the walkers' rows differ"
-    assert sorted((i.position, i.kind, i.detail) for i in sink.issues) == sorted(
-        (i.position, i.kind, i.detail) for i in reference.issues
+    assert sorted((i.position, i.end_position, i.kind, i.detail) for i in sink.issues) == sorted(
+        (i.position, i.end_position, i.kind, i.detail) for i in reference.issues
     ), "the walkers' issues differ"
     lost = _unaccounted(data, reference.rows(), reference)
     assert lost is None, f"byte {lost} is in no batch and no issue"

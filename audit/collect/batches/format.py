@@ -66,6 +66,8 @@ ISSUE_SEVERITY = {
     "bad_offsets": "error",
     "missing_index": "warn",
     "empty_segment": "info",
+    # Zeros after the last batch, to the end of the range (a preallocated segment).
+    "zero_padding": "info",
     "not_a_partition": "error",
     "set_aside_replica": "info",
 }
@@ -98,7 +100,7 @@ BATCH_FIELDS = (
     "file",
     "position",
 )
-ISSUE_FIELDS = ("topic", "partition", "file", "position", "kind", "severity", "detail")
+ISSUE_FIELDS = ("topic", "partition", "file", "position", "kind", "severity", "detail", "end_position")
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,9 @@ class ScanIssue:
     kind: str
     severity: str
     detail: str
+    # The issue covers bytes [position, end_position): with the batch rows, every byte of
+    # a segment is accounted for. None when the issue is not about a byte range.
+    end_position: int | None = None
 
 
 class ScanSink:
@@ -131,8 +136,11 @@ class ScanSink:
         partition: int | None,
         file: str | None,
         position: int | None,
+        end: int | None = None,
     ) -> None:
-        self.issues.append(ScanIssue(topic, partition, file, position, kind, ISSUE_SEVERITY[kind], detail))
+        self.issues.append(
+            ScanIssue(topic, partition, file, position, kind, ISSUE_SEVERITY[kind], detail, end)
+        )
 
     def clear(self) -> None:
         for values in self.columns.values():
@@ -277,7 +285,14 @@ def walk(
             buf_pos, off = pos, 0
         if len(buf) - off < MAGIC_POS + 1:
             _truncated(
-                sink, partial_tail_ok, "the data ends inside a batch's header", topic, partition, file, pos
+                sink,
+                partial_tail_ok,
+                "the data ends inside a batch's header",
+                topic,
+                partition,
+                file,
+                pos,
+                end,
             )
             return pos
         length = int.from_bytes(buf[off + 8 : off + 12], "big", signed=True)
@@ -294,6 +309,17 @@ def walk(
                     partition,
                     file,
                     pos,
+                    end,
+                )
+            elif pos < end:
+                sink.issue(
+                    "zero_padding",
+                    f"{end - pos} zero bytes after the last batch (a preallocated segment)",
+                    topic,
+                    partition,
+                    file,
+                    pos,
+                    end,
                 )
             return pos
         if magic != 2:
@@ -305,6 +331,7 @@ def walk(
                     partition,
                     file,
                     pos,
+                    pos + length + LOG_OVERHEAD,
                 )
                 pos += length + LOG_OVERHEAD
                 continue
@@ -318,6 +345,7 @@ def walk(
                     partition,
                     file,
                     pos,
+                    end,
                 )
                 return pos
             sink.issue(
@@ -327,16 +355,24 @@ def walk(
                 partition,
                 file,
                 pos,
+                end,
             )
             return pos
         if length < MIN_V2_LENGTH:
             sink.issue(
-                "garbage", f"batch length {length} is below the v2 minimum", topic, partition, file, pos
+                "garbage", f"batch length {length} is below the v2 minimum", topic, partition, file, pos, end
             )
             return pos
         if len(buf) - off < HEADER_SIZE:
             _truncated(
-                sink, partial_tail_ok, "the data ends inside a batch's header", topic, partition, file, pos
+                sink,
+                partial_tail_ok,
+                "the data ends inside a batch's header",
+                topic,
+                partition,
+                file,
+                pos,
+                end,
             )
             return pos
         (base, _, epoch, _, crc, attrs, last_delta, first_ts, max_ts, pid, pepoch, seq, count) = unpack(
@@ -345,7 +381,7 @@ def walk(
         total = length + LOG_OVERHEAD
         why = offsets_problem(base, last_delta, count)
         if why is not None and pos + total <= size:
-            sink.issue("bad_offsets", f"{why} (base offset {base})", topic, partition, file, pos)
+            sink.issue("bad_offsets", f"{why} (base offset {base})", topic, partition, file, pos, pos + total)
             pos += total
             continue
         if pos + total > size:
@@ -357,6 +393,7 @@ def walk(
                 partition,
                 file,
                 pos,
+                end,
             )
             return pos
         body: bytes | memoryview | None = None
@@ -375,6 +412,7 @@ def walk(
                         partition,
                         file,
                         pos,
+                        end,
                     )
                     return pos
                 body = got
@@ -391,6 +429,7 @@ def walk(
                     partition,
                     file,
                     pos,
+                    pos + total,
                 )
         ctype = cver = cep = None
         if is_control:
@@ -398,7 +437,7 @@ def walk(
             try:
                 ctype, cver, cep = control_record(bytes(body))
             except ValueError as exc:
-                sink.issue("bad_control_record", str(exc), topic, partition, file, pos)
+                sink.issue("bad_control_record", str(exc), topic, partition, file, pos, pos + total)
         c_topic.append(topic)
         c_partition.append(partition)
         c_base.append(base)
@@ -452,6 +491,7 @@ def _truncated(
     partition: int | None,
     file: str | None,
     pos: int,
+    end: int,
 ) -> None:
     kind = "truncated" if tail_ok else "truncated_inside"
-    sink.issue(kind, detail, topic, partition, file, pos)
+    sink.issue(kind, detail, topic, partition, file, pos, end)

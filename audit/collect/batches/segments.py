@@ -311,7 +311,8 @@ def _scan_task(deep: bool, issues: Any) -> Callable[[Iterator[Any]], Iterator[An
                         None,
                         None,
                         shown,
-                        None,
+                        start,
+                        end,
                     )
                     continue
                 try:
@@ -330,7 +331,13 @@ def _scan_task(deep: bool, issues: Any) -> Callable[[Iterator[Any]], Iterator[An
                         )
                 except OSError as exc:
                     sink.issue(
-                        "unreadable", f"cannot read: {exc.strerror or exc}", topic, partition, shown, start
+                        "unreadable",
+                        f"cannot read: {exc.strerror or exc}",
+                        topic,
+                        partition,
+                        shown,
+                        start,
+                        end,
                     )
                 yield from emit(sink, schema, issues)
         yield from emit(sink, schema, issues, final=True)
