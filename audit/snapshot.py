@@ -205,7 +205,6 @@ def read_manifest(directory: str | Path, expected_role: Role | None = None) -> d
 
 def check_table(directory: str | Path, table: str) -> bool:
     """True if the table's file exists with every required column; False if an optional one is absent."""
-    import pyarrow.parquet as pq
 
     path = Path(directory) / f"{table}.parquet"
     if not path.exists():

@@ -211,6 +211,37 @@ def test_a_live_log_dir_audits_its_current_replicas_only(spark: Any, tmp_path: P
     assert {(e["kind"], e["topic"]) for e in failing["examples"]} == {("not_a_partition", None)}
 
 
+def test_offsets_going_backwards_are_an_error_issue_and_fail_cm_data_2(spark: Any, tmp_path: Path) -> None:
+    """A log's offsets only grow. Batches whose base offset is not past the one before
+    them, inside a segment or across two, are read (rows) and reported (an error issue at
+    each), never accepted in silence."""
+    src_tree = source_tree(tmp_path / "src")
+    dst_tree = tmp_path / "dst"
+    shutil.copytree(src_tree, dst_tree)
+    rec: list[tuple[bytes | None, bytes | None]] = [(b"k", b"v")]
+    _write_partition(
+        dst_tree,
+        "orders-2",
+        {0: [batch(0, rec), batch(5, rec), batch(4, rec)], 6: [batch(2, rec), batch(7, rec)]},
+    )
+    _write_partition(src_tree, "orders-2", {0: [batch(i, rec) for i in range(8)]})
+    _scan(spark, src_tree, tmp_path / "s", "source")
+    note = _scan(spark, dst_tree, tmp_path / "d", "destination")
+    assert note["issues"].get("offsets_backwards") == 2, note
+    issues = pq.read_table(tmp_path / "d" / "batch_scan_issues.parquet").to_pylist()
+    backwards = sorted(
+        (i["file"].rsplit("/", 1)[-1], i["severity"], i["detail"])
+        for i in issues
+        if i["kind"] == "offsets_backwards"
+    )
+    assert backwards == [
+        (f"{0:020d}.log", "error", "base offset 4 is not past the previous batch's last offset 5"),
+        (f"{6:020d}.log", "error", "base offset 2 is not past the previous batch's last offset 4"),
+    ]
+    inv = _audit(spark, tmp_path / "s", tmp_path / "d", tmp_path / "run")["invariants"]
+    assert inv["CM-DATA-2"]["status"] == "fail", inv["CM-DATA-2"]
+
+
 def test_a_snapshot_written_before_end_position_existed_still_audits(spark: Any, tmp_path: Path) -> None:
     """``batch_scan_issues.end_position`` was added to the contract later: an older
     snapshot's issues table lacks it and reads as nulls there, not as an error."""

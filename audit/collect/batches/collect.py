@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from audit.collect.batches.format import CONTROL_TYPES, ScanIssue
+from audit.collect.batches.format import CONTROL_TYPES, ISSUE_SEVERITY, ScanIssue
 from audit.collect.batches.scan import BatchScan
 from audit.collect.metadata.snapshot import utc_now
 from audit.config import AuditConfig, redact_uri
@@ -195,7 +195,7 @@ def write_batch_scan(
 def _run(spark: Any, scan: BatchScan, staging: Path) -> dict[str, Any]:
     """Run the scan (one pass over the data) and write its three tables into ``staging``."""
     scan.rows.write.mode("overwrite").parquet(str(staging / "batches.parquet"))
-    issues = scan.collected_issues()
+    issues = scan.collected_issues() + backwards_offsets(spark, staging)
     _write_issues(issues, staging)
     _write_markers(spark, staging)
     counts: dict[str, Any] = {
@@ -211,6 +211,52 @@ def _run(spark: Any, scan: BatchScan, staging: Path) -> dict[str, Any]:
         counts["batch_scan_issues"],
     )
     return counts
+
+
+MAX_BACKWARDS_ISSUES = 1000
+
+
+def backwards_offsets(spark: Any, staging: Path) -> list[ScanIssue]:
+    """A batch whose base offset is not past the previous batch's last offset, in file
+    order: a log's offsets only grow, so such a batch was crafted or the segments of two
+    logs were mixed. Each batch is read on its own by the walkers (a segment is split
+    into ranges), so only the written table sees the order; a Spark window per partition,
+    the first ``MAX_BACKWARDS_ISSUES`` reaching the driver. Wire reads (no file) are left
+    out: the fetch loop itself refuses a response that does not move forward."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    batches = spark.read.parquet(str(staging / "batches.parquet")).where("file IS NOT NULL")
+    segment = F.element_at(F.split("file", "/"), -1)  # 20-digit names sort as their offsets
+    order = Window.partitionBy("topic", "partition").orderBy(segment, "position")
+    rows = (
+        batches.select(
+            "topic",
+            "partition",
+            "file",
+            "position",
+            "size_bytes",
+            "base_offset",
+            F.lag("last_offset").over(order).alias("previous_last"),
+        )
+        .where("base_offset <= previous_last")
+        .orderBy("topic", "partition", "file", "position")
+        .limit(MAX_BACKWARDS_ISSUES)
+        .collect()
+    )
+    return [
+        ScanIssue(
+            r.topic,
+            r.partition,
+            r.file,
+            r.position,
+            "offsets_backwards",
+            ISSUE_SEVERITY["offsets_backwards"],
+            f"base offset {r.base_offset} is not past the previous batch's last offset {r.previous_last}",
+            r.position + r.size_bytes,
+        )
+        for r in rows
+    ]
 
 
 def derived_partitions(spark: Any, staging: Path) -> tuple[Any, ...]:

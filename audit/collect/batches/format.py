@@ -64,6 +64,8 @@ ISSUE_SEVERITY = {
     "old_format": "error",
     # A header whose offsets cannot be (negative, or past a 64-bit offset): not a batch row.
     "bad_offsets": "error",
+    # A batch whose offsets do not follow the previous batch's in the partition's files.
+    "offsets_backwards": "error",
     "missing_index": "warn",
     "empty_segment": "info",
     # Zeros after the last batch, to the end of the range (a preallocated segment).
