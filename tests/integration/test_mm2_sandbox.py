@@ -6,6 +6,7 @@ run through Kafka's ConsoleConsumer) are the oracle for the decoded values.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
@@ -67,7 +68,9 @@ def _wait_for_checkpoint(
     attempt = 0
     while True:
         attempt += 1
-        src, dst = _snapshot(sandbox, tmp, f"snap-{group}-{attempt}")
+        # Named by a hash: a group id may be longer than a file name may be.
+        label = hashlib.sha256(group.encode()).hexdigest()[:12]
+        src, dst = _snapshot(sandbox, tmp, f"snap-{label}-{attempt}")
         done = {(c.partition, c.upstream_offset) for c in _checkpoints(dst, group) if c.topic == remote}
         missing = {p: u for p, u in upstream.items() if (p, u) not in done}
         if not missing:
@@ -137,7 +140,10 @@ def _oracle(
 
 # Every topic (name: partitions) and mirrored group (name: its topic) of this module.
 TOPICS = {"orders": 2, "restart": 1, "burst": 4, "audit": 1, "cut": 1}
-GROUPS = {"app": "orders", "restart": "restart", "burst": "burst", "ok": "audit", "cut": "cut"}
+# "long-...": a group id of 215 characters, 90 of them non-ASCII (305 bytes), whose failover
+# plan file must still be written (its name cut and hashed).
+LONG = "long-" + "\u00e9" * 90 + "g" * 120
+GROUPS = {"app": "orders", "restart": "restart", "burst": "burst", "ok": "audit", "cut": "cut", LONG: "audit"}
 
 
 @pytest.fixture(scope="module")
@@ -295,7 +301,8 @@ def test_audit_of_the_real_mirror_maker_catches_its_faults(
 ) -> None:
     """mode mm2 end to end on the real MirrorMaker 2: a healthy group passes; records deleted
     on the target below a checkpoint fail MM2-CKPT-2; a group MM2 does not checkpoint (outside
-    its groups filter) fails MM2-CKPT-4."""
+    its groups filter) fails MM2-CKPT-4; a group id longer than a file name gets its plan
+    file, which Kafka's own tool reads."""
     run = mirror_maker
     src_bootstrap, dst_bootstrap = (
         sandbox.cluster("source").bootstrap,
@@ -308,7 +315,10 @@ def test_audit_of_the_real_mirror_maker_catches_its_faults(
     commit_offsets(src_bootstrap, ok_group, {(ok_topic, 0): 30})
     commit_offsets(src_bootstrap, cut_group, {(cut_topic, 0): 20})
     commit_offsets(src_bootstrap, unsynced, {(ok_topic, 0): 10})
+    long_group = f"mm2g-{run}-{LONG}"
+    commit_offsets(src_bootstrap, long_group, {(ok_topic, 0): 30})
     _wait_for_checkpoint(sandbox, tmp_path, ok_group, ok_topic, {0: 30})
+    _wait_for_checkpoint(sandbox, tmp_path, long_group, ok_topic, {0: 30})
     _, dst = _wait_for_checkpoint(sandbox, tmp_path, cut_group, cut_topic, {0: 20})
     (cut_ckpt,) = [c for c in _checkpoints(dst, cut_group) if c.upstream_offset == 20][-1:]
     # Retention on the target removes records the checkpoint still points into.
@@ -324,7 +334,7 @@ def test_audit_of_the_real_mirror_maker_catches_its_faults(
         f"destination:\n  bootstrap_servers: {dst_bootstrap}\n  timeout_seconds: 30\n"
         "spark:\n  master: local[2]\n  conf:\n    spark.sql.shuffle.partitions: '2'\n"
         f"scope:\n  topics:\n    include: ['mm2-{run}-(audit|cut)']\n"
-        f"  groups:\n    include: ['mm2g-{run}-(ok|cut)', 'other-{run}']\n"
+        f"  groups:\n    include: ['mm2g-{run}-(ok|cut|long-.*)', 'other-{run}']\n"
     )
     proc = run_cli("nightly", "--config", str(cfg), "--out", str(tmp_path / "run"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -385,3 +395,25 @@ def test_audit_of_the_real_mirror_maker_catches_its_faults(
     assert re.search(
         rf"{re.escape(ok_group)}\s+{re.escape(remote_ok)}\s+0\s+{new_offset}\b", dry_run.stdout
     ), dry_run.stdout
+
+    # The long group's plan: its file named by a cut id and a hash, the command naming it.
+    (command,) = [c for c in (plan_dir / "commands.txt").read_text().splitlines() if long_group in c]
+    long_csv = plan_dir / re.search(r"--from-file '([^']+)'", command).group(1)  # type: ignore[union-attr]
+    assert len(long_csv.name.encode()) <= 255 and long_csv.read_text().startswith(f"{remote_ok},0,")
+    long_dry_run = run_tool(
+        sandbox,
+        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+        [
+            "--bootstrap-server",
+            dst_bootstrap,
+            "--group",
+            long_group,
+            "--reset-offsets",
+            "--from-file",
+            str(long_csv),
+            "--dry-run",
+        ],
+        timeout=120,
+    )
+    assert long_dry_run.returncode == 0, long_dry_run.stdout + long_dry_run.stderr
+    assert remote_ok in long_dry_run.stdout, long_dry_run.stdout
