@@ -54,11 +54,12 @@ def compare_snapshots(
 ) -> Compared:
     """The compare stage alone: the profile's (by default the mode's) comparison tables of
     two snapshot directories, computed by ``engine`` into ``run_dir/compare``."""
-    from audit.compare.run import new_tables, run_compare
+    from audit.compare.engines import open_tables
+    from audit.compare.run import run_compare
 
     prof = prof or profile_of(cfg)
-    data_level = prof.data_level if engine == "spark" else None
-    tables = new_tables(engine, cfg)
+    tables = open_tables(engine, cfg.spark)
+    data_level = prof.data_level if tables.data_level else None
     return run_compare(tables, prof.comparisons, prof.inputs, source, destination, run_dir, cfg, data_level)
 
 
@@ -138,11 +139,7 @@ def audit_snapshots(
         run_info["unknown_figures"] = loss.unknown
     if untracked:
         run_info["violations_not_kept"] = untracked
-    if engine == "spark":
-        from audit.spark_session import build_spark
-        from audit.spark_session import run_info as spark_run_info
-
-        run_info.update(spark_run_info(build_spark(cfg.spark)))
+    run_info.update(compared.tables.run_info())
     details = invariant_details(compared, source, src_manifest, dst_manifest)
     answer = None
     if prof.always_go_no_go or (readiness and prof.job_figures is None):

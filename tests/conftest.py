@@ -32,6 +32,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         marker = _FOLDER_MARKERS.get(folder)
         if marker is not None:
             item.add_marker(marker)
+        if folder == "spark" and _in_process_engine_only(item):
+            # The invariant tests on DuckDB need no JVM: the fast tier (make unit) runs them,
+            # so every metadata invariant is checked there.
+            item.add_marker(pytest.mark.unit)
+
+
+def _in_process_engine_only(item: pytest.Item) -> bool:
+    """A test of tests/spark parametrized onto the in-process engine, not asking for Spark."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or "spark" in getattr(item, "fixturenames", ()):
+        return False
+    return "local" in callspec.params.values()
 
 
 def _sigterm_to_interrupt(signum: int, frame: object) -> None:

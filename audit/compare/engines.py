@@ -33,9 +33,20 @@ ENGINES: tuple[EngineName, ...] = ("spark", "local")
 
 
 class Tables(Protocol):
-    """One run's named tables in one engine."""
+    """One run's named tables in one engine: everything the pipeline, the validator and the
+    report need to know about the engine is asked here, never by its name."""
 
     engine: EngineName
+    # Whether it computes the data-level tables (a row per batch or record chunk: they grow
+    # with the data, so only the engine that spreads work over a cluster takes them).
+    data_level: bool
+
+    def run_info(self) -> dict[str, Any]:
+        """What summary.json's run section says of the engine's run (empty for DuckDB)."""
+
+    def validation_source(self, sources: Any, name: str) -> Any:
+        """Great Expectations' datasource over this engine's frames (``frame``): Spark
+        DataFrames, or pandas."""
 
     def load(self, name: str, directory: Path, table: str) -> None:
         """Register a snapshot table of ``directory`` (checked, cast to its declared
@@ -75,6 +86,7 @@ class Tables(Protocol):
 
 class SparkTables:
     engine: EngineName = "spark"
+    data_level = True
 
     def __init__(self, spark: Any) -> None:
         self.spark = spark
@@ -86,6 +98,14 @@ class SparkTables:
 
     def has(self, name: str) -> bool:
         return name in self._frames
+
+    def run_info(self) -> dict[str, Any]:
+        from audit.spark_session import run_info
+
+        return run_info(self.spark)
+
+    def validation_source(self, sources: Any, name: str) -> Any:
+        return sources.add_spark(name=name)
 
     def load(self, name: str, directory: Path, table: str) -> None:
         self._frames[name] = read_table(self.spark, directory, table)
@@ -148,6 +168,7 @@ class _ViewNames(dict[str, str]):
 
 class LocalTables:
     engine: EngineName = "local"
+    data_level = False
 
     def __init__(self) -> None:
         import duckdb
@@ -161,6 +182,12 @@ class LocalTables:
 
     def has(self, name: str) -> bool:
         return name in self._arrow
+
+    def run_info(self) -> dict[str, Any]:
+        return {}
+
+    def validation_source(self, sources: Any, name: str) -> Any:
+        return sources.add_pandas(name=name)
 
     def load(self, name: str, directory: Path, table: str) -> None:
         self._register(name, read_arrow(directory, table))
@@ -223,3 +250,20 @@ class LocalTables:
         with pq.ParquetWriter(path, reader.schema) as writer:
             for batch in reader:
                 writer.write_batch(batch)
+
+
+def open_tables(engine: EngineName, spark: Any) -> Tables:
+    """A run's tables in the named engine (``spark``: the run's ``SparkSettings``, the
+    session built or reused from them; unused by DuckDB): the one place an engine is
+    chosen by name."""
+    if engine == "local":
+        return LocalTables()
+    from audit.spark_session import build_spark
+
+    return SparkTables(build_spark(spark))
+
+
+def data_level_engine(tables: Tables) -> SparkTables | None:
+    """The engine as the data-level comparisons take it (they are PySpark code:
+    compare/batches.py, compare/records.py), or None where it does not compute them."""
+    return tables if isinstance(tables, SparkTables) and tables.data_level else None

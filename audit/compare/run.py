@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from audit.compare.engines import EngineName, LocalTables, SparkTables, Tables
+from audit.compare.engines import EngineName, Tables, data_level_engine
 from audit.compare.scope import group_scope_rows, params_row, topic_name_rows, topic_scope_rows
 from audit.compare.sql import Comparison
 from audit.config import AuditConfig
@@ -74,14 +74,6 @@ class Inputs:
     prepare: Callable[[Tables, Path, Path], list[tuple[str, Path, str]]]
     topic_in_scope: Callable[[AuditConfig], Callable[[str], bool]]
     replica_names: bool = False
-
-
-def new_tables(engine: EngineName, cfg: AuditConfig) -> Tables:
-    if engine == "local":
-        return LocalTables()
-    from audit.spark_session import build_spark
-
-    return SparkTables(build_spark(cfg.spark))
 
 
 def load_snapshot_table(tables: Tables, name: str, directory: Path, table: str) -> bool:
@@ -289,7 +281,8 @@ def data_level_tables(
     """Mode cluster-mirroring on Spark: the batch and record tables the snapshots allow
     (they grow with the data: a row per batch or chunk, so Spark only). Diffs need both
     sides' batches, the transaction closure either side's. Returns the names written."""
-    if not isinstance(tables, SparkTables):
+    spark_tables = data_level_engine(tables)
+    if spark_tables is None:
         return []
     from audit.compare.batches import (
         compare_batches,
@@ -300,10 +293,10 @@ def data_level_tables(
     from audit.compare.records import compare_record_chunks
 
     def optional(role_dir: Path, table: str) -> Any:
-        return read_table(tables.spark, role_dir, table)
+        return read_table(spark_tables.spark, role_dir, table)
 
     def write(name: str, df: Any) -> str:
-        tables.write(name, df, out / f"{name}.parquet")
+        spark_tables.write(name, df, out / f"{name}.parquet")
         return name
 
     scope = tables.frame("topic_scope")

@@ -2,9 +2,9 @@
 first divergent batch and record per partition, the record scan's coverage and the ranges
 it could not read, and the open transactions behind CM-TXN-1.
 
-Batch and record rows grow with the data, so their slices are taken in Spark (sorted and
-limited before anything reaches the driver); the rest comes from the snapshots' manifests
-and small tables.
+Batch and record rows grow with the data, so their slices are SQL run by the engine that
+holds the table (sorted and limited before anything reaches the driver); the rest comes
+from the snapshots' manifests and small tables.
 """
 
 from __future__ import annotations
@@ -19,21 +19,24 @@ from audit.schemas import BATCH_SIDE
 DIVERGENCE_PARTITIONS = 20
 
 
-def _first_per_partition(bad: Any, order: str, count_as: str, limit: int) -> Any:
-    """The first row by ``order`` of each partition among ``bad`` rows, with how many bad
-    rows the partition has (``count_as``); the partitions with the most first, at most
-    ``limit`` (a bounded slice: Spark sorts and limits before anything reaches the driver)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    per_partition = Window.partitionBy("topic", "partition")
-    return (
-        bad.withColumn("n", F.row_number().over(per_partition.orderBy(order)))
-        .withColumn(count_as, F.count("*").over(per_partition))
-        .where("n = 1")
-        .orderBy(F.desc(count_as), "topic", "partition")
-        .limit(limit)
-    )
+def _first_per_partition(
+    table: str, where: str, order: str, count_as: str, limit: int, select: str = "*"
+) -> str:
+    """SQL for the first row by ``order`` of each partition among ``table``'s rows matching
+    ``where``, with how many such rows the partition has (``count_as``); the partitions
+    with the most first, at most ``limit``: a bounded slice, sorted and limited by the
+    engine that holds the table before anything reaches this process."""
+    return f"""
+SELECT {select} FROM (
+  SELECT t.*,
+    row_number() OVER (PARTITION BY topic, partition ORDER BY {order}) AS first_n,
+    count(*) OVER (PARTITION BY topic, partition) AS {count_as}
+  FROM {{{table}}} t
+  WHERE {where}
+) ranked
+WHERE first_n = 1
+ORDER BY {count_as} DESC, topic, partition
+LIMIT {int(limit)}"""
 
 
 def first_batch_divergence(compared: Compared, limit: int = DIVERGENCE_PARTITIONS) -> list[dict[str, Any]]:
@@ -41,16 +44,13 @@ def first_batch_divergence(compared: Compared, limit: int = DIVERGENCE_PARTITION
     headers side by side ("fields": name, source, destination), at most ``limit``
     partitions (the worst first: the most differing batches). Empty when batches were not
     compared."""
-    df = compared.frames.get("batch_diffs")
-    if df is None:
+    if not compared.tables.has("batch_diffs"):
         return []
-
-    first = _first_per_partition(
-        df.where("in_scope AND batch_status != 'same'"), "base_offset", "differing_batches", limit
+    sql = _first_per_partition(
+        "batch_diffs", "in_scope AND batch_status != 'same'", "base_offset", "differing_batches", limit
     )
     out = []
-    for r in first.collect():
-        row = r.asDict()
+    for row in compared.tables.rows(sql):
         out.append(
             {
                 "topic": row["topic"],
@@ -75,25 +75,21 @@ def first_record_divergence(compared: Compared, limit: int = DIVERGENCE_PARTITIO
     """Per partition, its first chunk that is not the same on both sides, with the first
     divergent record where the chunk was narrowed (offset, kind, both sides abbreviated),
     the partitions with the most differing chunks first, at most ``limit``."""
-    df = compared.frames.get("record_chunk_diffs")
-    if df is None:
+    if not compared.tables.has("record_chunk_diffs"):
         return []
-    from pyspark.sql import functions as F
-
-    bad = df.where("in_scope AND chunk_status NOT IN ('same', 'tolerated', 'unverified')")
-    first = _first_per_partition(bad, "chunk_start", "differing_chunks", limit).select(
-        "topic",
-        "partition",
-        "chunk_start",
-        "chunk_end",
-        "chunk_status",
-        "differing_chunks",
-        F.col("divergence_offset").alias("offset"),
-        F.col("divergence_kind").alias("kind"),
-        "source_record",
-        "destination_record",
+    select = (
+        "topic, partition, chunk_start, chunk_end, chunk_status, differing_chunks, "
+        "divergence_offset AS offset, divergence_kind AS kind, source_record, destination_record"
     )
-    return [r.asDict() for r in first.collect()]
+    sql = _first_per_partition(
+        "record_chunk_diffs",
+        "in_scope AND chunk_status NOT IN ('same', 'tolerated', 'unverified')",
+        "chunk_start",
+        "differing_chunks",
+        limit,
+        select,
+    )
+    return compared.tables.rows(sql)
 
 
 # --------------------------------------------------------------------------- all of them
@@ -106,9 +102,9 @@ def invariant_details(
     details = _open_transactions(source, src_manifest)
     if "mirror_states" in compared.frames:
         details["CM-FAILOVER-1"] = _mirror_state(compared, dst_manifest, src_manifest)
-    if compared.engine == "spark" and "batch_diffs" in compared.frames:
+    if compared.tables.has("batch_diffs"):
         details["CM-DATA-2"] = {"first_divergence": first_batch_divergence(compared)}
-    if compared.engine == "spark" and "record_chunk_diffs" in compared.frames:
+    if compared.tables.has("record_chunk_diffs"):
         records_note = (dst_manifest.get("notes") or {}).get("records") or {}
         details["CM-DATA-1"] = {
             "first_divergence": first_record_divergence(compared),

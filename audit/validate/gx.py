@@ -14,9 +14,12 @@ import threading
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from audit.errors import ConfigError
+
+if TYPE_CHECKING:
+    from audit.compare.engines import Tables
 from audit.fsutil import json_loads
 from audit.paths import local_path
 from audit.validate.results import MAX_EXAMPLES, CheckOutcome
@@ -116,10 +119,10 @@ def load_suites(
 
 
 class GxRunner:
-    """One ephemeral GX context per run, Data Docs written under ``docs_dir``; ``engine``
-    picks GX's Spark or pandas execution engine to match the comparison frames."""
+    """One ephemeral GX context per run, Data Docs written under ``docs_dir``; ``tables``
+    (the engine holding the comparison frames) gives GX the datasource that reads them."""
 
-    def __init__(self, docs_dir: Path, engine: str = "spark") -> None:
+    def __init__(self, docs_dir: Path, tables: Tables) -> None:
         os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
         _join_background_import()
         import great_expectations as gx
@@ -146,7 +149,7 @@ class GxRunner:
             },
         )
         sources = self.ctx.data_sources
-        self._source = (sources.add_pandas if engine == "local" else sources.add_spark)(name="comparison")
+        self._source = tables.validation_source(sources, "comparison")
 
     def run(
         self, suite_file: SuiteFile, df: Any, index_columns: list[str], parameters: dict[str, Any]

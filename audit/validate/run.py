@@ -257,7 +257,7 @@ def run_validation(
     """The same suites judge either engine's tables (GX runs on Spark and on pandas); every
     invariant of the mode's ``catalogue`` gets a result, skipped where nothing checked it."""
     parameters = dataclasses.asdict(cfg.thresholds)
-    runner = GxRunner(run_dir / "validation" / "data_docs", compared.engine)
+    runner = GxRunner(run_dir / "validation" / "data_docs", compared.tables)
     by_invariant: dict[str, list[CheckOutcome]] = defaultdict(list)
     for suite in suites:
         df = compared.frames.get(suite.table)
@@ -286,7 +286,7 @@ def run_validation(
             results.append(fold(inv.id, inv.statement, checks, inv_gaps, is_accepted))
         else:
             reason = f"{NOT_COLLECTED}: needs {inv.needs}"
-            if inv.spark_only and compared.engine != "spark":
+            if inv.spark_only and not compared.tables.data_level:
                 reason = (
                     f"{NOT_COLLECTED} by this engine: checked by the Spark engine only (--engine spark): "
                     f"needs {inv.needs}"
