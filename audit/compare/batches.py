@@ -15,11 +15,76 @@ from __future__ import annotations
 from typing import Any
 
 from audit.collect.batches.closure import transaction_closure
+from audit.compare.sql import TableRows
 from audit.config import AuditConfig
 from audit.schemas import BATCH_SIDE, MARKER_SIDE
 
 # The fields a byte-for-byte copy keeps; a difference in any is a differing batch (the
 # others of BATCH_SIDE are shown beside them: implied by the CRC or outside it).
+# How the data-level tables' rows are named (key, example columns): declared with the
+# tables, as ``Comparison`` declares them for the SQL ones.
+BATCH_DIFF_ROWS = TableRows(
+    "batch_diffs",
+    ("topic", "partition", "base_offset"),
+    shown=(
+        "batch_status",
+        "differing_fields",
+        "src_last_offset",
+        "dst_last_offset",
+        "src_crc",
+        "dst_crc",
+        "src_producer_id",
+        "dst_producer_id",
+        "src_producer_epoch",
+        "dst_producer_epoch",
+        "src_attributes",
+        "dst_attributes",
+        "src_partition_leader_epoch",
+        "dst_partition_leader_epoch",
+        "dst_leader_epoch",
+        "dst_file",
+        "dst_position",
+    ),
+)
+
+MARKER_DIFF_ROWS = TableRows(
+    "marker_diffs",
+    ("topic", "partition", "offset"),
+    shown=(
+        "marker_status",
+        "src_marker",
+        "dst_marker",
+        "src_producer_id",
+        "dst_producer_id",
+        "dst_file",
+        "dst_position",
+    ),
+)
+
+TXN_CLOSURE_ROWS = TableRows(
+    "txn_closure",
+    ("side", "topic", "partition", "base_offset"),
+    shown=(
+        "last_offset",
+        "producer_id",
+        "producer_epoch",
+        "control_type",
+        "last_stable_offset",
+    ),
+)
+
+SCAN_ISSUE_ROWS = TableRows(
+    "scan_issues",
+    ("side", "topic", "partition", "file", "position"),
+    shown=(
+        "kind",
+        "severity",
+        "detail",
+    ),
+)
+
+ROWS = (BATCH_DIFF_ROWS, MARKER_DIFF_ROWS, TXN_CLOSURE_ROWS, SCAN_ISSUE_ROWS)
+
 BATCH_FIELDS = ("last_offset", "crc", "producer_id", "producer_epoch", "attributes")
 
 

@@ -71,6 +71,14 @@ SELECT derived.*,
   lag_records + coalesce(stop_control_records, stop_control_bound) AS data_lag_records
 FROM derived CROSS JOIN {{run_params}} p
 """,
+    shown=(
+        "src_leader_epoch",
+        "dst_leader_epoch",
+        "src_log_start_offset",
+        "src_high_watermark",
+        "dst_high_watermark",
+        "src_last_stable_offset",
+    ),
 )
 
 TOPICS = Comparison(
@@ -94,6 +102,12 @@ SELECT per_topic.*,
     AND (NOT p.preserves_topic_ids OR src_topic_id = dst_topic_id) AS topic_mirrored
 FROM per_topic CROSS JOIN {run_params} p
 """,
+    shown=(
+        "src_partition_count",
+        "dst_partition_count",
+        "src_topic_id",
+        "dst_topic_id",
+    ),
 )
 
 GROUP_OFFSETS = Comparison(
@@ -144,6 +158,14 @@ SELECT clamped.*,
     AND src_committed_offset IS NOT NULL AND dst_partition_known AS sync_candidate
 FROM clamped
 """,
+    shown=(
+        "src_committed_offset",
+        "dst_committed_offset",
+        "expected_offset",
+        "dst_log_start_offset",
+        "dst_high_watermark",
+        "dst_active",
+    ),
 )
 
 GROUPS = Comparison(
@@ -185,6 +207,12 @@ SELECT classified.*,
     AS excluded_but_synced
 FROM classified
 """,
+    shown=(
+        "classification",
+        "src_state",
+        "dst_state",
+        "dst_member_count",
+    ),
 )
 
 COMPARISONS = (PARTITIONS, GROUP_OFFSETS, TOPICS, GROUPS, MIRROR_STATES)

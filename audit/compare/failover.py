@@ -63,6 +63,19 @@ SELECT joined.*,
     AND dst_leader_epoch > last_mirror_epoch END AS epoch_bumped
 FROM joined
 """,
+    shown=(
+        "state",
+        "error_message",
+        "last_mirror_offset",
+        "dst_high_watermark",
+        "stop_control_records",
+        "stop_control_bound",
+        "stop_markers",
+        "dst_last_stable_offset",
+        "src_leader_epoch",
+        "dst_leader_epoch",
+        "last_mirror_epoch",
+    ),
 )
 
 # failover verify: per partition readiness judged, what it predicted the failover would
@@ -98,6 +111,14 @@ WITH placed AS (
 SELECT realized.*, realized_loss_records <= predicted_loss_records AS loss_within_prediction
 FROM realized
 """,
+    shown=(
+        "predicted_loss_records",
+        "realized_loss_records",
+        "source_offset_at_stop",
+        "source_offset_from",
+        "last_mirror_offset",
+        "mirror_state",
+    ),
 )
 
 # failover verify: per synced group partition, where its consumers resume on the destination
@@ -133,6 +154,14 @@ SELECT placed.*,
     AS reprocessed_records
 FROM placed
 """,
+    shown=(
+        "src_committed_offset",
+        "resume_offset",
+        "dst_log_start_offset",
+        "dst_high_watermark",
+        "skipped_records",
+        "reprocessed_records",
+    ),
 )
 
 # failback readiness: mirroring back makes the old source (here the source snapshot) a
@@ -164,6 +193,14 @@ LEFT JOIN {dst_mirror_partitions} m ON m.topic = p.topic AND m.partition = p.par
 LEFT JOIN committed_past c ON c.topic = p.topic AND c.partition = p.partition
 WHERE p.src_present
 """,
+    shown=(
+        "truncate_records",
+        "last_mirror_offset",
+        "src_high_watermark",
+        "src_last_stable_offset",
+        "mirror_state",
+        "groups_committed_past",
+    ),
 )
 
 FAILBACK_GROUPS = Comparison(
@@ -182,6 +219,11 @@ FROM {group_offsets} g
 LEFT JOIN {dst_mirror_partitions} m ON m.topic = g.topic AND m.partition = g.partition
 WHERE g.src_committed_offset IS NOT NULL
 """,
+    shown=(
+        "src_committed_offset",
+        "last_mirror_offset",
+        "records_past_truncation",
+    ),
 )
 
 

@@ -65,6 +65,14 @@ SELECT placed.*,
   src_last_stable_offset = src_high_watermark AS src_quiet
 FROM placed
 """,
+    shown=(
+        "src_high_watermark",
+        "src_last_stable_offset",
+        "dst_high_watermark",
+        "sync_upstream_offset",
+        "sync_downstream_offset",
+        "unreplicated_records",
+    ),
 )
 
 SYNCS = Comparison(
@@ -87,6 +95,12 @@ SELECT ordered.*,
     AS monotonic
 FROM ordered
 """,
+    shown=(
+        "upstream_offset",
+        "downstream_offset",
+        "prev_upstream_offset",
+        "prev_downstream_offset",
+    ),
 )
 
 _CKPT_KEY = "c.group_id, c.topic, c.partition, c.record_partition, c.record_offset"
@@ -146,11 +160,21 @@ bounded AS (
 SELECT bounded.*, downstream_offset > max_downstream_offset AS over_translated
 FROM bounded
 """,
+    shown=(
+        "upstream_offset",
+        "downstream_offset",
+        "prev_downstream_offset",
+        "dst_log_start_offset",
+        "dst_high_watermark",
+        "max_downstream_offset",
+    ),
 )
 
 GROUP_OFFSETS = Comparison(
     "mm2_group_offsets",
-    ("group_id", "remote_topic", "partition"),
+    # Keyed by the source's names: a row per source commit (the replica's name may be
+    # unknown, null, where the replication policy maps no topic).
+    ("group_id", "topic", "partition"),
     f"""
 WITH first_sync AS (
   SELECT topic, partition, min(upstream_offset) AS first_sync_upstream_offset
@@ -209,6 +233,17 @@ SELECT judged.*,
     AS dst_offset_in_range
 FROM judged CROSS JOIN {{run_params}} p
 """,
+    shown=(
+        "src_committed_offset",
+        "first_sync_upstream_offset",
+        "ckpt_upstream_offset",
+        "ckpt_downstream_offset",
+        "staleness_records",
+        "dst_committed_offset",
+        "dst_log_start_offset",
+        "dst_high_watermark",
+        "dst_active",
+    ),
 )
 
 COMPARISONS = (PARTITIONS, SYNCS, CHECKPOINTS, GROUP_OFFSETS)

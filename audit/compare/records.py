@@ -16,7 +16,28 @@ from typing import Any
 
 from audit.collect.records.pairs import CHUNK_KEY, paired_chunks
 from audit.compare.batches import with_scope
+from audit.compare.sql import TableRows
 from audit.config import AuditConfig
+
+ROWS = TableRows(
+    "record_chunk_diffs",
+    ("topic", "partition", "chunk_start"),
+    shown=(
+        "chunk_end",
+        "chunk_status",
+        "divergence_offset",
+        "divergence_kind",
+        "source_record",
+        "destination_record",
+        "src_record_count",
+        "dst_record_count",
+        "src_gap_count",
+        "dst_gap_count",
+        "src_max_record_epoch",
+        "dst_max_record_epoch",
+        "dst_leader_epoch",
+    ),
+)
 
 
 def compare_record_chunks(

@@ -23,6 +23,22 @@ SQL_TYPES = {"string": "STRING", "int32": "INT", "int64": "BIGINT", "double": "D
 
 
 @dataclass(frozen=True)
+class TableRows:
+    """How a comparison table's rows are named, declared with the table: the key that
+    identifies a row (the table's order, an example's label, a violation's key in the
+    history) and the columns an example shows beside it (both sides' values a person
+    needs to judge the row without opening the Parquet files)."""
+
+    table: str
+    key: tuple[str, ...]
+    shown: tuple[str, ...] = ()
+
+    @property
+    def example_columns(self) -> list[str]:
+        return [*self.key, *self.shown]
+
+
+@dataclass(frozen=True)
 class Comparison:
     """One comparison table: its name (declared in ``audit.schemas.COMPARISON_TABLES``),
     the columns that identify a row, and the query that computes it."""
@@ -34,6 +50,12 @@ class Comparison:
     # comparison to mean anything; without them it is not computed, and its invariants
     # are skipped as not collected.
     requires: tuple[str, ...] = ()
+    # The columns an example of a failing row shows beside the key (``TableRows``).
+    shown: tuple[str, ...] = ()
+
+    @property
+    def rows(self) -> TableRows:
+        return TableRows(self.table, self.key, self.shown)
 
     def declared_sql(self, ordered: bool = True) -> str:
         """The query with its result cast to the declared columns, in the declared order,

@@ -14,8 +14,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from audit.compare.tables import KEY_COLUMNS
 from audit.fsutil import json_loads
-from audit.validate.violations import KEY_COLUMNS, parse_key, row_key, violations_dataset
+from audit.validate.violations import parse_key, row_key, violations_dataset
 
 log = logging.getLogger(__name__)
 

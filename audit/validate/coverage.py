@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from audit.compare.tables import KEY_COLUMNS
 from audit.validate.results import CheckOutcome
-from audit.validate.violations import KEY_COLUMNS, keyed_select, parse_key
+from audit.validate.violations import keyed_select, parse_key
 
 log = logging.getLogger(__name__)
 

@@ -8,6 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from audit.compare.run import OPTIONAL_TABLES, Compared
+from audit.compare.tables import EXAMPLE_COLUMNS, KEY_COLUMNS
 from audit.config import AuditConfig
 from audit.errors import ConfigError
 from audit.fsutil import atomic_write_json
@@ -16,200 +17,8 @@ from audit.validate.coverage import collect_gaps
 from audit.validate.gx import GxRunner, SuiteFile, load_suites, plain
 from audit.validate.gx import expectations_dir as find_expectations
 from audit.validate.results import MAX_EXAMPLES, NOT_COLLECTED, CheckOutcome, InvariantResult, fold, skipped
-from audit.validate.violations import KEY_COLUMNS
 
 log = logging.getLogger(__name__)
-
-# The columns that label each offending row in the examples: its key, then both sides'
-# values a person needs to judge it without opening the Parquet files.
-INDEX_COLUMNS = {
-    "partitions": [
-        "topic",
-        "partition",
-        "src_leader_epoch",
-        "dst_leader_epoch",
-        "src_log_start_offset",
-        "src_high_watermark",
-        "dst_high_watermark",
-        "src_last_stable_offset",
-    ],
-    "topics": ["topic", "src_partition_count", "dst_partition_count", "src_topic_id", "dst_topic_id"],
-    "group_offsets": [
-        "group_id",
-        "topic",
-        "partition",
-        "src_committed_offset",
-        "dst_committed_offset",
-        "expected_offset",
-        "dst_log_start_offset",
-        "dst_high_watermark",
-        "dst_active",
-    ],
-    "groups": ["group_id", "classification", "src_state", "dst_state", "dst_member_count"],
-    "batch_diffs": [
-        "topic",
-        "partition",
-        "base_offset",
-        "batch_status",
-        "differing_fields",
-        "src_last_offset",
-        "dst_last_offset",
-        "src_crc",
-        "dst_crc",
-        "src_producer_id",
-        "dst_producer_id",
-        "src_producer_epoch",
-        "dst_producer_epoch",
-        "src_attributes",
-        "dst_attributes",
-        "src_partition_leader_epoch",
-        "dst_partition_leader_epoch",
-        "dst_leader_epoch",
-        "dst_file",
-        "dst_position",
-    ],
-    "marker_diffs": [
-        "topic",
-        "partition",
-        "offset",
-        "marker_status",
-        "src_marker",
-        "dst_marker",
-        "src_producer_id",
-        "dst_producer_id",
-        "dst_file",
-        "dst_position",
-    ],
-    "txn_closure": [
-        "side",
-        "topic",
-        "partition",
-        "base_offset",
-        "last_offset",
-        "producer_id",
-        "producer_epoch",
-        "control_type",
-        "last_stable_offset",
-    ],
-    "scan_issues": ["side", "topic", "partition", "file", "position", "kind", "severity", "detail"],
-    "record_chunk_diffs": [
-        "topic",
-        "partition",
-        "chunk_start",
-        "chunk_end",
-        "chunk_status",
-        "divergence_offset",
-        "divergence_kind",
-        "source_record",
-        "destination_record",
-        "src_record_count",
-        "dst_record_count",
-        "src_gap_count",
-        "dst_gap_count",
-        "src_max_record_epoch",
-        "dst_max_record_epoch",
-        "dst_leader_epoch",
-    ],
-    "mirror_states": [
-        "topic",
-        "partition",
-        "state",
-        "error_message",
-        "last_mirror_offset",
-        "dst_high_watermark",
-        "stop_control_records",
-        "stop_control_bound",
-        "stop_markers",
-        "dst_last_stable_offset",
-        "src_leader_epoch",
-        "dst_leader_epoch",
-        "last_mirror_epoch",
-    ],
-    "failover_partitions": [
-        "topic",
-        "partition",
-        "predicted_loss_records",
-        "realized_loss_records",
-        "source_offset_at_stop",
-        "source_offset_from",
-        "last_mirror_offset",
-        "mirror_state",
-    ],
-    "failover_groups": [
-        "group_id",
-        "topic",
-        "partition",
-        "src_committed_offset",
-        "resume_offset",
-        "dst_log_start_offset",
-        "dst_high_watermark",
-        "skipped_records",
-        "reprocessed_records",
-    ],
-    "failback_partitions": [
-        "topic",
-        "partition",
-        "truncate_records",
-        "last_mirror_offset",
-        "src_high_watermark",
-        "src_last_stable_offset",
-        "mirror_state",
-        "groups_committed_past",
-    ],
-    "failback_groups": [
-        "group_id",
-        "topic",
-        "partition",
-        "src_committed_offset",
-        "last_mirror_offset",
-        "records_past_truncation",
-    ],
-    "mm2_partitions": [
-        "topic",
-        "partition",
-        "src_high_watermark",
-        "src_last_stable_offset",
-        "dst_high_watermark",
-        "sync_upstream_offset",
-        "sync_downstream_offset",
-        "unreplicated_records",
-    ],
-    "mm2_syncs": [
-        "topic",
-        "partition",
-        "record_offset",
-        "upstream_offset",
-        "downstream_offset",
-        "prev_upstream_offset",
-        "prev_downstream_offset",
-    ],
-    "mm2_checkpoints": [
-        "group_id",
-        "topic",
-        "partition",
-        "record_offset",
-        "upstream_offset",
-        "downstream_offset",
-        "prev_downstream_offset",
-        "dst_log_start_offset",
-        "dst_high_watermark",
-        "max_downstream_offset",
-    ],
-    "mm2_group_offsets": [
-        "group_id",
-        "topic",
-        "partition",
-        "src_committed_offset",
-        "first_sync_upstream_offset",
-        "ckpt_upstream_offset",
-        "ckpt_downstream_offset",
-        "staleness_records",
-        "dst_committed_offset",
-        "dst_log_start_offset",
-        "dst_high_watermark",
-        "dst_active",
-    ],
-}
 
 
 def _with_examples(compared: Compared, outcome: CheckOutcome, index_columns: list[str]) -> CheckOutcome:
@@ -271,7 +80,7 @@ def run_validation(
                 f"expectation suite {suite.path}: meta.comparison_table {suite.table!r} is not one of "
                 f"the comparison tables ({', '.join(sorted(compared.frames))})"
             )
-        index_columns = INDEX_COLUMNS.get(suite.table, [])
+        index_columns = EXAMPLE_COLUMNS.get(suite.table, [])
         for outcome in runner.run(suite, df, index_columns, parameters):
             by_invariant[outcome.invariant].append(_with_examples(compared, outcome, index_columns))
     runner.finish()

@@ -21,35 +21,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from audit.compare.tables import KEY_COLUMNS
 from audit.validate.results import InvariantResult
 
 log = logging.getLogger(__name__)
 
 VIOLATIONS_FILE = "violations.parquet"
-
-# The columns that identify a row of each comparison table in the history: stable across
-# runs (no derived values), each one of the table's example columns (INDEX_COLUMNS), so an
-# example's key is computed from the example itself.
-KEY_COLUMNS: dict[str, tuple[str, ...]] = {
-    "partitions": ("topic", "partition"),
-    "topics": ("topic",),
-    "group_offsets": ("group_id", "topic", "partition"),
-    "groups": ("group_id",),
-    "batch_diffs": ("topic", "partition", "base_offset"),
-    "marker_diffs": ("topic", "partition", "offset"),
-    "txn_closure": ("side", "topic", "partition", "base_offset"),
-    "scan_issues": ("side", "topic", "partition", "file", "position"),
-    "record_chunk_diffs": ("topic", "partition", "chunk_start"),
-    "mirror_states": ("topic", "partition"),
-    "failover_partitions": ("topic", "partition"),
-    "failover_groups": ("group_id", "topic", "partition"),
-    "failback_partitions": ("topic", "partition"),
-    "failback_groups": ("group_id", "topic", "partition"),
-    "mm2_partitions": ("topic", "partition"),
-    "mm2_syncs": ("topic", "partition", "record_offset"),
-    "mm2_checkpoints": ("group_id", "topic", "partition", "record_offset"),
-    "mm2_group_offsets": ("group_id", "topic", "partition"),
-}
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SAFE_TEXT = re.compile(r"^[^'\\\x00-\x1f]*$")

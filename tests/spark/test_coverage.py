@@ -193,8 +193,15 @@ def test_an_offline_readiness_over_an_empty_scope_is_exit_2_naming_the_scope(tmp
     config = tmp_path / "audit.yaml"
     config.write_text("scope:\n  topics:\n    include: ['nothing-matches-this']\n")
     result = run_cli(
-        "readiness", "--source", str(src), "--destination", str(dst), "--out", str(tmp_path / "run"),
-        "--config", str(config),
+        "readiness",
+        "--source",
+        str(src),
+        "--destination",
+        str(dst),
+        "--out",
+        str(tmp_path / "run"),
+        "--config",
+        str(config),
     )
     assert result.returncode == 2, result.stdout + result.stderr
     (line,) = result.stderr.strip().splitlines()

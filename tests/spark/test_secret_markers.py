@@ -61,8 +61,15 @@ def test_no_planted_secret_reaches_a_file_or_a_line_of_any_command(tmp_path: Pat
         ("audit", "--source", str(src), "--destination", str(dst), "--out", str(root / "audit")),
         ("readiness", "--source", str(src), "--destination", str(dst), "--out", str(root / "ready")),
         # An erroring run: the segment path's credentials in its one error line.
-        ("segments", "scan", "s3a://KEY{m}:{m}@bucket/kafka".format(m=markers["segment path URI userinfo"]),
-         "--role", "source", "--out", str(root / "scan")),
+        (
+            "segments",
+            "scan",
+            "s3a://KEY{m}:{m}@bucket/kafka".format(m=markers["segment path URI userinfo"]),
+            "--role",
+            "source",
+            "--out",
+            str(root / "scan"),
+        ),
         # An erroring live job: the config names no destination cluster.
         ("nightly", "--out", str(root / "nightly")),
     ]

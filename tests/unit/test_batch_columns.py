@@ -126,11 +126,14 @@ CASES = {
     "a v2 header with a length below the minimum": PLAIN[0] + _short_length(PLAIN[1]) + PLAIN[2],
     "zero padding": b"".join(PLAIN) + b"\x00" * 4096,
     "nothing but garbage": b"\xff" * 100,
-    "a base offset near 2^63 (its last offset overflows)": PLAIN[0] + _with_offsets(PLAIN[2], base=2**63 - 2)
+    "a base offset near 2^63 (its last offset overflows)": PLAIN[0]
+    + _with_offsets(PLAIN[2], base=2**63 - 2)
     + PLAIN[3],
     "a negative base offset": PLAIN[0] + _with_offsets(PLAIN[1], base=-7) + PLAIN[2],
     "a negative last offset delta": PLAIN[0] + _with_offsets(PLAIN[1], last_delta=-3) + PLAIN[2],
-    "an old-format entry claiming 2^31-1 bytes": PLAIN[0] + PLAIN[1] + _huge_old_format_entry()
+    "an old-format entry claiming 2^31-1 bytes": PLAIN[0]
+    + PLAIN[1]
+    + _huge_old_format_entry()
     + b"".join(PLAIN[2:]),
     "a v2 batch whose magic byte was flipped to 1": PLAIN[0] + _magic_flipped(PLAIN[1], 1) + PLAIN[2],
     "a compressed control batch": PLAIN[0]

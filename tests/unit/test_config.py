@@ -259,8 +259,16 @@ segments:
 """
     cfg = parse_config(text, env={})
     shown = repr(cfg.redacted())
-    markers = ("s3-secret-marker", "AKIAMARKER", "cred-marker", "opaque-marker", "evt-pass-marker",
-               "path-pass-marker", "EVTKEY", "PATHKEY")
+    markers = (
+        "s3-secret-marker",
+        "AKIAMARKER",
+        "cred-marker",
+        "opaque-marker",
+        "evt-pass-marker",
+        "path-pass-marker",
+        "EVTKEY",
+        "PATHKEY",
+    )
     for marker in markers:
         assert marker not in shown, marker
         assert any(marker in v for v in cfg.secret_values()), marker

@@ -88,15 +88,36 @@ def test_any_failure_is_no_go() -> None:
     [
         (
             "expect_column_values_to_be_in_set",
-            {"column": "ok", "value_set": [True], "row_condition": {
-                "type": "comparison", "column": {"name": "in_scope"}, "operator": "==", "parameter": True}},
+            {
+                "column": "ok",
+                "value_set": [True],
+                "row_condition": {
+                    "type": "comparison",
+                    "column": {"name": "in_scope"},
+                    "operator": "==",
+                    "parameter": True,
+                },
+            },
             "(in_scope = TRUE) AND (ok IS NULL)",
         ),
         (
             "expect_column_values_to_be_between",
-            {"column": "d", "max_value": 0, "row_condition": {"type": "and", "conditions": [
-                {"type": "comparison", "column": {"name": "in_scope"}, "operator": "==", "parameter": True},
-                {"type": "nullity", "column": {"name": "c"}, "is_null": False}]}},
+            {
+                "column": "d",
+                "max_value": 0,
+                "row_condition": {
+                    "type": "and",
+                    "conditions": [
+                        {
+                            "type": "comparison",
+                            "column": {"name": "in_scope"},
+                            "operator": "==",
+                            "parameter": True,
+                        },
+                        {"type": "nullity", "column": {"name": "c"}, "is_null": False},
+                    ],
+                },
+            },
             "((in_scope = TRUE) AND (c IS NOT NULL)) AND (d IS NULL)",
         ),
         (
@@ -115,13 +136,22 @@ def test_unchecked_rows_are_the_domain_with_the_judged_column_null(
 
 def _summary(**invariant: Any) -> dict[str, Any]:
     inv = {
-        "statement": "s", "status": "pass", "evaluated": 1, "violations": 0, "unchecked": 0,
-        "unchecked_gaps": [], "examples": [], "checks": [],
+        "statement": "s",
+        "status": "pass",
+        "evaluated": 1,
+        "violations": 0,
+        "unchecked": 0,
+        "unchecked_gaps": [],
+        "examples": [],
+        "checks": [],
     }
     inv.update(invariant)
     return {
-        "format": "mirror-audit-summary/1", "tool_version": "0.1.0", "verdict": "PASS",
-        "mode": "cluster-mirroring", "run": {"job": "audit", "started_at": "x"},
+        "format": "mirror-audit-summary/1",
+        "tool_version": "0.1.0",
+        "verdict": "PASS",
+        "mode": "cluster-mirroring",
+        "run": {"job": "audit", "started_at": "x"},
         "coverage": {"complete": True, "unchecked_rows": 0, "gaps": []},
         "invariants": {"CM-X-1": inv},
     }

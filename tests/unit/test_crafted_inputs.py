@@ -40,8 +40,11 @@ def test_a_config_nested_too_deeply_is_a_config_error() -> None:
     ("text", "expected"),
     [
         ("[" * 100_000, "nested too deeply"),
-        ('{"Mirrors": [{"MirrorName": "m", "Topics": [{"TopicName": "t", "Partitions": '
-         '[{"PartitionIndex": 0, "StateValue": "STOPPED", "LastMirrorOffset": Infinity}]}]}]}', "Infinity"),
+        (
+            '{"Mirrors": [{"MirrorName": "m", "Topics": [{"TopicName": "t", "Partitions": '
+            '[{"PartitionIndex": 0, "StateValue": "STOPPED", "LastMirrorOffset": Infinity}]}]}]}',
+            "Infinity",
+        ),
         ('{"Mirrors": "abc"}', "Mirrors: expected a list of objects"),
         ('{"Mirrors": [{"MirrorName": "m", "Topics": [5]}]}', r"Topics: expected a list of objects"),
         ('[{"topic": "t", "partition": 100000000000000, "state": "STOPPED"}]', "not a partition number"),

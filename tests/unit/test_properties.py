@@ -62,8 +62,22 @@ JSON = st.recursive(
     max_leaves=30,
 )
 FIELDS = st.sampled_from(
-    ["Mirrors", "MirrorName", "Topics", "TopicName", "Partitions", "PartitionIndex", "StateValue",
-     "LastMirrorOffset", "topic", "partition", "partitions", "state", "lastMirrorOffset", "errorMessage"]
+    [
+        "Mirrors",
+        "MirrorName",
+        "Topics",
+        "TopicName",
+        "Partitions",
+        "PartitionIndex",
+        "StateValue",
+        "LastMirrorOffset",
+        "topic",
+        "partition",
+        "partitions",
+        "state",
+        "lastMirrorOffset",
+        "errorMessage",
+    ]
 )
 SHAPED = st.recursive(
     st.none() | st.integers() | st.sampled_from(["STOPPED", "FAILED", "x"]) | st.floats(allow_nan=False),
@@ -89,10 +103,33 @@ def test_any_mirror_state_text_is_a_state_or_an_input_error(tmp_path_factory: An
 
 
 YAML_PIECES = st.sampled_from(
-    ["mode: mm2\n", "scope:\n", "  topics:\n", "    include: [", "'x'", "]\n", "thresholds:\n",
-     "  max_lag_records: ", "-1", "10", "1e400", "&a ", "*a", "{", "}", "[", "\n", ": ", "- ",
-     "!!python/name:x ",
-     "readiness:\n  accept_unchecked: [", "CM-EPOCH-1", "${NOPE}", "\t", "\x00"]
+    [
+        "mode: mm2\n",
+        "scope:\n",
+        "  topics:\n",
+        "    include: [",
+        "'x'",
+        "]\n",
+        "thresholds:\n",
+        "  max_lag_records: ",
+        "-1",
+        "10",
+        "1e400",
+        "&a ",
+        "*a",
+        "{",
+        "}",
+        "[",
+        "\n",
+        ": ",
+        "- ",
+        "!!python/name:x ",
+        "readiness:\n  accept_unchecked: [",
+        "CM-EPOCH-1",
+        "${NOPE}",
+        "\t",
+        "\x00",
+    ]
 )
 
 

@@ -9,9 +9,10 @@ from typing import Any
 import duckdb
 import pytest
 
+from audit.compare.tables import KEY_COLUMNS, ROWS
+from audit.schemas import COMPARISON_TABLES
 from audit.validate.gx import shipped_expectations_dir
-from audit.validate.run import INDEX_COLUMNS
-from audit.validate.violations import KEY_COLUMNS, key_sql, parse_key, row_key, unexpected_rows_sql
+from audit.validate.violations import key_sql, parse_key, row_key, unexpected_rows_sql
 
 HOSTILE = [
     "plain",
@@ -37,11 +38,18 @@ def test_every_shipped_expectation_has_a_sql_form() -> None:
             assert unexpected_rows_sql(e["type"], e["kwargs"], params) is not None, (path.name, e["type"])
 
 
-def test_key_columns_are_example_columns_of_their_table() -> None:
-    """An example row's key is computed from the example itself."""
-    for table, columns in KEY_COLUMNS.items():
-        assert set(columns) <= set(INDEX_COLUMNS[table]), table
-    assert set(KEY_COLUMNS) == set(INDEX_COLUMNS)
+def test_every_judged_table_names_its_rows_with_its_own_columns() -> None:
+    """Each table a suite judges declares its key and example columns with the table, and
+    they are columns of it (an example's key is computed from the example itself)."""
+    judged = {
+        json.loads(p.read_text())["meta"]["comparison_table"]
+        for p in shipped_expectations_dir().glob("*.json")
+    }
+    assert judged <= set(ROWS), judged - set(ROWS)
+    for table, rows in ROWS.items():
+        declared = {c.name for c in COMPARISON_TABLES[table]}
+        assert set(rows.example_columns) <= declared, (table, set(rows.example_columns) - declared)
+        assert KEY_COLUMNS[table] == tuple(rows.example_columns[: len(rows.key)])
 
 
 @pytest.mark.parametrize(
