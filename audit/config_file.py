@@ -297,7 +297,7 @@ def _check(obj: Any, path: str) -> None:
             if getattr(obj, f.name) < 0:
                 raise _KeyProblem(_join(path, f.name), "must not be negative")
     elif isinstance(obj, ReadinessConfig):
-        from audit.validate.catalogue import known_ids
+        from audit.validate.invariants import known_ids
 
         known = known_ids()
         for i, inv_id in enumerate(obj.accept_unchecked):

@@ -36,7 +36,7 @@ from audit.report.data import (
     MM2_SLICES,
     ReportSlices,
 )
-from audit.validate.catalogue import CLUSTER_MIRRORING, FAILBACK, FAILOVER_VERIFY, Invariant, mm2_catalogue
+from audit.validate.invariants import CLUSTER_MIRRORING, FAILBACK, FAILOVER_VERIFY, Invariant, mm2_catalogue
 from audit.validate.readiness import (
     CLUSTER_MIRRORING_DRAIN,
     CLUSTER_MIRRORING_FIGURES,

@@ -15,6 +15,7 @@ from typing import Any
 
 from audit.compare.run import Compared
 from audit.schemas import BATCH_SIDE
+from audit.validate.invariants import with_details
 
 DIVERGENCE_PARTITIONS = 20
 
@@ -98,20 +99,25 @@ def first_record_divergence(compared: Compared, limit: int = DIVERGENCE_PARTITIO
 def invariant_details(
     compared: Compared, source: Path, src_manifest: dict[str, Any], dst_manifest: dict[str, Any]
 ) -> dict[str, dict[str, Any]]:
-    """Per invariant ID, what summary.json adds to its entry."""
-    details = _open_transactions(source, src_manifest)
+    """Per invariant ID, what summary.json adds to its entry: each kind of detail goes to
+    the invariants that declare it (``Invariant.details``)."""
+    by_kind: dict[str, dict[str, Any]] = {"open_transactions": _open_transactions(source, src_manifest)}
     if "mirror_states" in compared.frames:
-        details["CM-FAILOVER-1"] = _mirror_state(compared, dst_manifest, src_manifest)
+        by_kind["mirror_state"] = _mirror_state(compared, dst_manifest, src_manifest)
     if compared.tables.has("batch_diffs"):
-        details["CM-DATA-2"] = {"first_divergence": first_batch_divergence(compared)}
+        by_kind["batch_divergence"] = {"first_divergence": first_batch_divergence(compared)}
     if compared.tables.has("record_chunk_diffs"):
         records_note = (dst_manifest.get("notes") or {}).get("records") or {}
-        details["CM-DATA-1"] = {
+        by_kind["record_divergence"] = {
             "first_divergence": first_record_divergence(compared),
             "coverage": records_note.get("coverage"),
             "isolation": records_note.get("isolation"),
             "unreadable_ranges": _unreadable_ranges(records_note),
         }
+    details: dict[str, dict[str, Any]] = {}
+    for kind, fields in by_kind.items():
+        for inv_id in with_details(kind):
+            details.setdefault(inv_id, {}).update(fields)
     return details
 
 
@@ -142,14 +148,14 @@ def _unreadable_ranges(records_note: dict[str, Any]) -> dict[str, Any]:
     return {"total": int(records_note.get("unreadable_ranges", len(issues))), "first": first}
 
 
-def _open_transactions(source: Path, manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """CM-TXN-1 names the open transactions as `kafka-transactions find-hanging` does
+def _open_transactions(source: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """The open transactions (CM-TXN-1's details) named as `kafka-transactions find-hanging` does
     (transactional id, producer id/epoch, partition, start), coordinator and partition side,
     where the source allowed the transaction admin calls; otherwise says why not."""
     from audit.snapshot import OpenTransactionRecord, check_table, read_records
 
     note = (manifest.get("notes") or {}).get("open_transactions", "not collected")
     if not check_table(source, "open_transactions"):
-        return {"CM-TXN-1": {"open_transactions": [], "open_transactions_source": note}}
+        return {"open_transactions": [], "open_transactions_source": note}
     rows = [asdict(r) for r in read_records(source, "open_transactions", OpenTransactionRecord)]
-    return {"CM-TXN-1": {"open_transactions": rows[:50], "open_transactions_source": note}}
+    return {"open_transactions": rows[:50], "open_transactions_source": note}

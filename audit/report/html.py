@@ -23,6 +23,8 @@ from audit.display import visible
 from audit.fsutil import atomic_write_text
 from audit.report.data import ReportData
 from audit.validate.coverage import row_label
+from audit.validate.invariants import ALL, with_details
+from audit.validate.invariants import cluster_mirroring as cm
 from audit.validate.readiness import shown
 
 
@@ -371,7 +373,15 @@ def render_report(
             ),
         ),
         group_chart=_svg_positions(data.group_positions),
-        coverage_chart=_svg_coverage((invariants.get("CM-DATA-1") or {}).get("coverage")),
+        coverage_chart=_svg_coverage(
+            next(
+                (invariants[i].get("coverage") for i in with_details("record_divergence") if i in invariants),
+                None,
+            )
+        ),
+        # Which details each invariant shows (Invariant.details): the template renders by kind.
+        shows={inv_id: inv.details for inv_id, inv in ALL.items()},
+        epoch_ids=(cm.EPOCH_1.id, cm.EPOCH_2.id),  # the epoch chart's caption
         history=trend_rows,
         recent=trend_rows[-10:],
         changes=summary.get("changes") or {},

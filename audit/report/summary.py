@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from audit.fsutil import atomic_write_json
 from audit.validate.gating import Answer
-from audit.validate.remediation import remediation
+from audit.validate.invariants import remediation
 from audit.validate.results import InvariantResult, verdict
 
 if TYPE_CHECKING:

@@ -34,6 +34,7 @@ from audit.sandbox.leaders import elect_preferred, wait_in_sync, wait_leader
 from audit.sandbox.mirror import SourceRecord, mirror_once, sync_group_offsets, wait_transactions_settled
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, client_conf, commit_offsets, produce, require_fresh_demo
+from audit.validate.invariants import cluster_mirroring as cm
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +45,8 @@ CORRUPTED = ("orders", 2, 42)  # the faulty demo's mirror writes this record dif
 # What the faults above make the audit say; CM-EPOCH-2 warns as a consequence of the epoch
 # fault (DLE below SLE is also short of headroom).
 INJECTED = InjectedFaults(
-    fail=frozenset({"CM-TOPIC-1", "CM-EPOCH-1", "CM-GROUP-1", "CM-GROUP-2", "CM-DATA-1"}),
-    warn=frozenset({"CM-TXN-1", "CM-EPOCH-2"}),
+    fail=frozenset(i.id for i in (cm.TOPIC_1, cm.EPOCH_1, cm.GROUP_1, cm.GROUP_2, cm.DATA_1)),
+    warn=frozenset(i.id for i in (cm.TXN_1, cm.EPOCH_2)),
 )
 
 

@@ -45,6 +45,7 @@ from audit.sandbox.injected import InjectedFaults
 from audit.sandbox.leaders import move_leaders
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, client_conf, commit_offsets, produce, require_fresh_demo
+from audit.validate.invariants import failover as fo
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +68,8 @@ TRUNCATED = {
 # What each step says of the faulty demo (the healthy one: nothing fails or warns).
 INJECTED = {
     "readiness": InjectedFaults(fail=frozenset(), warn=None),
-    "verify": InjectedFaults(fail=frozenset({"CM-FAILOVER-2"}), warn=frozenset()),
-    "failback": InjectedFaults(fail=frozenset({"CM-FAILBACK-1", "CM-FAILBACK-3"}), warn=frozenset()),
+    "verify": InjectedFaults(fail=frozenset({fo.FAILOVER_2.id}), warn=frozenset()),
+    "failback": InjectedFaults(fail=frozenset({fo.FAILBACK_1.id, fo.FAILBACK_3.id}), warn=frozenset()),
 }
 HEALTHY = InjectedFaults(fail=frozenset(), warn=frozenset())
 

@@ -38,6 +38,8 @@ from audit.sandbox.traffic import (
     require_fresh_demo,
     retry_group_call,
 )
+from audit.validate.invariants import cluster_mirroring as cm
+from audit.validate.invariants import mm2 as mm2i
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +53,7 @@ OPTIONS = mm2.Mm2Options(
     topics="orders|payments", groups="billing|analytics|shipping", sync_group_offsets=True
 )
 # What the faults above make the audit fail (warnings are not part of this demo's promise).
-INJECTED = InjectedFaults(fail=frozenset({"MM2-CKPT-2", "MM2-READY-1", "CM-GROUP-2"}))
+INJECTED = InjectedFaults(fail=frozenset({mm2i.CKPT_2.id, mm2i.READY_1.id, cm.GROUP_2.id}))
 
 
 def _remote(topic: str) -> str:

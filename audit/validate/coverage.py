@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.compare.tables import KEY_COLUMNS
+from audit.validate.invariants import ALL
 from audit.validate.results import CheckOutcome
 from audit.validate.violations import keyed_select, parse_key
 
@@ -109,22 +110,6 @@ CAUSES: dict[str, tuple[Cause, ...]] = {
     "batch_diffs": _causes(_DST_EPOCH),
 }
 
-# Rows a check counts as passed although they were not verified: declared here, with the
-# invariant that must not pass over them. CM-DATA-1 accepts a compacted chunk whose
-# difference was not narrowed to a compaction-only one ("unverified": the narrowing budget,
-# records.narrow_max_chunks, ran out): it is neither a divergence nor verified.
-NOT_VERIFIED: dict[str, tuple[tuple[str, Cause], ...]] = {
-    "CM-DATA-1": (
-        (
-            "record_chunk_diffs",
-            Cause(
-                "a compacted chunk not narrowed to a compaction-only difference (records.narrow_max_chunks)",
-                "in_scope AND chunk_status = 'unverified'",
-            ),
-        ),
-    ),
-}
-
 
 @dataclass(frozen=True)
 class Gap:
@@ -188,11 +173,11 @@ def unchecked_sql(checks_by_invariant: dict[str, list[CheckOutcome]]) -> str | N
             judged = ", ".join(check.columns) or "the judged column"
             reason = _reason_sql(check.table, f"{judged} (could not be computed)".replace("'", ""))
             selects.append(keyed_select(inv_id, check.table, check.unchecked_sql, f"{reason} AS missing"))
-    for inv_id, declared in NOT_VERIFIED.items():
-        tables_judged = {c.table for c in checks_by_invariant.get(inv_id, [])}
-        for table, cause in declared:
-            if table in tables_judged:
-                selects.append(keyed_select(inv_id, table, cause.where, f"'{cause.missing}' AS missing"))
+    for inv in ALL.values():  # rows its checks pass without verifying (Invariant.not_verified)
+        tables_judged = {c.table for c in checks_by_invariant.get(inv.id, [])}
+        for nv in inv.not_verified:
+            if nv.table in tables_judged:
+                selects.append(keyed_select(inv.id, nv.table, nv.where, f"'{nv.missing}' AS missing"))
     if not selects:
         return None
     return "SELECT DISTINCT * FROM (\n" + "\nUNION ALL\n".join(selects) + "\n) u"

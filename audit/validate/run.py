@@ -12,10 +12,10 @@ from audit.compare.tables import EXAMPLE_COLUMNS, KEY_COLUMNS
 from audit.config import AuditConfig
 from audit.errors import ConfigError
 from audit.fsutil import atomic_write_json
-from audit.validate.catalogue import Invariant
 from audit.validate.coverage import collect_gaps
 from audit.validate.gx import GxRunner, SuiteFile, load_suites, plain
 from audit.validate.gx import expectations_dir as find_expectations
+from audit.validate.invariants import Invariant
 from audit.validate.results import MAX_EXAMPLES, NOT_COLLECTED, CheckOutcome, InvariantResult, fold, skipped
 
 log = logging.getLogger(__name__)

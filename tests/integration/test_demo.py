@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from audit.validate.catalogue import CM_IN_MM2, MM2
+from audit.validate.invariants import CM_IN_MM2, MM2
 from tests.cli import run_cli
 
 INJECTED_FAILURES = {"CM-TOPIC-1", "CM-EPOCH-1", "CM-GROUP-1", "CM-GROUP-2", "CM-DATA-1"}

@@ -16,7 +16,7 @@ from audit.config_file import parse_config
 from audit.errors import InputError
 from audit.pipeline import audit_snapshots, compare_snapshots
 from audit.profiles import profile
-from audit.validate.catalogue import CLUSTER_MIRRORING
+from audit.validate.invariants import CLUSTER_MIRRORING
 from audit.validate.results import MAX_EXAMPLES
 from tests.run_files import kept_keys, unchecked_keys
 from tests.snapshots import faulty_pair, group, mirror, offset, part, write_pair

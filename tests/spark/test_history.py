@@ -11,8 +11,7 @@ from typing import Any
 from audit.config import AuditConfig
 from audit.config_file import parse_config
 from audit.pipeline import audit_offline
-from audit.validate.catalogue import CLUSTER_MIRRORING
-from audit.validate.remediation import REMEDIATION
+from audit.validate.invariants import ALL, CLUSTER_MIRRORING
 from tests.run_files import assert_metrics_agree
 from tests.snapshots import faulty_pair, group, offset, part, write_pair
 
@@ -124,13 +123,13 @@ def test_history_runs_bounds_how_far_back_a_streak_is_counted(tmp_path: Path) ->
 
 
 def test_failing_invariants_carry_their_remediation(tmp_path: Path) -> None:
-    assert {inv.id for inv in CLUSTER_MIRRORING} <= set(REMEDIATION)
+    assert all(inv.remediation for inv in CLUSTER_MIRRORING)
     src, dst = faulty_pair(tmp_path / "snaps")
     summary = _audit(src, dst, tmp_path / "runs", "run")
     page = (tmp_path / "runs" / "run" / "report" / "index.html").read_text(encoding="utf-8")
     for inv_id, inv in summary["invariants"].items():
         if inv["status"] in ("fail", "warn"):
-            assert inv["remediation"] == REMEDIATION[inv_id]
+            assert inv["remediation"] == ALL[inv_id].remediation
         else:
             assert "remediation" not in inv
     advice = summary["invariants"]["CM-EPOCH-1"]["remediation"]

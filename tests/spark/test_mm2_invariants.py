@@ -13,7 +13,7 @@ from audit.compare.engines import ENGINES
 from audit.config_file import parse_config
 from audit.pipeline import audit_snapshots
 from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord
-from audit.validate.catalogue import CM_IN_MM2, MM2
+from audit.validate.invariants import CM_IN_MM2, MM2
 from tests.snapshots import group, offset, part, write_pair
 
 CFG = parse_config(

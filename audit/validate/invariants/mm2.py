@@ -1,0 +1,113 @@
+"""The invariants of MirrorMaker 2 (mode mm2): offset syncs, checkpoints and translated
+group offsets, and the cluster-mirroring invariants that still mean something when offsets
+are translated."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from audit.validate.invariants import cluster_mirroring as cm
+from audit.validate.invariants.declaration import Invariant
+
+SYNC_1 = Invariant(
+    "MM2-SYNC-1",
+    statement=("offset syncs are monotonic per partition"),
+    needs=("mm2_offset_syncs"),
+    remediation=(
+        "MirrorMaker 2's offset syncs went backwards: the source topic was re-created or truncated, or two "
+        "MM2 instances write the same offset-syncs topic. Check for a second MM2 cluster with the same "
+        "source alias; restart MM2's MirrorSourceConnector."
+    ),
+)
+
+
+CKPT_1 = Invariant(
+    "MM2-CKPT-1",
+    statement=("checkpoints never go backwards"),
+    needs=("mm2_checkpoints"),
+    remediation=(
+        "A checkpoint went backwards: a group was reset on the source, or two MM2 instances emit "
+        "checkpoints for it. If the reset was intended, nothing to do; else look for a second MM2 with the "
+        "same aliases."
+    ),
+)
+
+
+CKPT_2 = Invariant(
+    "MM2-CKPT-2",
+    statement=("checkpoint downstream offsets lie in [target log start, target LEO]"),
+    needs=("mm2_checkpoints"),
+    remediation=(
+        "A checkpoint translates to an offset outside the target's retained range: the target topic's "
+        "retention is shorter than the group's lag, or the target was truncated. Raise the target topic's "
+        "retention, or reset the group on the target within the range."
+    ),
+)
+
+
+CKPT_3 = Invariant(
+    "MM2-CKPT-3",
+    statement=("no over-translation of checkpoints"),
+    needs=("mm2_checkpoints"),
+    remediation=(
+        "A checkpoint translates past what the offset syncs allow (over-translation): consumers would skip "
+        "records. Upgrade MirrorMaker 2 (KAFKA-12468 and KAFKA-15906 changed the translation) and restart "
+        "its MirrorCheckpointConnector."
+    ),
+)
+
+
+CKPT_4 = Invariant(
+    "MM2-CKPT-4",
+    statement=("every in-scope source group has a fresh checkpoint"),
+    needs=("mm2_checkpoints"),
+    remediation=(
+        "A group has no recent checkpoint: it is outside MM2's groups filter, or MirrorCheckpointConnector "
+        "is not running or lags (emit.checkpoints.interval.seconds). Add the group to `groups`, and check "
+        "the checkpoint connector's status."
+    ),
+)
+
+
+GROUP_1 = Invariant(
+    "MM2-GROUP-1",
+    statement=("target committed == checkpoint downstream for groups inactive on the target"),
+    needs=("mm2_checkpoints"),
+    remediation=(
+        "The target group's committed offset differs from its checkpoint: sync.group.offsets.enabled is "
+        "off, or the group is active on the target. Enable sync.group.offsets.enabled, or reset the group "
+        "on the target to the checkpoint's downstream offset (`kafka-consumer-groups --reset-offsets "
+        "--to-offset O --execute`)."
+    ),
+)
+
+
+READY_1 = Invariant(
+    "MM2-READY-1",
+    statement=("failover preconditions hold"),
+    needs=("mm2_checkpoints"),
+    remediation=(
+        "A failover now would lose or reprocess records: replication is behind, the source still takes "
+        "writes, or groups are active on the target. Stop producers, wait until the replicas catch up "
+        "(`readiness --wait-drained`), stop target consumers, then check again."
+    ),
+)
+
+
+MM2: tuple[Invariant, ...] = (SYNC_1, CKPT_1, CKPT_2, CKPT_3, CKPT_4, GROUP_1, READY_1)
+
+# The cluster-mirroring invariants that still mean something when offsets are translated;
+# in mode mm2 they run on the mm2 comparison tables (expectations/mm2_*.json): partition
+# presence through the replication policy, unreplicated records per partition, and target
+# group offsets within the replica's range.
+CM_IN_MM2 = (cm.TOPIC_1.id, cm.LAG_1.id, cm.GROUP_2.id)
+
+
+def mm2_catalogue() -> tuple[Invariant, ...]:
+    """Mode mm2's invariants, then the cluster-mirroring ones: those of ``CM_IN_MM2`` as
+    they are, the others skipped as not applicable."""
+    reason = "assumes equal offsets on both clusters: not applicable in mode mm2"
+    return MM2 + tuple(
+        inv if inv.id in CM_IN_MM2 else dataclasses.replace(inv, not_applicable=reason)
+        for inv in cm.CLUSTER_MIRRORING
+    )

@@ -1,0 +1,114 @@
+"""docs/architecture.md's worked example, executed: its steps applied as written to a copy
+of the tree, then the new invariant run on a pair that breaks it and on one that keeps it.
+The page cannot drift from the code: a step that no longer applies, or an invariant that
+needs a place the page does not name, fails here."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs" / "architecture.md"
+
+RUN = """
+import json, sys
+from pathlib import Path
+from audit.config_file import parse_config
+from audit.pipeline import audit_snapshots
+from tests.snapshots import part, write_pair
+
+out = {}
+root = Path(sys.argv[1])
+for name, dst_start in (("broken", 50), ("kept", 0)):
+    src, dst = write_pair(root / name, [part()], [part(log_start_offset=dst_start)])
+    cfg = parse_config("{}", env={})
+    summary = audit_snapshots(src, dst, root / name / "run", cfg, engine="local").summary
+    out[name] = summary["invariants"]["CM-RETAIN-1"]
+print(json.dumps(out))
+"""
+
+
+def _steps() -> list[str]:
+    """The fenced code blocks of the worked example, in order, dedented."""
+    text = PAGE.read_text(encoding="utf-8")
+    section = text.split("## Worked example: adding an invariant", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```\w*\n(.*?)\n\s*```", section, re.S)
+    return [textwrap.dedent(b) for b in blocks]
+
+
+def _insert_after(path: Path, anchor: str, block: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert text.count(anchor) == 1, f"{path}: the page's anchor {anchor!r} is not there once"
+    at = text.index(anchor)
+    line_end = text.index("\n", at) + 1
+    indent = re.match(r"[ ]*", text[text.rindex("\n", 0, at) + 1 :]).group(0)  # type: ignore[union-attr]
+    lines = "".join(indent + ln.strip() + "\n" for ln in block.splitlines())
+    path.write_text(text[:line_end] + lines + text[line_end:], encoding="utf-8")
+
+
+def test_the_worked_example_applies_as_written_and_its_invariant_warns_and_passes(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    for name in ("audit", "expectations", "tests"):
+        shutil.copytree(ROOT / name, tree / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    column, sql, expectation, declaration = _steps()
+
+    _insert_after(tree / "audit" / "schemas.py", '_c("src_retained_records", "int64"),', column)
+    _insert_after(tree / "audit" / "compare" / "cluster_mirroring.py", "AS src_retained_records,", sql)
+    suite_path = tree / "expectations" / "cm_partitions.json"
+    suite = json.loads(suite_path.read_text(encoding="utf-8"))
+    suite["expectations"].append(json.loads(expectation))
+    suite_path.write_text(json.dumps(suite, indent=2), encoding="utf-8")
+    module = tree / "audit" / "validate" / "invariants" / "cluster_mirroring.py"
+    text = module.read_text(encoding="utf-8")
+    catalogue = "\n\n# An audit's catalogue"
+    assert catalogue in text and "    FAILOVER_1,\n)" in text, "the page's step 4 names places that moved"
+    name = declaration.split(" = ", 1)[0]
+    text = text.replace(catalogue, "\n\n" + declaration + catalogue, 1)
+    text = text.replace("    FAILOVER_1,\n)", f"    {name},\n    FAILOVER_1,\n)", 1)
+    module.write_text(text, encoding="utf-8")
+
+    env = {**os.environ, "PYTHONPATH": str(tree)}  # the copy's package, not the checkout's
+    env.pop("MIRROR_AUDIT_EXPECTATIONS", None)  # the copy's shipped suites
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN, str(tmp_path / "runs")],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    broken, kept = result["broken"], result["kept"]
+    assert broken["status"] == "warn", broken
+    assert [(e["topic"], e["partition"]) for e in broken["examples"]] == [("orders", 0)]
+    assert broken["remediation"].startswith("Raise the destination topic's retention")
+    assert kept["status"] == "pass", kept
+
+    # The copy's own checks of the declarations hold with the new invariant in it.
+    checks = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/unit/test_invariant_declarations.py",
+        ],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert checks.returncode == 0, checks.stdout[-3000:]
