@@ -142,8 +142,11 @@ clamped AS (
     {group_active("dst_member_count", "dst_state")} AS dst_active,
     dst_high_watermark IS NOT NULL AS dst_partition_known,
     -- Where a synced offset must sit so consumers neither skip records nor read past the
-    -- destination's end.
-    greatest(dst_log_start_offset, least(src_committed_offset, dst_high_watermark)) AS expected_offset
+    -- destination's end; unknown (null) without the destination partition (greatest and
+    -- least skip nulls: guarded, or it would read as the source's offset).
+    CASE WHEN dst_high_watermark IS NOT NULL
+      THEN greatest(dst_log_start_offset, least(src_committed_offset, dst_high_watermark))
+    END AS expected_offset
   FROM placed
 )
 SELECT clamped.*,
@@ -154,8 +157,10 @@ SELECT clamped.*,
   {offset_in_range("dst_committed_offset", "dst_log_start_offset", "dst_high_watermark")}
     AS dst_offset_in_range,
   dst_leader_epoch - dst_committed_leader_epoch AS commit_epoch_headroom,
+  -- A commit the mirror should have synced. Not conditioned on the destination partition
+  -- being known: without it the clamp is unknown and the row unchecked, never passed.
   topic_in_scope AND group_in_scope AND NOT dst_active
-    AND src_committed_offset IS NOT NULL AND dst_partition_known AS sync_candidate
+    AND src_committed_offset IS NOT NULL AS sync_candidate
 FROM clamped
 """,
     shown=(
