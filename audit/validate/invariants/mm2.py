@@ -42,6 +42,7 @@ CKPT_2 = Invariant(
         "retention is shorter than the group's lag, or the target was truncated. Raise the target topic's "
         "retention, or reset the group on the target within the range."
     ),
+    inputs=("dst:partitions",),
 )
 
 
@@ -54,6 +55,7 @@ CKPT_3 = Invariant(
         "records. Upgrade MirrorMaker 2 (KAFKA-12468 and KAFKA-15906 changed the translation) and restart "
         "its MirrorCheckpointConnector."
     ),
+    inputs=("src:mm2_offset_syncs",),
 )
 
 
@@ -91,6 +93,7 @@ READY_1 = Invariant(
         "writes, or groups are active on the target. Stop producers, wait until the replicas catch up "
         "(`readiness --wait-drained`), stop target consumers, then check again."
     ),
+    inputs=("src:mm2_offset_syncs", "dst:partitions"),
 )
 
 
