@@ -12,7 +12,7 @@ TOPIC_1 = Invariant(
         "every in-scope source topic exists on the destination with the same partition count (and the same "
         "topic ID where the mirror promises it)"
     ),
-    needs=("partitions"),
+    needs="partitions",
     remediation=(
         "Usually the topic is outside the mirror's topic filter, was created on the source after the "
         "mirror's last topic refresh, or had partitions added on one side only. Add it to the mirror's "
@@ -26,8 +26,8 @@ TOPIC_1 = Invariant(
 
 OFFSET_1 = Invariant(
     "CM-OFFSET-1",
-    statement=("destination LEO <= source LEO for every partition"),
-    needs=("partitions"),
+    statement="destination LEO <= source LEO for every partition",
+    needs="partitions",
     remediation=(
         "The destination has more records than the source: something other than the mirror writes to the "
         "destination topic, or the source was truncated (an unclean leader election). Stop the other "
@@ -43,7 +43,7 @@ OFFSET_2 = Invariant(
         "destination LEO >= source log start offset (else records were deleted before they were mirrored); "
         "warn when the backlog exceeds half of what the source retains"
     ),
-    needs=("partitions"),
+    needs="partitions",
     remediation=(
         "The source deleted records the mirror had not copied yet: its retention is shorter than the "
         "mirror's backlog. Raise the source topic's retention (`kafka-configs --alter --entity-type topics "
@@ -55,8 +55,8 @@ OFFSET_2 = Invariant(
 
 LAG_1 = Invariant(
     "CM-LAG-1",
-    statement=("lag within max_lag_records and time lag within max_lag_seconds"),
-    needs=("partitions"),
+    statement="lag within max_lag_records and time lag within max_lag_seconds",
+    needs="partitions",
     remediation=(
         "The mirror is behind: throttled (replication quotas), under-provisioned, or stopped. Check the "
         "mirror's state and errors, raise its throughput (tasks, fetch sizes, quota), or raise "
@@ -68,8 +68,8 @@ LAG_1 = Invariant(
 
 EPOCH_1 = Invariant(
     "CM-EPOCH-1",
-    statement=("destination leader epoch >= source leader epoch (DLE >= SLE) for every partition"),
-    needs=("partitions"),
+    statement="destination leader epoch >= source leader epoch (DLE >= SLE) for every partition",
+    needs="partitions",
     remediation=(
         "A destination leader epoch below the source's lets a failover truncate records. Raise the "
         "destination epoch with a leader election on the affected partitions (`kafka-leader-election "
@@ -83,8 +83,8 @@ EPOCH_1 = Invariant(
 
 EPOCH_2 = Invariant(
     "CM-EPOCH-2",
-    statement=("warn when DLE - SLE < epoch_headroom (proactive bumping is lagging)"),
-    needs=("partitions"),
+    statement="warn when DLE - SLE < epoch_headroom (proactive bumping is lagging)",
+    needs="partitions",
     remediation=(
         "The destination epoch is only just above the source's: one more source election and CM-EPOCH-1 "
         "fails. Bump the destination epochs ahead (`kafka-leader-election --election-type PREFERRED`), and "
@@ -96,8 +96,8 @@ EPOCH_2 = Invariant(
 
 EPOCH_3 = Invariant(
     "CM-EPOCH-3",
-    statement=("every destination committed offset carries a leader epoch <= DLE of its partition"),
-    needs=("group_offsets"),
+    statement="every destination committed offset carries a leader epoch <= DLE of its partition",
+    needs="group_offsets",
     remediation=(
         "A destination group committed offset carries a leader epoch above its partition's: the commit was "
         "made on another cluster or before a truncation. Reset the group within the partition "
@@ -114,7 +114,7 @@ GROUP_1 = Invariant(
         "for in-scope groups inactive on the destination: committed ahead of clamp(source committed) fails, "
         "behind it by more than group_sync_tolerance_records warns"
     ),
-    needs=("group_offsets"),
+    needs="group_offsets",
     remediation=(
         "The destination group offset is ahead of the source's (clamped) committed offset: consumers would "
         "skip records after a failover; behind it, they would reprocess. Check that the mirror's group "
@@ -128,8 +128,8 @@ GROUP_1 = Invariant(
 
 GROUP_2 = Invariant(
     "CM-GROUP-2",
-    statement=("every destination committed offset lies in [destination log start, destination LEO]"),
-    needs=("group_offsets"),
+    statement="every destination committed offset lies in [destination log start, destination LEO]",
+    needs="group_offsets",
     remediation=(
         "A destination committed offset outside [log start, LEO]: consumers would reset by "
         "auto.offset.reset on a failover. With the group stopped, reset it into the range: "
@@ -146,7 +146,7 @@ GROUP_3 = Invariant(
         "groups active on the destination are classified, never flagged as unsynced; excluded groups are "
         "not synced"
     ),
-    needs=("groups"),
+    needs="groups",
     remediation=(
         "A group excluded from the audit's scope is synced by the mirror, or an active destination group "
         "was misread. Align the mirror's group filter with scope.groups, or add the group to the scope."
@@ -160,7 +160,7 @@ TXN_1 = Invariant(
         "open transactions on the source: none passes, open warns, older than max_open_txn_seconds fails "
         "(hanging)"
     ),
-    needs=("partitions"),
+    needs="partitions",
     remediation=(
         "A transaction open on the source keeps the last stable offset back, so read_committed consumers "
         "and the mirror stall behind it. Find it with `kafka-transactions find-hanging --broker-id N`, and "
@@ -173,8 +173,8 @@ TXN_1 = Invariant(
 
 SCOPE_1 = Invariant(
     "CM-SCOPE-1",
-    statement=("warn when mirrored topics or groups belong to a stateful Kafka Streams application"),
-    needs=("partitions"),
+    statement="warn when mirrored topics or groups belong to a stateful Kafka Streams application",
+    needs="partitions",
     remediation=(
         "A Kafka Streams application's internal topics or groups are mirrored: its state stores do not fail "
         "over with them. Exclude the application's internal topics and groups from the mirror (or from "
@@ -189,7 +189,7 @@ DATA_1 = Invariant(
         "record-level range checksums equal on the common offset range; the first divergent offset is "
         "reported"
     ),
-    needs=("record_chunks of both sides (records scan)"),
+    needs="record_chunks of both sides (records scan)",
     remediation=(
         "Records differ between the clusters at the same offset: the destination was written by something "
         "other than the mirror, or a partition was re-created or truncated on one side. Compare the first "
@@ -216,7 +216,7 @@ DATA_2 = Invariant(
         "record batches in the common range are identical (base/last offset, CRC, producer id/epoch, "
         "attributes) and every scanned batch is readable"
     ),
-    needs=("batches of both sides (segments scan or fetch)"),
+    needs="batches of both sides (segments scan or fetch)",
     remediation=(
         "Record batches differ (CRC, producer, attributes) or a segment could not be read. A CRC difference "
         "with equal offsets is corruption or a foreign writer: re-mirror the partition; an unreadable "
@@ -230,8 +230,8 @@ DATA_2 = Invariant(
 
 TXN_2 = Invariant(
     "CM-TXN-2",
-    statement=("transaction markers sit at the same offsets with the same type on both sides"),
-    needs=("markers of both sides (segments scan or fetch) or record_chunks (records scan)"),
+    statement="transaction markers sit at the same offsets with the same type on both sides",
+    needs="markers of both sides (segments scan or fetch) or record_chunks (records scan)",
     remediation=(
         "Transaction markers differ between the clusters: consumers with read_committed would see different "
         "records. Check the mirror copies control batches unchanged; re-mirror the partition from the first "
@@ -247,7 +247,7 @@ TXN_3 = Invariant(
         "every transactional batch below the last stable offset is closed by a marker, and no transaction "
         "is closed twice"
     ),
-    needs=("batches of either side (segments scan or fetch)"),
+    needs="batches of either side (segments scan or fetch)",
     remediation=(
         "A transactional batch below the last stable offset has no marker, or a transaction is closed "
         "twice. Abort a hanging transaction with `kafka-transactions abort --topic T --partition P "
@@ -263,7 +263,7 @@ EPOCH_4 = Invariant(
         "destination batch and record leader epochs never exceed DLE; equal to the source's where the "
         "mirror preserves them"
     ),
-    needs=("batches (segments scan or fetch) or record_chunks (records scan) of both sides"),
+    needs="batches (segments scan or fetch) or record_chunks (records scan) of both sides",
     remediation=(
         "Batches on the destination carry leader epochs above the partition's, or other than the source's "
         "where the mirror preserves them: a failover could truncate. Check the mirror's epoch handling, and "

@@ -12,7 +12,7 @@ FAILOVER_1 = Invariant(
         "after a stop: destination LEO equals the last mirrored offset plus the control records the stop "
         "wrote, no transaction left open on the destination, DLE > SLE; no partition FAILED"
     ),
-    needs=("mirror_partitions (the mirror's state: mirror.state_file or snapshot --mirror-state)"),
+    needs="mirror_partitions (the mirror's state: mirror.state_file or snapshot --mirror-state)",
     remediation=(
         "After the mirror's stop the destination is not where it should be: records, an open transaction or "
         "a partition in state FAILED. Read the partition's error in the mirror's state, abort open "
@@ -29,7 +29,7 @@ FAILOVER_2 = Invariant(
         "no partition lost more records at the stop (source LEO at the stop - last mirrored offset) than "
         "the readiness check before it predicted"
     ),
-    needs=("mirror_partitions with LastMirrorOffset, and the readiness run (--before)"),
+    needs="mirror_partitions with LastMirrorOffset, and the readiness run (--before)",
     remediation=(
         "The stop lost more records than the readiness check predicted: the source took writes after the "
         "check. Stop producers before the readiness check next time (`readiness --wait-drained`), and "
@@ -44,7 +44,7 @@ FAILOVER_3 = Invariant(
         "every synced group resumes on the destination inside [log start, LEO] and skips no record it had "
         "not processed on the source (records it reads again are counted)"
     ),
-    needs=("group_offsets of both sides"),
+    needs="group_offsets of both sides",
     remediation=(
         "A group resumes outside the destination's retained range or skips records: reset it before its "
         "consumers start (`kafka-consumer-groups --reset-offsets --group G --topic T:P --to-offset O "
@@ -59,7 +59,7 @@ FAILBACK_1 = Invariant(
         "mirroring back truncates at most max_failback_truncation_records records of any partition of the "
         "old source (records past the last mirrored offset)"
     ),
-    needs=("mirror_partitions with LastMirrorOffset (the state recorded at the stop)"),
+    needs="mirror_partitions with LastMirrorOffset (the state recorded at the stop)",
     remediation=(
         "Mirroring back would truncate records the old source has past the last mirrored offset. Copy them "
         "to the new source first (replay them from the old source), or raise "
@@ -74,7 +74,7 @@ FAILBACK_2 = Invariant(
         "no group committed on the old source past the offset mirroring back truncates to (warn: its "
         "position would point into records that are replaced)"
     ),
-    needs=("mirror_partitions with LastMirrorOffset, and group offsets"),
+    needs="mirror_partitions with LastMirrorOffset, and group offsets",
     remediation=(
         "A group on the old source committed past the offset mirroring back truncates to: its consumers "
         "would point into replaced records. Reset it on the old source to the last mirrored offset before "
@@ -89,7 +89,7 @@ FAILBACK_3 = Invariant(
         "no transaction open on the old source: its coordinator could write a second marker after the "
         "failover's ABORT"
     ),
-    needs=("partitions"),
+    needs="partitions",
     remediation=(
         "A transaction is open on the old source; its coordinator could write a second marker after the "
         "failover's abort. Abort it on the old source (`kafka-transactions abort`) before failing back."

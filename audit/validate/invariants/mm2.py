@@ -11,8 +11,8 @@ from audit.validate.invariants.declaration import Invariant
 
 SYNC_1 = Invariant(
     "MM2-SYNC-1",
-    statement=("offset syncs are monotonic per partition"),
-    needs=("mm2_offset_syncs"),
+    statement="offset syncs are monotonic per partition",
+    needs="mm2_offset_syncs",
     remediation=(
         "MirrorMaker 2's offset syncs went backwards: the source topic was re-created or truncated, or two "
         "MM2 instances write the same offset-syncs topic. Check for a second MM2 cluster with the same "
@@ -23,8 +23,8 @@ SYNC_1 = Invariant(
 
 CKPT_1 = Invariant(
     "MM2-CKPT-1",
-    statement=("checkpoints never go backwards"),
-    needs=("mm2_checkpoints"),
+    statement="checkpoints never go backwards",
+    needs="mm2_checkpoints",
     remediation=(
         "A checkpoint went backwards: a group was reset on the source, or two MM2 instances emit "
         "checkpoints for it. If the reset was intended, nothing to do; else look for a second MM2 with the "
@@ -35,8 +35,8 @@ CKPT_1 = Invariant(
 
 CKPT_2 = Invariant(
     "MM2-CKPT-2",
-    statement=("checkpoint downstream offsets lie in [target log start, target LEO]"),
-    needs=("mm2_checkpoints"),
+    statement="checkpoint downstream offsets lie in [target log start, target LEO]",
+    needs="mm2_checkpoints",
     remediation=(
         "A checkpoint translates to an offset outside the target's retained range: the target topic's "
         "retention is shorter than the group's lag, or the target was truncated. Raise the target topic's "
@@ -48,8 +48,8 @@ CKPT_2 = Invariant(
 
 CKPT_3 = Invariant(
     "MM2-CKPT-3",
-    statement=("no over-translation of checkpoints"),
-    needs=("mm2_checkpoints"),
+    statement="no over-translation of checkpoints",
+    needs="mm2_checkpoints",
     remediation=(
         "A checkpoint translates past what the offset syncs allow (over-translation): consumers would skip "
         "records. Upgrade MirrorMaker 2 (KAFKA-12468 and KAFKA-15906 changed the translation) and restart "
@@ -61,8 +61,8 @@ CKPT_3 = Invariant(
 
 CKPT_4 = Invariant(
     "MM2-CKPT-4",
-    statement=("every in-scope source group has a fresh checkpoint"),
-    needs=("mm2_checkpoints"),
+    statement="every in-scope source group has a fresh checkpoint",
+    needs="mm2_checkpoints",
     remediation=(
         "A group has no recent checkpoint: it is outside MM2's groups filter, or MirrorCheckpointConnector "
         "is not running or lags (emit.checkpoints.interval.seconds). Add the group to `groups`, and check "
@@ -73,8 +73,8 @@ CKPT_4 = Invariant(
 
 GROUP_1 = Invariant(
     "MM2-GROUP-1",
-    statement=("target committed == checkpoint downstream for groups inactive on the target"),
-    needs=("mm2_checkpoints"),
+    statement="target committed == checkpoint downstream for groups inactive on the target",
+    needs="mm2_checkpoints",
     remediation=(
         "The target group's committed offset differs from its checkpoint: sync.group.offsets.enabled is "
         "off, or the group is active on the target. Enable sync.group.offsets.enabled, or reset the group "
@@ -86,8 +86,8 @@ GROUP_1 = Invariant(
 
 READY_1 = Invariant(
     "MM2-READY-1",
-    statement=("failover preconditions hold"),
-    needs=("mm2_checkpoints"),
+    statement="failover preconditions hold",
+    needs="mm2_checkpoints",
     remediation=(
         "A failover now would lose or reprocess records: replication is behind, the source still takes "
         "writes, or groups are active on the target. Stop producers, wait until the replicas catch up "
