@@ -7,6 +7,7 @@ the engine (``audit.compare.engines``) says who computes the comparison tables.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Iterable, Iterator
@@ -116,7 +117,7 @@ def audit_snapshots(
     if job_queries is not None:
         figures = loss if job_queries is prof.figures else compute_figures(compared, job_queries)
     plan = _failover_plan(prof, compared, run_dir, cfg) if readiness else None
-    data = collect_report_data(compared, prof.slices)
+    data = collect_report_data(compared, prof.slices, suites, dataclasses.asdict(cfg.thresholds))
     clock.done("figures")
     run_info = {
         "job": "readiness" if readiness else "audit",

@@ -8,13 +8,17 @@ are. The slices are SQL over the comparison tables, run by whichever engine comp
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from audit.compare.run import Compared
+from audit.validate.gx import SuiteFile
+from audit.validate.invariants import cluster_mirroring as cm
+from audit.validate.violations import unexpected_rows_sql
 
 CHART_ROWS = 40
+VERDICT_SQL = "VERDICT_SQL"  # where a chart's SQL takes the verdict of its row (``verdict_sql``)
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,12 @@ class ReportSlices:
     totals: str
     lag: str
     epochs: str | None = None
+    # The invariants whose checks colour each chart's bars (a bar is red where a failing
+    # check of theirs rejects the row, amber where a warning one does): the suites decide,
+    # the report does not restate their thresholds. The charts' SQL carries VERDICT_SQL.
+    lag_judged_by: tuple[str, ...] = ()
+    epochs_judged_by: tuple[str, ...] = ()
+    lag_table: str = "partitions"
     group_positions: str | None = None
     failover: str | None = None
     failback: str | None = None
@@ -49,6 +59,10 @@ class ReportSlices:
 
 
 CLUSTER_MIRRORING_SLICES = ReportSlices(
+    # Lag: too much (CM-LAG-1) or the destination ahead (CM-OFFSET-1); epochs: DLE below
+    # SLE (CM-EPOCH-1) or short of headroom (CM-EPOCH-2).
+    lag_judged_by=(cm.LAG_1.id, cm.OFFSET_1.id),
+    epochs_judged_by=(cm.EPOCH_1.id, cm.EPOCH_2.id),
     totals="""
 SELECT
   (SELECT count(*) FROM {partitions} WHERE in_scope) AS partitions,
@@ -60,12 +74,12 @@ SELECT
 """,
     lag=f"""
 SELECT topic, partition, data_lag_records AS lag_records, lag_seconds, src_high_watermark,
-  dst_high_watermark
+  dst_high_watermark, {VERDICT_SQL} AS verdict
 FROM {{partitions}} WHERE in_scope AND dst_present
 ORDER BY data_lag_records DESC NULLS LAST, topic, partition LIMIT {CHART_ROWS}
 """,
     epochs=f"""
-SELECT topic, partition, src_leader_epoch, dst_leader_epoch, epoch_headroom
+SELECT topic, partition, src_leader_epoch, dst_leader_epoch, epoch_headroom, {VERDICT_SQL} AS verdict
 FROM {{partitions}} WHERE in_scope AND dst_present
 ORDER BY epoch_headroom ASC NULLS FIRST, topic, partition LIMIT {CHART_ROWS}
 """,
@@ -89,6 +103,8 @@ FROM {partitions} WHERE in_scope GROUP BY topic ORDER BY topic
 # Mode mm2: the lag chart shows unreplicated records per partition (from the offset
 # syncs); there are no leader-epoch or group-position charts under translation.
 MM2_SLICES = ReportSlices(
+    lag_judged_by=(cm.LAG_1.id,),
+    lag_table="mm2_partitions",
     totals="""
 SELECT
   (SELECT count(*) FROM {mm2_partitions} WHERE in_scope) AS partitions,
@@ -100,7 +116,7 @@ SELECT
 """,
     lag=f"""
 SELECT topic, partition, unreplicated_records AS lag_records, CAST(NULL AS DOUBLE) AS lag_seconds,
-  src_high_watermark, dst_high_watermark
+  src_high_watermark, dst_high_watermark, {VERDICT_SQL} AS verdict
 FROM {{mm2_partitions}} WHERE in_scope AND has_sync
 ORDER BY unreplicated_records DESC NULLS LAST, topic, partition LIMIT {CHART_ROWS}
 """,
@@ -137,9 +153,41 @@ LIMIT {CHART_ROWS}
 )
 
 
-def collect_report_data(compared: Compared, slices: ReportSlices) -> ReportData:
-    """The slices, run by the engine that holds the tables: only bounded rows come back."""
+def verdict_sql(
+    suites: Sequence[SuiteFile], table: str, invariants: tuple[str, ...], parameters: Mapping[str, Any]
+) -> str:
+    """SQL giving a row of ``table`` 'fail' where a failing check of ``invariants`` rejects
+    it, 'warn' where a warning check does, else 'ok': derived from the suites, as the
+    history's violation keys are (an edited suite recolours the charts)."""
+    arms: dict[str, list[str]] = {"fail": [], "warn": []}
+    for suite in suites:
+        if suite.table != table:
+            continue
+        for e in suite.raw.get("expectations", []):
+            meta = e.get("meta") or {}
+            if meta.get("invariant") not in invariants:
+                continue
+            where = unexpected_rows_sql(e["type"], e.get("kwargs") or {}, parameters)
+            if where is not None and meta.get("severity") in arms:
+                arms[meta["severity"]].append(f"({where})")
+    cases = " ".join(f"WHEN {' OR '.join(w)} THEN '{sev}'" for sev, w in arms.items() if w)
+    return f"CASE {cases} ELSE 'ok' END" if cases else "'ok'"
+
+
+def collect_report_data(
+    compared: Compared,
+    slices: ReportSlices,
+    suites: Sequence[SuiteFile] = (),
+    parameters: Mapping[str, Any] | None = None,
+) -> ReportData:
+    """The slices, run by the engine that holds the tables: only bounded rows come back.
+    ``suites`` and ``parameters`` (the run's) colour the charts' rows."""
     rows = compared.tables.rows
+
+    def judged(sql: str | None, table: str, invariants: tuple[str, ...]) -> str | None:
+        if sql is None:
+            return None
+        return sql.replace(VERDICT_SQL, verdict_sql(suites, table, invariants, parameters or {}))
 
     def optional(sql: str | None) -> tuple[dict[str, Any], ...]:
         return tuple(rows(sql)) if sql else ()
@@ -148,8 +196,8 @@ def collect_report_data(compared: Compared, slices: ReportSlices) -> ReportData:
     extremes = rows(slices.extremes)[0] if slices.extremes else {}
     return ReportData(
         totals={k: int(v or 0) for k, v in totals.items()},
-        lag=tuple(rows(slices.lag)),
-        epochs=optional(slices.epochs),
+        lag=tuple(rows(judged(slices.lag, slices.lag_table, slices.lag_judged_by) or "")),
+        epochs=optional(judged(slices.epochs, "partitions", slices.epochs_judged_by)),
         group_positions=optional(slices.group_positions),
         failover=optional(slices.failover),
         failback=optional(slices.failback),

@@ -69,6 +69,10 @@ def _svg_open(width: float, height: float, label: str = "") -> str:
     )
 
 
+# A bar's colour is its row's verdict by the checks of the chart's invariants (report/data.py).
+_VERDICT_COLOURS = {"fail": "#c62f2f", "warn": "#c98a00"}
+
+
 def _svg_bars(
     rows: tuple[dict[str, Any], ...], value: str, label: Any, limit_line: float | None, color_fn: Any
 ) -> Markup:
@@ -92,7 +96,7 @@ def _svg_bars(
         )
         parts.append(
             f'<rect x="{x0:.1f}" y="{y}" width="{max(1.0, x1 - x0):.1f}" height="{bar_h - 4}" '
-            f'fill="{color_fn(v)}"/>'
+            f'fill="{color_fn(r)}"/>'
         )
         parts.append(f'<text x="{max(x0, x1) + 4:.1f}" y="{y + 11}" font-size="11">{_text(r[value])}</text>')
     if limit_line is not None:
@@ -359,18 +363,14 @@ def render_report(
             "lag_records",
             lambda r: f"{r['topic']}-{r['partition']}",
             float(thresholds.get("max_lag_records", 0)) or None,
-            lambda v: "#c62f2f" if v > float(thresholds.get("max_lag_records", 1e18)) or v < 0 else "#3b6fb6",
+            lambda r: _VERDICT_COLOURS.get(r.get("verdict"), "#3b6fb6"),
         ),
         epoch_chart=_svg_bars(
             data.epochs,
             "epoch_headroom",
             lambda r: f"{r['topic']}-{r['partition']}",
             float(thresholds.get("epoch_headroom", 0)) or None,
-            lambda v: (
-                "#c62f2f"
-                if v < 0
-                else ("#c98a00" if v < float(thresholds.get("epoch_headroom", 0)) else "#1f8a4c")
-            ),
+            lambda r: _VERDICT_COLOURS.get(r.get("verdict"), "#1f8a4c"),
         ),
         group_chart=_svg_positions(data.group_positions),
         coverage_chart=_svg_coverage(
