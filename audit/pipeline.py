@@ -141,7 +141,7 @@ def audit_snapshots(
     if untracked:
         run_info["violations_not_kept"] = untracked
     run_info.update(compared.tables.run_info())
-    details = invariant_details(compared, source, src_manifest, dst_manifest)
+    details = invariant_details(compared, src_manifest, dst_manifest)
     answer = None
     if prof.always_go_no_go or (readiness and prof.job_figures is None):
         answer = gating.answer(results, prof.gating(), prof.gates_need_collected)

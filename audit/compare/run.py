@@ -241,8 +241,10 @@ def cluster_mirroring_inputs(tables: Tables, source: Path, destination: Path) ->
 
 def mm2_inputs(tables: Tables, source: Path, destination: Path) -> list[tuple[str, Path, str]]:
     """Mode mm2: MirrorMaker 2's offset syncs (they name source topics) and checkpoints
-    (they name replicas), from whichever snapshot holds each."""
+    (they name replicas), from whichever snapshot holds each; the source's open
+    transactions (the report names them)."""
     named = []
+    load_snapshot_table(tables, "src_open_transactions", source, "open_transactions")
     for name, table, side in (
         ("offset_syncs", "mm2_offset_syncs", "src"),
         ("checkpoints", "mm2_checkpoints", "dst"),

@@ -2,22 +2,22 @@
 first divergent batch and record per partition, the record scan's coverage and the ranges
 it could not read, and the open transactions behind CM-TXN-1.
 
-Batch and record rows grow with the data, so their slices are SQL run by the engine that
-holds the table (sorted and limited before anything reaches the driver); the rest comes
-from the snapshots' manifests and small tables.
+Every detail is read from the tables the compare stage registered in the engine (never the
+snapshot directories again): batch and record rows grow with the data, so their slices are
+SQL run by the engine that holds the table, sorted and limited before anything reaches the
+driver; the rest comes from the snapshots' manifests.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from audit.compare.run import Compared
-from audit.schemas import BATCH_SIDE
+from audit.schemas import BATCH_SIDE, columns
 from audit.validate.invariants import with_details
 
 DIVERGENCE_PARTITIONS = 20
+OPEN_TRANSACTIONS_SHOWN = 50
 
 
 def _first_per_partition(
@@ -97,11 +97,11 @@ def first_record_divergence(compared: Compared, limit: int = DIVERGENCE_PARTITIO
 
 
 def invariant_details(
-    compared: Compared, source: Path, src_manifest: dict[str, Any], dst_manifest: dict[str, Any]
+    compared: Compared, src_manifest: dict[str, Any], dst_manifest: dict[str, Any]
 ) -> dict[str, dict[str, Any]]:
     """Per invariant ID, what summary.json adds to its entry: each kind of detail goes to
     the invariants that declare it (``Invariant.details``)."""
-    by_kind: dict[str, dict[str, Any]] = {"open_transactions": _open_transactions(source, src_manifest)}
+    by_kind: dict[str, dict[str, Any]] = {"open_transactions": _open_transactions(compared, src_manifest)}
     if "mirror_states" in compared.frames:
         by_kind["mirror_state"] = _mirror_state(compared, dst_manifest, src_manifest)
     if compared.tables.has("batch_diffs"):
@@ -148,14 +148,19 @@ def _unreadable_ranges(records_note: dict[str, Any]) -> dict[str, Any]:
     return {"total": int(records_note.get("unreadable_ranges", len(issues))), "first": first}
 
 
-def _open_transactions(source: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+def _open_transactions(compared: Compared, manifest: dict[str, Any]) -> dict[str, Any]:
     """The open transactions (CM-TXN-1's details) named as `kafka-transactions find-hanging` does
     (transactional id, producer id/epoch, partition, start), coordinator and partition side,
-    where the source allowed the transaction admin calls; otherwise says why not."""
-    from audit.snapshot import OpenTransactionRecord, check_table, read_records
-
+    where the source allowed the transaction admin calls; otherwise says why not. Read from
+    the engine's copy of the source's table (the compare stage registered it), the first
+    ``OPEN_TRANSACTIONS_SHOWN`` in a stable order."""
     note = (manifest.get("notes") or {}).get("open_transactions", "not collected")
-    if not check_table(source, "open_transactions"):
+    if not compared.tables.collected("src_open_transactions"):
         return {"open_transactions": [], "open_transactions_source": note}
-    rows = [asdict(r) for r in read_records(source, "open_transactions", OpenTransactionRecord)]
-    return {"open_transactions": rows[:50], "open_transactions_source": note}
+    names = ", ".join(c.name for c in columns("open_transactions"))
+    rows = compared.tables.rows(
+        f"SELECT {names} FROM {{src_open_transactions}} "
+        "ORDER BY side, transactional_id NULLS FIRST, producer_id, topic NULLS FIRST, partition NULLS FIRST "
+        f"LIMIT {OPEN_TRANSACTIONS_SHOWN}"
+    )
+    return {"open_transactions": rows, "open_transactions_source": note}
