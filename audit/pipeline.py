@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from audit.compare.engines import EngineName
 from audit.compare.run import Compared, check_offsets, check_scope
@@ -28,6 +28,9 @@ from audit.profiles import Profile, profile_of
 from audit.report.metrics import check_textfile
 from audit.run_dirs import RunDirClaim, claim_run_dir
 from audit.snapshot import check_pair, read_manifest
+
+if TYPE_CHECKING:
+    from audit.validate.gx import SuiteFile
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +77,7 @@ def audit_snapshots(
     prof: Profile | None = None,
     run_extra: dict[str, Any] | None = None,
     clock: StageClock | None = None,
+    suites: list[SuiteFile] | None = None,
 ) -> RunOutcome:
     """Audit two snapshot directories into ``run_dir`` (summary.json is written last).
 
@@ -82,7 +86,8 @@ def audit_snapshots(
     same queries, the same suites judge both, and both write the same files. ``prof`` is
     the mode's profile unless a failover job (verify, failback) gives its own;
     ``run_extra`` adds to summary.json's run section; ``clock`` is the job's, when stages
-    (the snapshot) ran before this one.
+    (the snapshot) ran before this one; ``suites`` the job's, when it read them before its
+    first stage (read here otherwise).
     """
     mask_config(cfg)
     from audit.report.data import collect_report_data
@@ -95,7 +100,7 @@ def audit_snapshots(
 
     clock = clock or StageClock()
     prof = prof or profile_of(cfg)
-    suites = mode_suites(cfg, prof.suite_patterns)
+    suites = suites if suites is not None else mode_suites(cfg, prof.suite_patterns)
     source, destination, run_dir = local_path(source), local_path(destination), local_path(run_dir)
     src_manifest = read_manifest(source, "source")
     dst_manifest = read_manifest(destination, "destination")
@@ -315,8 +320,9 @@ def nightly(
     from audit.validate.run import mode_suites
 
     prof = profile_of(cfg)
-    # A missing or broken suite directory fails before the clusters are read.
-    mode_suites(cfg, prof.suite_patterns)
+    # A missing or broken suite directory fails before the clusters are read (and the
+    # suites read here are the ones the run validates with).
+    suites = mode_suites(cfg, prof.suite_patterns)
     if cfg.segments.enabled() and not readiness:
         prof.require_data_level("segments")
     if cfg.records.enabled and not readiness:
@@ -324,7 +330,7 @@ def nightly(
     # The run directory is made once the snapshots are taken.
     clock = StageClock()
     with run_directory(cfg, out, None if readiness else "nightly") as run_dir:
-        return _nightly(cfg, prof, run_dir, readiness, engine, full_records, clock)
+        return _nightly(cfg, prof, run_dir, readiness, engine, full_records, clock, suites)
 
 
 def _nightly(
@@ -335,6 +341,7 @@ def _nightly(
     engine: EngineName,
     full_records: bool,
     clock: StageClock,
+    suites: list[SuiteFile],
 ) -> RunOutcome:
     from audit.collect.metadata.snapshot import import_dependencies, take_snapshots
     from audit.validate.gx import import_in_background
@@ -356,7 +363,7 @@ def _nightly(
         clock.done("records scan")
     job = {"job": "readiness" if readiness else "nightly"}
     return audit_snapshots(
-        src, dst, run_dir, cfg, readiness=readiness, engine=engine, run_extra=job, clock=clock
+        src, dst, run_dir, cfg, readiness=readiness, engine=engine, run_extra=job, clock=clock, suites=suites
     )
 
 
