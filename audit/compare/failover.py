@@ -34,6 +34,16 @@ WITH markers_past AS (
   WHERE k.offset >= m.last_mirror_offset
   GROUP BY k.topic, k.partition
 ),
+-- Every partition the mirror reports, and every in-scope partition of either snapshot it
+-- does not report: that one's state is unknown (its checks lack their input: coverage).
+placed AS (
+  SELECT coalesce(m.topic, p.topic) AS topic, coalesce(m.partition, p.partition) AS partition,
+    m.mirror, m.state, m.error_message, m.source_offset, m.destination_offset,
+    m.last_mirror_epoch, m.last_mirror_offset
+  FROM {{dst_mirror_partitions}} m
+  FULL OUTER JOIN (SELECT topic, partition FROM {{partitions}} WHERE in_scope) p
+    ON p.topic = m.topic AND p.partition = m.partition
+),
 joined AS (
   SELECT m.mirror, m.topic, m.partition, m.state, m.error_message, m.source_offset,
     m.destination_offset, m.last_mirror_epoch, m.last_mirror_offset,
@@ -45,7 +55,7 @@ joined AS (
     m.state IN {in_list(STOPPED_STATES)} AS stopped,
     m.state = 'FAILED' AS failed,
     CASE WHEN r.dst_markers_collected THEN coalesce(mp.n, 0) END AS stop_markers
-  FROM {{dst_mirror_partitions}} m
+  FROM placed m
   CROSS JOIN {{run_params}} r
   LEFT JOIN {{partitions}} p ON p.topic = m.topic AND p.partition = m.partition
   LEFT JOIN {{topic_scope}} ts ON ts.topic = m.topic
@@ -180,18 +190,21 @@ WITH committed_past AS (
   WHERE o.committed_offset > m.last_mirror_offset
   GROUP BY o.topic, o.partition
 )
-SELECT p.topic, p.partition, p.in_scope,
+-- Every partition of the old source, and every partition the mirror state names that the
+-- old source's snapshot lacks (unavailable, or gone): unknown there, never dropped.
+SELECT coalesce(p.topic, m.topic) AS topic, coalesce(p.partition, m.partition) AS partition,
+  coalesce(ts.in_scope, FALSE) AS in_scope,
   m.state AS mirror_state, m.last_mirror_offset, m.last_mirror_epoch,
   p.src_log_start_offset, p.src_high_watermark, p.src_last_stable_offset,
   -- Unknown (null) without a last mirrored offset: greatest() skips nulls, so it is guarded.
-  CASE WHEN m.last_mirror_offset IS NOT NULL
+  CASE WHEN m.last_mirror_offset IS NOT NULL AND p.src_high_watermark IS NOT NULL
     THEN greatest(0, p.src_high_watermark - m.last_mirror_offset) END AS truncate_records,
   p.src_last_stable_offset < p.src_high_watermark AS src_open_txn,
   CASE WHEN m.last_mirror_offset IS NOT NULL THEN coalesce(c.n, 0) END AS groups_committed_past
-FROM {partitions} p
-LEFT JOIN {dst_mirror_partitions} m ON m.topic = p.topic AND m.partition = p.partition
+FROM (SELECT * FROM {partitions} WHERE src_present) p
+FULL OUTER JOIN {dst_mirror_partitions} m ON m.topic = p.topic AND m.partition = p.partition
+LEFT JOIN {topic_scope} ts ON ts.topic = coalesce(p.topic, m.topic)
 LEFT JOIN committed_past c ON c.topic = p.topic AND c.partition = p.partition
-WHERE p.src_present
 """,
     shown=(
         "truncate_records",

@@ -77,6 +77,7 @@ CAUSES: dict[str, tuple[Cause, ...]] = {
     "topics": _causes(("topic IDs (topic_id)", "src_topic_id IS NULL OR dst_topic_id IS NULL")),
     "group_offsets": _causes(_DST_PARTITION, _DST_EPOCH),
     "mirror_states": _causes(
+        ("the mirror state of the partition (no row for it)", "state IS NULL"),
         ("the destination partition (absent from the snapshots)", "dst_high_watermark IS NULL"),
         _LAST_MIRROR_OFFSET,
         ("mirror state field LastMirrorEpoch", "last_mirror_epoch IS NULL"),
@@ -86,7 +87,11 @@ CAUSES: dict[str, tuple[Cause, ...]] = {
     "failover_groups": _causes(
         ("the mirror state of the partition, or its LastMirrorOffset", "mirrored_end IS NULL"), _DST_PARTITION
     ),
-    "failback_partitions": _causes(_MIRROR_ROW, _LAST_MIRROR_OFFSET),
+    "failback_partitions": _causes(
+        ("the partition on the old source (absent from its snapshot)", "src_high_watermark IS NULL"),
+        _MIRROR_ROW,
+        _LAST_MIRROR_OFFSET,
+    ),
     "failback_groups": _causes(_MIRROR_ROW, _LAST_MIRROR_OFFSET),
     "mm2_partitions": _causes(
         ("the replica partition on the target", "NOT dst_present"),

@@ -170,6 +170,17 @@ def unexpected_rows_sql(kind: str, kwargs: Mapping[str, Any], parameters: Mappin
         return None
 
 
+def domain_sql(kwargs: Mapping[str, Any], parameters: Mapping[str, Any]) -> str | None:
+    """The WHERE clause selecting the rows an expectation judges (its row condition; every
+    row without one), or None where the condition has no SQL form."""
+    if not kwargs.get("row_condition"):
+        return "TRUE"
+    try:
+        return _condition(kwargs["row_condition"], parameters)
+    except _Untranslatable:
+        return None
+
+
 def _judged_nulls(kind: str, kwargs: Mapping[str, Any]) -> str | None:
     """The rows of an expectation's domain it cannot judge: its column is null, which
     Great Expectations counts as "missing" and neither passes nor fails. None for the null

@@ -14,6 +14,7 @@ import pytest
 from audit.compare.engines import ENGINES
 from audit.compare.engines import EngineName as Engine
 from audit.config_file import parse_config
+from audit.jobs import READINESS
 from audit.pipeline import audit_snapshots, failback_readiness, failover_verify
 from tests.cli import run_cli
 from tests.run_files import unchecked_keys
@@ -29,7 +30,7 @@ def _engine(engine: Engine, request: pytest.FixtureRequest) -> Engine:
 
 
 def _readiness(src: Path, dst: Path, run: Path, cfg: Any, engine: Engine, request: Any) -> Any:
-    return audit_snapshots(src, dst, run, cfg, readiness=True, engine=_engine(engine, request))
+    return audit_snapshots(src, dst, run, cfg, job=READINESS, engine=_engine(engine, request))
 
 
 def _healthy_partitions() -> tuple[list[Any], list[Any]]:
@@ -121,7 +122,7 @@ def _readiness_before(root: Path, engine: Engine) -> Path:
         dst_offsets=[offset("g1", 90)],
     )
     run = root / "readiness"
-    audit_snapshots(src, dst, run, CFG, readiness=True, engine=engine)
+    audit_snapshots(src, dst, run, CFG, job=READINESS, engine=engine)
     return run
 
 
@@ -226,7 +227,11 @@ def test_a_mirrored_partition_absent_from_both_snapshots_is_unchecked_not_droppe
     src, dst = write_pair(
         tmp_path / "snap",
         *_healthy_partitions(),
-        dst_mirror=[mirror("orders", 0, state="MIRRORING"), mirror("gone", 0)],
+        dst_mirror=[
+            mirror("orders", 0, state="MIRRORING"),
+            mirror("orders", 1, state="MIRRORING"),
+            mirror("gone", 0),
+        ],
     )
     summary = _readiness(src, dst, tmp_path / "run", CFG, engine, request).summary
     inv = summary["invariants"]["CM-FAILOVER-1"]
@@ -234,5 +239,22 @@ def test_a_mirrored_partition_absent_from_both_snapshots_is_unchecked_not_droppe
     (gap,) = inv["unchecked_gaps"]
     assert gap["missing"].startswith("the destination partition") and gap["first"] == [
         {"topic": "gone", "partition": "0"}
+    ]
+    assert summary["readiness"] == "NO-GO"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_in_scope_partition_the_mirror_state_omits_is_unchecked_not_passed(
+    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """The mirror's state names orders 0 only: orders 1's stop was never verified, so
+    CM-FAILOVER-1 cannot pass on orders 0 alone."""
+    src, dst = write_pair(tmp_path / "snap", *_healthy_partitions(), dst_mirror=[mirror("orders", 0)])
+    summary = _readiness(src, dst, tmp_path / "run", CFG, engine, request).summary
+    inv = summary["invariants"]["CM-FAILOVER-1"]
+    assert inv["status"] == "warn", inv
+    (gap,) = inv["unchecked_gaps"]
+    assert gap["missing"].startswith("the mirror state of the partition") and gap["first"] == [
+        {"topic": "orders", "partition": "1"}
     ]
     assert summary["readiness"] == "NO-GO"

@@ -34,6 +34,7 @@ OFFSET_1 = Invariant(
         "producer (destination topics of a mirror must be read-only: deny WRITE with an ACL), then "
         "re-mirror the partition from the source."
     ),
+    inputs=("dst:partitions",),
 )
 
 
@@ -50,6 +51,7 @@ OFFSET_2 = Invariant(
         "--entity-name T --add-config retention.ms=...`) or the mirror's throughput (more mirror tasks, a "
         "higher replication quota); the records already deleted are lost on the destination."
     ),
+    inputs=("dst:partitions",),
 )
 
 

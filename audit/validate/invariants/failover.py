@@ -20,6 +20,14 @@ FAILOVER_1 = Invariant(
         "consumers until it passes."
     ),
     details=("mirror_state",),
+    inputs=(
+        "dst:mirror_partitions",
+        "dst:mirror_partitions.last_mirror_offset",
+        "dst:mirror_partitions.last_mirror_epoch",
+        "src:partitions.leader_epoch",
+        "dst:partitions.leader_epoch",
+        "dst:partitions",
+    ),
 )
 
 
@@ -35,6 +43,7 @@ FAILOVER_2 = Invariant(
         "check. Stop producers before the readiness check next time (`readiness --wait-drained`), and "
         "replay the lost range from the source if it is still readable."
     ),
+    inputs=("dst:mirror_partitions", "dst:mirror_partitions.last_mirror_offset"),
 )
 
 
@@ -49,6 +58,12 @@ FAILOVER_3 = Invariant(
         "A group resumes outside the destination's retained range or skips records: reset it before its "
         "consumers start (`kafka-consumer-groups --reset-offsets --group G --topic T:P --to-offset O "
         "--execute`, O = the source committed offset clamped to [log start, LEO])."
+    ),
+    inputs=(
+        "dst:group_offsets",
+        "dst:mirror_partitions",
+        "dst:mirror_partitions.last_mirror_offset",
+        "dst:partitions",
     ),
 )
 
@@ -65,6 +80,11 @@ FAILBACK_1 = Invariant(
         "to the new source first (replay them from the old source), or raise "
         "max_failback_truncation_records once the loss is accepted."
     ),
+    inputs=(
+        "dst:mirror_partitions",
+        "dst:mirror_partitions.last_mirror_offset",
+        "src:partitions",
+    ),
 )
 
 
@@ -80,6 +100,7 @@ FAILBACK_2 = Invariant(
         "would point into replaced records. Reset it on the old source to the last mirrored offset before "
         "failing back (`kafka-consumer-groups --reset-offsets`)."
     ),
+    inputs=("dst:mirror_partitions", "dst:mirror_partitions.last_mirror_offset"),
 )
 
 
@@ -94,6 +115,7 @@ FAILBACK_3 = Invariant(
         "A transaction is open on the old source; its coordinator could write a second marker after the "
         "failover's abort. Abort it on the old source (`kafka-transactions abort`) before failing back."
     ),
+    inputs=("src:partitions",),
 )
 
 

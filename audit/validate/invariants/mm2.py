@@ -68,6 +68,7 @@ CKPT_4 = Invariant(
         "is not running or lags (emit.checkpoints.interval.seconds). Add the group to `groups`, and check "
         "the checkpoint connector's status."
     ),
+    inputs=("dst:mm2_checkpoints",),
 )
 
 
@@ -81,6 +82,7 @@ GROUP_1 = Invariant(
         "on the target to the checkpoint's downstream offset (`kafka-consumer-groups --reset-offsets "
         "--to-offset O --execute`)."
     ),
+    inputs=("dst:group_offsets",),
 )
 
 
