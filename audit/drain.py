@@ -1,16 +1,20 @@
 """``readiness --wait-drained``: the last step before a planned failover, waiting until the
 mirror has copied everything and the source has gone quiet.
 
-Each poll snapshots both clusters and runs the mode's comparisons in this process (DuckDB,
-no Spark: a poll every few seconds), then one query, the profile's ``drain``, gives each
-in-scope partition's lag, its source end and whether a transaction is open there. Drained
-means: no lag anywhere, no open transaction, and the source's ends unchanged since the
-previous poll (producers have stopped). The readiness check then runs on the drained
-snapshots, so its GO is about the state that was waited for.
+Each poll reads both clusters' offsets only (no groups, committed offsets or transaction
+descriptions: at thousands of groups those cost as much as the offsets) into a scratch
+directory, and runs the mode's comparisons in this process (DuckDB, no Spark: a poll every
+few seconds); then one query, the profile's ``drain``, gives each in-scope partition's lag,
+its source end and whether a transaction is open there. Drained means: no lag anywhere,
+no open transaction, and the source's ends unchanged since the previous poll (producers
+have stopped). A poll that finds it drained is confirmed by a full snapshot, which must be
+drained too with the same ends; the readiness check then runs on that snapshot, so its GO
+is about the state that was waited for. Nothing of a poll stays once the next one starts.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 import tempfile
@@ -93,11 +97,13 @@ def wait_drained(
     started = time.monotonic()
     previous_ends: dict[tuple[str, int], int] | None = None
     polls = 0
+    offsets_only = dataclasses.replace(prof.snapshot, reads_groups=False)
+    confirming = False  # the last poll was drained: this one takes the full snapshot
     with tempfile.TemporaryDirectory(prefix="mirror-audit-drain-") as tmp:
         while True:
             polls += 1
             poll_dir = Path(tmp) / f"poll-{polls}"
-            src, dst = take_snapshots(cfg, poll_dir, prof.snapshot)
+            src, dst = take_snapshots(cfg, poll_dir, prof.snapshot if confirming else offsets_only)
             compared = compare_snapshots(src, dst, poll_dir / "run", cfg, "local", prof)
             rows = compared.tables.rows(prof.drain)
             ends = {(r["topic"], int(r["partition"])): int(r["src_end"] or 0) for r in rows}
@@ -130,17 +136,22 @@ def wait_drained(
             )
             if progress is not None:
                 progress(status)
-            if status.drained:
+            if status.drained and confirming:
                 work.mkdir(parents=True, exist_ok=True)
                 return DrainResult(
                     status,
                     Path(shutil.move(str(src), str(work / "source"))),
                     Path(shutil.move(str(dst), str(work / "destination"))),
                 )
-            if status.elapsed_seconds + interval > timeout:
-                return DrainResult(status, None, None)
             shutil.rmtree(poll_dir, ignore_errors=True)
             previous_ends = ends
+            # Drained by the offsets: confirmed at once by a full snapshot (no wait), which
+            # sees the same ends or the wait goes on.
+            confirming = status.drained
+            if confirming:
+                continue
+            if status.elapsed_seconds + interval > timeout:
+                return DrainResult(status, None, None)
             time.sleep(interval)
 
 
@@ -154,6 +165,7 @@ def drained_readiness(
 ) -> tuple[DrainStatus, RunOutcome | None]:
     """Wait until drained, then the readiness check on the drained snapshots in ``run_dir``;
     no run (None) when the wait timed out."""
+    from audit.jobs import DRAINED_READINESS
     from audit.pipeline import audit_snapshots
 
     result = wait_drained(cfg, run_dir, timeout, interval, progress)
@@ -166,8 +178,8 @@ def drained_readiness(
         result.destination,
         run_dir,
         cfg,
-        readiness=True,
-        engine=engine,
+        DRAINED_READINESS,
+        engine,
         run_extra={"drained": drained},
     )
     return status, outcome

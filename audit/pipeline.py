@@ -21,13 +21,14 @@ from audit.compare.run import Compared, check_offsets, check_scope
 from audit.config import AuditConfig
 from audit.errors import ExitCode, OutputError
 from audit.fsutil import json_loads
+from audit.jobs import AUDIT, FAILBACK_READINESS, FAILOVER_VERIFY, NIGHTLY, READINESS, Job
 from audit.logs import mask_config
 from audit.output_lock import output_lock
 from audit.paths import check_writable, local_path, private_root, shared_state_root, writable_directory
 from audit.profiles import Profile, profile_of
 from audit.report.metrics import check_textfile
 from audit.run_dirs import RunDirClaim, claim_run_dir
-from audit.snapshot import check_pair, read_manifest
+from audit.snapshot import SnapshotPair, read_manifest, read_pair
 
 if TYPE_CHECKING:
     from audit.validate.gx import SuiteFile
@@ -58,13 +59,24 @@ def compare_snapshots(
 ) -> Compared:
     """The compare stage alone: the profile's (by default the mode's) comparison tables of
     two snapshot directories, computed by ``engine`` into ``run_dir/compare``."""
+    return compare_pair(read_pair(local_path(source), local_path(destination)), run_dir, cfg, engine, prof)
+
+
+def compare_pair(
+    pair: SnapshotPair,
+    run_dir: Path,
+    cfg: AuditConfig,
+    engine: EngineName = "spark",
+    prof: Profile | None = None,
+) -> Compared:
+    """``compare_snapshots`` of a pair whose manifests were read already."""
     from audit.compare.engines import open_tables
     from audit.compare.run import run_compare
 
     prof = prof or profile_of(cfg)
     tables = open_tables(engine, cfg.spark)
     data_level = prof.data_level if tables.data_level else None
-    return run_compare(tables, prof.comparisons, prof.inputs, source, destination, run_dir, cfg, data_level)
+    return run_compare(tables, prof.comparisons, prof.inputs, pair, run_dir, cfg, data_level)
 
 
 def audit_snapshots(
@@ -72,19 +84,20 @@ def audit_snapshots(
     destination: Path,
     run_dir: Path,
     cfg: AuditConfig,
-    readiness: bool = False,
-    engine: EngineName = "spark",
+    job: Job = AUDIT,
+    engine: EngineName | None = None,
     prof: Profile | None = None,
     run_extra: dict[str, Any] | None = None,
     clock: StageClock | None = None,
     suites: list[SuiteFile] | None = None,
 ) -> RunOutcome:
-    """Audit two snapshot directories into ``run_dir`` (summary.json is written last).
+    """``job``'s stages after its snapshots: audit two snapshot directories into
+    ``run_dir`` (summary.json is written last).
 
-    ``engine`` computes the comparison tables: Spark by default; "local" (DuckDB in this
-    process) for readiness, where an answer is needed before a JVM could start. Both run the
-    same queries, the same suites judge both, and both write the same files. ``prof`` is
-    the mode's profile unless a failover job (verify, failback) gives its own;
+    ``engine`` computes the comparison tables (the job's by default): Spark, or "local"
+    (DuckDB in this process) for readiness, where an answer is needed before a JVM could
+    start. Both run the same queries, the same suites judge both, and both write the same
+    files. ``prof`` is the job's profile (given where it needs the readiness run before);
     ``run_extra`` adds to summary.json's run section; ``clock`` is the job's, when stages
     (the snapshot) ran before this one; ``suites`` the job's, when it read them before its
     first stage (read here otherwise).
@@ -99,17 +112,17 @@ def audit_snapshots(
     from audit.validate.violations import write_violation_keys
 
     clock = clock or StageClock()
-    prof = prof or profile_of(cfg)
+    prof = prof or job.profile(cfg, None)
+    engine = engine or job.engine
     suites = suites if suites is not None else mode_suites(cfg, prof.suite_patterns)
     source, destination, run_dir = local_path(source), local_path(destination), local_path(run_dir)
-    src_manifest = read_manifest(source, "source")
-    dst_manifest = read_manifest(destination, "destination")
-    check_pair(source, destination, src_manifest, dst_manifest)
+    pair = read_pair(source, destination)
+    src_manifest, dst_manifest = pair.src_manifest, pair.dst_manifest
     writable_directory(run_dir, "run directory")
     check_scope(prof.inputs, cfg, source)
     for directory in (source, destination):
         check_offsets(directory)
-    compared = compare_snapshots(source, destination, run_dir, cfg, engine, prof)
+    compared = compare_pair(pair, run_dir, cfg, engine, prof)
     clock.done("compare")
     results = run_validation(compared, run_dir, cfg, suites, prof.catalogue)
     untracked = write_violation_keys(compared.tables, results, run_dir)
@@ -117,15 +130,17 @@ def audit_snapshots(
     # The loss and reprocessing figures are cheap aggregates: every run has them (metrics,
     # the trend); a readiness check also answers with them at the top level.
     loss = compute_figures(compared, prof.figures)
-    job_queries = prof.job_figures if prof.job_figures is not None else (prof.figures if readiness else None)
+    job_queries = (
+        prof.job_figures if prof.job_figures is not None else (prof.figures if job.answers_go else None)
+    )
     figures = None
     if job_queries is not None:
         figures = loss if job_queries is prof.figures else compute_figures(compared, job_queries)
-    plan = _failover_plan(prof, compared, run_dir, cfg) if readiness else None
+    plan = _failover_plan(prof, compared, run_dir, cfg) if job.answers_go else None
     data = collect_report_data(compared, prof.slices, suites, dataclasses.asdict(cfg.thresholds))
     clock.done("figures")
     run_info = {
-        "job": "readiness" if readiness else "audit",
+        "job": job.name,
         "started_at": clock.started_at,
         "engine": engine,
         "source": str(source),
@@ -148,7 +163,7 @@ def audit_snapshots(
     run_info.update(compared.tables.run_info())
     details = invariant_details(compared, src_manifest, dst_manifest)
     answer = None
-    if prof.always_go_no_go or (readiness and prof.job_figures is None):
+    if job.answers_go:
         answer = gating.answer(results, prof.gating(), prof.gates_need_collected)
         for line in answer.accepted:
             log.warning("accepted gap: %s", line)
@@ -303,8 +318,9 @@ def audit_offline(
     """``audit`` (under the output root's lock) and the offline ``readiness`` (without it)
     of two snapshot directories into a new run directory."""
     mask_config(cfg)
-    with run_directory(cfg, out, None if readiness else "audit", (source, destination)) as run_dir:
-        return audit_snapshots(source, destination, run_dir, cfg, readiness=readiness, engine=engine)
+    job = READINESS if readiness else AUDIT
+    with run_directory(cfg, out, job.lock_name, (source, destination)) as run_dir:
+        return audit_snapshots(source, destination, run_dir, cfg, job, engine)
 
 
 def nightly(
@@ -319,25 +335,26 @@ def nightly(
     mask_config(cfg)
     from audit.validate.run import mode_suites
 
-    prof = profile_of(cfg)
+    job = READINESS if readiness else NIGHTLY
+    prof = job.profile(cfg, None)
     # A missing or broken suite directory fails before the clusters are read (and the
     # suites read here are the ones the run validates with).
     suites = mode_suites(cfg, prof.suite_patterns)
-    if cfg.segments.enabled() and not readiness:
+    if cfg.segments.enabled() and job.scans_data:
         prof.require_data_level("segments")
-    if cfg.records.enabled and not readiness:
+    if cfg.records.enabled and job.scans_data:
         prof.require_data_level("records")
     # The run directory is made once the snapshots are taken.
     clock = StageClock()
-    with run_directory(cfg, out, None if readiness else "nightly") as run_dir:
-        return _nightly(cfg, prof, run_dir, readiness, engine, full_records, clock, suites)
+    with run_directory(cfg, out, job.lock_name) as run_dir:
+        return _nightly(cfg, job, prof, run_dir, engine, full_records, clock, suites)
 
 
 def _nightly(
     cfg: AuditConfig,
+    job: Job,
     prof: Profile,
     run_dir: Path,
-    readiness: bool,
     engine: EngineName,
     full_records: bool,
     clock: StageClock,
@@ -350,10 +367,10 @@ def _nightly(
     import_in_background()  # GX's import overlaps the snapshot's network waits
     src, dst = take_snapshots(cfg, run_dir, prof.snapshot)
     clock.done("snapshot")
-    if cfg.segments.enabled() and not readiness:
+    if cfg.segments.enabled() and job.scans_data:
         _collect_batches(cfg, src, dst)
         clock.done("segments")
-    if cfg.records.enabled and not readiness:
+    if cfg.records.enabled and job.scans_data:
         from audit.collect.records.collect import collect_records
         from audit.spark_session import build_spark
 
@@ -361,10 +378,7 @@ def _nightly(
         state_root = shared_state_root(run_dir) or run_dir
         collect_records(build_spark(cfg.spark), cfg, src, dst, state_root, full=full_records)
         clock.done("records scan")
-    job = {"job": "readiness" if readiness else "nightly"}
-    return audit_snapshots(
-        src, dst, run_dir, cfg, readiness=readiness, engine=engine, run_extra=job, clock=clock, suites=suites
-    )
+    return audit_snapshots(src, dst, run_dir, cfg, job, engine, prof, clock=clock, suites=suites)
 
 
 def _collect_batches(cfg: AuditConfig, src: Path, dst: Path) -> None:
@@ -404,7 +418,7 @@ def failover_verify(
     """
     mask_config(cfg)
     before, before_source = _readiness_run(local_path(before))
-    with run_directory(cfg, out, "failover verify", (source, destination)) as run_dir:
+    with run_directory(cfg, out, FAILOVER_VERIFY.lock_name, (source, destination)) as run_dir:
         return _failover_verify(cfg, before, before_source, run_dir, source, destination, engine)
 
 
@@ -419,10 +433,9 @@ def _failover_verify(
 ) -> RunOutcome:
     from audit.collect.metadata.snapshot import collect_snapshot, import_dependencies, with_mirror_state
     from audit.errors import AuditError, UsageError
-    from audit.profiles import failover_verify_profile
     from audit.snapshot import check_table, write_snapshot
 
-    prof = failover_verify_profile(before)
+    prof = FAILOVER_VERIFY.profile(cfg, before)
     source_from = "the source snapshot given"
     if destination is None:
         import_dependencies()
@@ -458,9 +471,10 @@ def _failover_verify(
         destination,
         run_dir,
         cfg,
-        engine=engine,
-        prof=prof,
-        run_extra={"job": "failover verify", "before": str(before), "source_offsets_read_from": source_from},
+        FAILOVER_VERIFY,
+        engine,
+        prof,
+        run_extra={"before": str(before), "source_offsets_read_from": source_from},
     )
 
 
@@ -475,7 +489,7 @@ def failback_readiness(
     original mirror read from), against the mirror state recorded at the stop (in the
     destination's snapshot, or ``mirror.state_file``); GO / NO-GO."""
     mask_config(cfg)
-    with run_directory(cfg, out, "failback readiness", (source, destination)) as run_dir:
+    with run_directory(cfg, out, FAILBACK_READINESS.lock_name, (source, destination)) as run_dir:
         return _failback_readiness(cfg, run_dir, source, destination, engine)
 
 
@@ -484,10 +498,9 @@ def _failback_readiness(
 ) -> RunOutcome:
     from audit.collect.metadata.snapshot import import_dependencies, take_snapshots
     from audit.errors import UsageError
-    from audit.profiles import failback_profile
     from audit.snapshot import check_table
 
-    prof = failback_profile()
+    prof = FAILBACK_READINESS.profile(cfg, None)
     if source is None or destination is None:
         if not cfg.mirror.state_file:
             raise UsageError(
@@ -505,9 +518,7 @@ def _failback_readiness(
             f"neither {source} nor {destination} holds a mirror state (mirror_partitions.parquet): take "
             "the snapshots with 'snapshot --mirror-state FILE' or mirror.state_file"
         )
-    return audit_snapshots(
-        source, destination, run_dir, cfg, engine=engine, prof=prof, run_extra={"job": "failback readiness"}
-    )
+    return audit_snapshots(source, destination, run_dir, cfg, FAILBACK_READINESS, engine, prof)
 
 
 def _readiness_run(before: Path) -> tuple[Path, Path]:

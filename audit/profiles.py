@@ -69,10 +69,10 @@ class Profile:
     # Which topics a snapshot of each side reads, and whether MirrorMaker 2's own too.
     snapshot: SnapshotPlan
     # A job of the failover (verify, failback) rather than an audit: its figures on every
-    # run, under ``figures_key`` (None: the top level), and GO / NO-GO where it answers one.
+    # run, under ``figures_key`` (None: the top level). Whether a job answers GO / NO-GO
+    # is the job's (audit/jobs.py).
     job_figures: FigureQueries | None = None
     figures_key: str | None = None
-    always_go_no_go: bool = False
     # The invariants whose every in-scope row must be checked for a GO (None: those of the
     # catalogue the in-process engine computes), and whether one not collected at all is
     # "cannot verify" too (verify and failback: their inputs are the point of the job).
@@ -175,7 +175,6 @@ def failover_verify_profile(before: Path) -> Profile:
         data_level=None,
         job_figures=FAILOVER_FIGURES,
         figures_key="failover",
-        always_go_no_go=True,
         gates=tuple(i.id for i in FAILOVER_VERIFY),
         gates_need_collected=True,
     )
@@ -195,7 +194,6 @@ def failback_profile() -> Profile:
         slices=FAILBACK_SLICES,
         data_level=None,
         job_figures=FAILBACK_FIGURES,
-        always_go_no_go=True,
         gates=tuple(i.id for i in FAILBACK),
         gates_need_collected=True,
     )

@@ -168,6 +168,25 @@ def write_snapshot(directory: str | Path, snap: Snapshot) -> Path:
 # --------------------------------------------------------------------------- reading
 
 
+@dataclass(frozen=True)
+class SnapshotPair:
+    """Two snapshot directories a job compares, with their manifests, read once
+    (``read_pair``) and passed on: every stage after it takes the manifests from here."""
+
+    source: Path
+    destination: Path
+    src_manifest: dict[str, Any]
+    dst_manifest: dict[str, Any]
+
+
+def read_pair(source: Path, destination: Path) -> SnapshotPair:
+    """Both manifests, checked to be a source's and a destination's of one pair."""
+    src_manifest = read_manifest(source, "source")
+    dst_manifest = read_manifest(destination, "destination")
+    check_pair(source, destination, src_manifest, dst_manifest)
+    return SnapshotPair(source, destination, src_manifest, dst_manifest)
+
+
 def check_pair(
     source: Path, destination: Path, src_manifest: dict[str, Any], dst_manifest: dict[str, Any]
 ) -> None:

@@ -21,7 +21,7 @@ from audit.compare.scope import group_scope_rows, params_row, topic_name_rows, t
 from audit.compare.sql import Comparison
 from audit.config import AuditConfig
 from audit.errors import InputError
-from audit.snapshot import check_table, read_arrow, read_manifest, read_table
+from audit.snapshot import SnapshotPair, check_table, read_arrow, read_table
 
 log = logging.getLogger(__name__)
 
@@ -115,16 +115,14 @@ def run_compare(
     tables: Tables,
     comparisons: tuple[Comparison, ...],
     inputs: Inputs,
-    source: Path,
-    destination: Path,
+    pair: SnapshotPair,
     run_dir: Path,
     cfg: AuditConfig,
     extra: Callable[[Tables, Path, Path, AuditConfig, Path], list[str]] | None = None,
 ) -> Compared:
     """Register both snapshots and the name verdicts, run ``comparisons`` in order (each may
     read the ones before it), then ``extra`` (the Spark-only batch and record tables)."""
-    src_manifest = read_manifest(source, "source")
-    read_manifest(destination, "destination")
+    source, destination = pair.source, pair.destination
     for prefix, role in SIDES:
         directory = source if role == "source" else destination
         for table in SNAPSHOT_INPUTS:
@@ -152,7 +150,7 @@ def run_compare(
     tables.put("topic_scope", "topic_scope", topic_scope_rows(topics, inputs.topic_in_scope(cfg)))
     tables.put("group_scope", "group_scope", group_scope_rows(names["groups"], cfg))
     markers = check_table(destination, "markers")
-    tables.put("run_params", "run_params", params_row(cfg, started_ms(src_manifest, source), markers))
+    tables.put("run_params", "run_params", params_row(cfg, started_ms(pair.src_manifest, source), markers))
 
     out, tmp = run_dir / "compare", run_dir / ".compare.partial"
     shutil.rmtree(tmp, ignore_errors=True)

@@ -12,6 +12,7 @@ import pytest
 from audit.compare.engines import ENGINES
 from audit.compare.engines import EngineName as Engine
 from audit.config_file import parse_config
+from audit.jobs import READINESS
 from audit.pipeline import audit_snapshots
 from tests.snapshots import faulty_pair, group, offset, part, write_pair
 
@@ -26,7 +27,7 @@ def faulty(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         request.getfixturevalue("spark")
     root = tmp_path_factory.mktemp(f"faulty-{engine}")
     src, dst = faulty_pair(root)
-    outcome = audit_snapshots(src, dst, root / "run", CFG, readiness=True, engine=engine)
+    outcome = audit_snapshots(src, dst, root / "run", CFG, job=READINESS, engine=engine)
     assert outcome.summary["run"]["engine"] == engine
     if engine == "spark":
         # The application's master, and the executors that ran its tasks (local: the driver).
@@ -123,7 +124,7 @@ def test_healthy_pair_passes(engine: Engine, request: pytest.FixtureRequest, tmp
         src_offsets=[offset("g", 40, partition=p) for p in range(3)],
         dst_offsets=[offset("g", 40, partition=p, epoch=8) for p in range(3)],
     )
-    outcome = audit_snapshots(src, dst, tmp_path / "run", CFG, readiness=True, engine=engine)
+    outcome = audit_snapshots(src, dst, tmp_path / "run", CFG, job=READINESS, engine=engine)
     statuses = {k: v["status"] for k, v in outcome.summary["invariants"].items()}
     assert outcome.summary["verdict"] == "PASS", statuses
     assert outcome.exit_code == 0

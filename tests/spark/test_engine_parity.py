@@ -14,6 +14,7 @@ import pytest
 from audit.config import AuditConfig
 from audit.config_file import parse_config
 from audit.errors import InputError
+from audit.jobs import READINESS
 from audit.pipeline import audit_snapshots, compare_snapshots
 from audit.profiles import profile
 from audit.validate.invariants import CLUSTER_MIRRORING
@@ -174,10 +175,10 @@ def test_engines_reach_the_same_summary(spark: Any, tmp_path: Path, scenario: st
         # No in-scope source partition: an input error on both engines, never a GO over nothing.
         for engine in ("spark", "local"):
             with pytest.raises(InputError, match="no in-scope source partition"):
-                audit_snapshots(src, dst, tmp_path / "runs" / engine, cfg, readiness=True, engine=engine)
+                audit_snapshots(src, dst, tmp_path / "runs" / engine, cfg, job=READINESS, engine=engine)
         return
-    on_spark = audit_snapshots(src, dst, tmp_path / "runs" / "spark", cfg, readiness=True, engine="spark")
-    local = audit_snapshots(src, dst, tmp_path / "runs2" / "local", cfg, readiness=True, engine="local")
+    on_spark = audit_snapshots(src, dst, tmp_path / "runs" / "spark", cfg, job=READINESS, engine="spark")
+    local = audit_snapshots(src, dst, tmp_path / "runs2" / "local", cfg, job=READINESS, engine="local")
     assert _comparable(local.summary) == _comparable(on_spark.summary)
     # Each keeps every violating row's key for the history, the same keys (a nightly on
     # Spark and a readiness check on DuckDB under one root follow the same rows).

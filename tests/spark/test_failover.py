@@ -14,6 +14,7 @@ import pytest
 from audit.compare.engines import ENGINES
 from audit.compare.engines import EngineName as Engine
 from audit.config_file import parse_config
+from audit.jobs import READINESS
 from audit.pipeline import audit_snapshots, failback_readiness, failover_verify
 from audit.snapshot import OpenTransactionRecord
 from tests.snapshots import T0_MS, group, mirror, offset, part, write_markers, write_pair
@@ -207,7 +208,7 @@ def _readiness_run(root: Path, engine: Engine) -> Path:
         dst_offsets=[offset("g1", 90), offset("g2", 40, partition=1), offset("g3", 30, partition=1)],
     )
     run = root / "readiness"
-    outcome = audit_snapshots(src, dst, run, CFG, readiness=True, engine=engine)
+    outcome = audit_snapshots(src, dst, run, CFG, job=READINESS, engine=engine)
     assert outcome.summary["expected_loss_records"] == 10
     return run
 

@@ -11,6 +11,7 @@ import pytest
 
 from audit.compare.engines import ENGINES
 from audit.config_file import parse_config
+from audit.jobs import READINESS
 from audit.pipeline import audit_snapshots
 from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord
 from audit.validate.invariants import CM_IN_MM2, MM2
@@ -103,7 +104,7 @@ def faulty(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         request.getfixturevalue("spark")
     root = tmp_path_factory.mktemp(f"mm2-faulty-{engine}")
     src, dst = _pair(root, faulty=True)
-    outcome = audit_snapshots(src, dst, root / "run", CFG, readiness=True, engine=engine)
+    outcome = audit_snapshots(src, dst, root / "run", CFG, job=READINESS, engine=engine)
     assert outcome.summary["run"]["engine"] == engine
     return outcome.summary
 

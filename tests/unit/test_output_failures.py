@@ -94,14 +94,14 @@ def test_an_output_root_turning_read_only_exits_2_and_leaves_no_summary(
     with tmpfs(tmp_path / "disk", tree_size(previous_run) + 16 * MIB) as root:
         earlier = copy_run(previous_run, root)
         before = files_state(earlier)
-        compare = audit.pipeline.compare_snapshots
+        compare = audit.pipeline.compare_pair
 
         def compare_then_fail_the_disk(*args: Any, **kwargs: Any) -> Any:
             compared = compare(*args, **kwargs)
             remount_read_only(root)
             return compared
 
-        monkeypatch.setattr(audit.pipeline, "compare_snapshots", compare_then_fail_the_disk)
+        monkeypatch.setattr(audit.pipeline, "compare_pair", compare_then_fail_the_disk)
         # readiness: no lock file held open for writing, so the remount is allowed
         proc = run_in_process(*audit_argv(*pair, root / "new", command="readiness"))
         line = error_line(proc.stderr)
