@@ -19,6 +19,7 @@ from audit.collect.batches.format import ScanSink, walk
 
 ATTRIBUTES_AT = 21
 CRC_AT = 17
+RECORDS_AT = 61
 
 
 def batch(
@@ -34,7 +35,9 @@ def batch(
 ) -> bytes:
     builder = DefaultRecordBatchBuilder(
         magic=2,
-        compression_type=compression,
+        # gzip is applied below, by hand: kafka-python's stamps the current second into the
+        # gzip header, so the same batch built twice a second apart would differ.
+        compression_type=0 if compression == 1 else compression,
         is_transactional=transactional,
         producer_id=producer_id,
         producer_epoch=producer_epoch,
@@ -44,9 +47,22 @@ def batch(
     for i, (key, value) in enumerate(records):
         builder.append(i, timestamp=timestamp + i, key=key, value=value, headers=[])
     buf = bytearray(builder.build())
+    if compression == 1:
+        buf = _gzipped(buf)
     struct.pack_into(">q", buf, 0, base_offset)
     struct.pack_into(">i", buf, 12, epoch)
     return bytes(buf)
+
+
+def _gzipped(raw: bytearray) -> bytearray:
+    """The batch with its records gzipped (header mtime 0: the same bytes every time), its
+    length, compression attribute and CRC set to match."""
+    out = raw[:RECORDS_AT] + bytearray(gzip.compress(bytes(raw[RECORDS_AT:]), mtime=0))
+    struct.pack_into(">i", out, 8, len(out) - 12)
+    attrs = (struct.unpack_from(">h", out, ATTRIBUTES_AT)[0] & ~7) | 1
+    struct.pack_into(">h", out, ATTRIBUTES_AT, attrs)
+    struct.pack_into(">I", out, CRC_AT, crc32c(bytes(out[ATTRIBUTES_AT:])))
+    return out
 
 
 def control_batch(
@@ -71,13 +87,10 @@ def control_batch(
         )
     )
     attrs = struct.unpack_from(">h", raw, ATTRIBUTES_AT)[0] | 0x20
-    if compression == 1:
-        # kafka-python keeps a batch this small uncompressed: gzip its records by hand.
-        raw = raw[:61] + bytearray(gzip.compress(bytes(raw[61:])))
-        struct.pack_into(">i", raw, 8, len(raw) - 12)
-        attrs = (attrs & ~7) | 1
     struct.pack_into(">h", raw, ATTRIBUTES_AT, attrs)
     struct.pack_into(">I", raw, CRC_AT, crc32c(bytes(raw[ATTRIBUTES_AT:])))
+    if compression == 1:  # kafka-python keeps a batch this small uncompressed
+        raw = _gzipped(raw)
     return bytes(raw)
 
 

@@ -177,3 +177,15 @@ def test_a_task_that_cannot_connect_marks_each_of_its_ranges_and_tries_once(
     found = [(t[4], t[0], t[1], t[3]) for t in issues.value]  # ScanIssue: kind, topic, partition, offset
     assert found == [("fetch_error", "t", 0, 0), ("fetch_error", "t", 0, 50), ("fetch_error", "u", 3, 7)]
     assert all("no connection from this task: " in t[6] for t in issues.value), issues.value
+
+
+def test_the_hand_made_log_is_the_same_bytes_whenever_it_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole-log walk and each fake broker build the log separately; a gzip header
+    stamped with the current second made them differ across a second's boundary (this
+    test module failed now and then under load)."""
+    import time
+
+    first = _log()
+    later = time.time() + 10
+    monkeypatch.setattr(time, "time", lambda: later)
+    assert _log() == first
