@@ -93,7 +93,8 @@ def test_the_worked_example_applies_as_written_and_its_invariant_warns_and_passe
     assert broken["remediation"].startswith("Raise the destination topic's retention")
     assert kept["status"] == "pass", kept
 
-    # The copy's own checks of the declarations hold with the new invariant in it.
+    # The copy's own checks of the declarations hold with the new invariant in it, and the
+    # property test generated from the declarations covers it (its input taken away).
     checks = subprocess.run(
         [
             sys.executable,
@@ -103,6 +104,7 @@ def test_the_worked_example_applies_as_written_and_its_invariant_warns_and_passe
             "-p",
             "no:cacheprovider",
             "tests/unit/test_invariant_declarations.py",
+            "tests/unit/test_unknown_never_passes.py",
         ],
         cwd=tree,
         env=env,
@@ -112,3 +114,17 @@ def test_the_worked_example_applies_as_written_and_its_invariant_warns_and_passe
         check=False,
     )
     assert checks.returncode == 0, checks.stdout[-3000:]
+    assert "CM-RETAIN-1:dst:partitions" in _collected(tree, env), "the property test did not cover it"
+
+
+def _collected(tree: Path, env: dict[str, str]) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "--collect-only", "tests/unit/test_unknown_never_passes.py"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    return proc.stdout
