@@ -6,11 +6,9 @@ the engine (``audit.compare.engines``) says who computes the comparison tables.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,16 +17,13 @@ from typing import TYPE_CHECKING, Any
 from audit.compare.engines import EngineName
 from audit.compare.run import Compared, check_offsets, check_scope
 from audit.config import AuditConfig
-from audit.errors import ExitCode, OutputError
-from audit.fsutil import json_loads
-from audit.jobs import AUDIT, FAILBACK_READINESS, FAILOVER_VERIFY, NIGHTLY, READINESS, Job
+from audit.errors import ExitCode
+from audit.jobs import AUDIT, NIGHTLY, READINESS, Job
 from audit.logs import mask_config
-from audit.output_lock import output_lock
-from audit.paths import check_writable, local_path, private_root, shared_state_root, writable_directory
+from audit.paths import local_path, shared_state_root, writable_directory
 from audit.profiles import Profile, profile_of
-from audit.report.metrics import check_textfile
-from audit.run_dirs import RunDirClaim, claim_run_dir
-from audit.snapshot import SnapshotPair, read_manifest, read_pair
+from audit.run_dirs import run_directory
+from audit.snapshot import SnapshotPair, read_pair
 
 if TYPE_CHECKING:
     from audit.validate.gx import SuiteFile
@@ -245,68 +240,6 @@ class StageClock:
         return time.monotonic() - self._start
 
 
-def new_run_dir(cfg: AuditConfig) -> Path:
-    """A new timestamped run directory under ``output.root``, made here by an exclusive
-    ``mkdir`` (a readiness and a nightly started in the same second get one each); absolute:
-    a relative root is taken from the current directory when no configuration file anchored it."""
-    root = writable_directory(local_path(cfg.output.root), "output root (output.root)")
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    for n in range(1, 1000):
-        run_dir = root / (stamp if n == 1 else f"{stamp}-{n}")
-        try:
-            run_dir.mkdir()  # exclusive: two runs started within the same second get two names
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise OutputError(f"run directory {run_dir} cannot be created: {exc.strerror}") from None
-        return run_dir
-    raise OutputError(f"output root {root}: no free run directory name for {stamp}")
-
-
-@contextlib.contextmanager
-def run_directory(
-    cfg: AuditConfig,
-    out: Path | None,
-    lock_as: str | None,
-    inputs: Iterable[Path | None] = (),
-) -> Iterator[Path]:
-    """The run directory a job writes (``out``, else a new one under ``output.root``),
-    claimed for the block: new or empty apart from the snapshot directories in ``inputs``,
-    and removed again if the filesystem refuses a write (``audit.run_dirs``).
-
-    ``lock_as`` names the job holding the output root's lock (``audit.output_lock``) for the
-    whole block; None takes no lock: ``readiness``, which writes only its own run directory
-    and never ``record-verification.json``, must never wait behind a long nightly. The run
-    directory is chosen once the lock is held, so a run that waited gets a name of its own.
-    """
-    run_dir = check_writable(local_path(out), "run directory") if out is not None else None
-    check_textfile(cfg.output)  # a wrong metrics textfile is found before the work, not after it
-    with contextlib.ExitStack() as stack:
-        if lock_as is not None:
-            root = _lock_root(cfg, run_dir)
-            if root is not None:
-                stack.enter_context(output_lock(root, cfg.output.lock_wait_seconds, lock_as))
-        if run_dir is None:
-            claim = RunDirClaim(new_run_dir(cfg), False, frozenset())  # reserved by its mkdir
-        else:
-            claim = claim_run_dir(run_dir, [local_path(p) for p in inputs if p is not None])
-        yield stack.enter_context(claim.writing())
-
-
-def _output_root(cfg: AuditConfig, run_dir: Path | None) -> Path:
-    """Where a run's history and ``record-verification.json`` live: the run directory's
-    parent (``--out``), else ``output.root``; made here, since it holds the lock file."""
-    if run_dir is not None:
-        return writable_directory(run_dir.parent, "output root")
-    return writable_directory(local_path(cfg.output.root), "output root (output.root)")
-
-
-def _lock_root(cfg: AuditConfig, run_dir: Path | None) -> Path | None:
-    """The output root whose lock a job takes; None where other users may write it (the
-    lock and the history are then not kept there: ``paths.private_root``)."""
-    return private_root(_output_root(cfg, run_dir))
-
-
 def audit_offline(
     source: Path,
     destination: Path,
@@ -395,158 +328,3 @@ def _collect_batches(cfg: AuditConfig, src: Path, dst: Path) -> None:
             log.info(
                 "%s: %d batches, %d markers collected (%s)", role, note["batches"], note["markers"], side.read
             )
-
-
-# --------------------------------------------------------------------------- the failover
-
-
-def failover_verify(
-    cfg: AuditConfig,
-    before: Path,
-    out: Path | None = None,
-    source: Path | None = None,
-    destination: Path | None = None,
-    engine: EngineName = "local",
-) -> RunOutcome:
-    """The destination after the stop against the readiness run taken before it (``before``):
-    records lost per partition against the loss predicted, where each group resumes.
-
-    Snapshot directories given are audited as they are; otherwise the destination is
-    snapshotted live (with the mirror's state) and so is the source where it answers. In a
-    disaster it does not: the source's offsets then come from the mirror's own record of
-    them, else from the readiness run's source snapshot, and the run says which.
-    """
-    mask_config(cfg)
-    before, before_source = _readiness_run(local_path(before))
-    with run_directory(cfg, out, FAILOVER_VERIFY.lock_name, (source, destination)) as run_dir:
-        return _failover_verify(cfg, before, before_source, run_dir, source, destination, engine)
-
-
-def _failover_verify(
-    cfg: AuditConfig,
-    before: Path,
-    before_source: Path,
-    run_dir: Path,
-    source: Path | None,
-    destination: Path | None,
-    engine: EngineName,
-) -> RunOutcome:
-    from audit.collect.metadata.snapshot import collect_snapshot, import_dependencies, with_mirror_state
-    from audit.errors import AuditError, UsageError
-    from audit.snapshot import check_table, write_snapshot
-
-    prof = FAILOVER_VERIFY.profile(cfg, before)
-    source_from = "the source snapshot given"
-    if destination is None:
-        import_dependencies()
-        from audit.collect.metadata.mirror_state import read_mirror_state
-
-        if not cfg.mirror.state_file:
-            raise UsageError(
-                "failover verify needs the mirror's state at the stop: set mirror.state_file in the "
-                "configuration (or give --destination DIR, a snapshot taken with --mirror-state)"
-            )
-        state = read_mirror_state(Path(cfg.mirror.state_file))
-        dst_snap = collect_snapshot(cfg, "destination", prof.snapshot)
-        dst_snap = with_mirror_state(dst_snap, state, cfg.mirror.state_file)
-        destination = write_snapshot(run_dir / "destination", dst_snap)
-        if source is None:
-            try:
-                source = write_snapshot(run_dir / "source", collect_snapshot(cfg, "source", prof.snapshot))
-                source_from = "the live source"
-            except AuditError as exc:
-                log.warning("the source cannot be read (%s): using the readiness run's source snapshot", exc)
-                source = before_source
-                source_from = f"the readiness run's source snapshot (the source did not answer: {exc})"
-    elif source is None:
-        source = before_source
-        source_from = "the readiness run's source snapshot (no source snapshot given)"
-    if not check_table(destination, "mirror_partitions"):
-        raise UsageError(
-            f"{destination} holds no mirror state (mirror_partitions.parquet): take the destination's "
-            "snapshot with 'snapshot --mirror-state FILE' or mirror.state_file"
-        )
-    return audit_snapshots(
-        source,
-        destination,
-        run_dir,
-        cfg,
-        FAILOVER_VERIFY,
-        engine,
-        prof,
-        run_extra={"before": str(before), "source_offsets_read_from": source_from},
-    )
-
-
-def failback_readiness(
-    cfg: AuditConfig,
-    out: Path | None = None,
-    source: Path | None = None,
-    destination: Path | None = None,
-    engine: EngineName = "local",
-) -> RunOutcome:
-    """What mirroring back would truncate on the old source (``source``: the cluster the
-    original mirror read from), against the mirror state recorded at the stop (in the
-    destination's snapshot, or ``mirror.state_file``); GO / NO-GO."""
-    mask_config(cfg)
-    with run_directory(cfg, out, FAILBACK_READINESS.lock_name, (source, destination)) as run_dir:
-        return _failback_readiness(cfg, run_dir, source, destination, engine)
-
-
-def _failback_readiness(
-    cfg: AuditConfig, run_dir: Path, source: Path | None, destination: Path | None, engine: EngineName
-) -> RunOutcome:
-    from audit.collect.metadata.snapshot import import_dependencies, take_snapshots
-    from audit.errors import UsageError
-    from audit.snapshot import check_table
-
-    prof = FAILBACK_READINESS.profile(cfg, None)
-    if source is None or destination is None:
-        if not cfg.mirror.state_file:
-            raise UsageError(
-                "failback readiness needs the mirror state recorded at the stop: set mirror.state_file "
-                "in the configuration (or give --source DIR --destination DIR, the destination's "
-                "snapshot taken with --mirror-state)"
-            )
-        import_dependencies()
-        source, destination = take_snapshots(cfg, run_dir, prof.snapshot)
-    for directory in (destination, source):
-        if check_table(directory, "mirror_partitions"):
-            break
-    else:
-        raise UsageError(
-            f"neither {source} nor {destination} holds a mirror state (mirror_partitions.parquet): take "
-            "the snapshots with 'snapshot --mirror-state FILE' or mirror.state_file"
-        )
-    return audit_snapshots(source, destination, run_dir, cfg, FAILBACK_READINESS, engine, prof)
-
-
-def _readiness_run(before: Path) -> tuple[Path, Path]:
-    """A readiness run's directory, checked to hold what verify compares against, and its
-    source snapshot (in the run for a live check, where its summary says for an offline one)."""
-
-    from audit.errors import InputError
-
-    summary = before / "summary.json"
-    try:
-        data = json_loads(summary.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{before} is not a finished run: {summary} is missing") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{summary} cannot be read: {exc}") from exc
-    if not isinstance(data, dict) or "readiness" not in data or "expected_loss_records" not in data:
-        raise InputError(
-            f"{before} is not a readiness run (its summary.json has no readiness figures): give the run "
-            "of the 'mirror-audit readiness' taken before the stop"
-        )
-    if data.get("mode", "cluster-mirroring") != "cluster-mirroring":
-        raise InputError(
-            f"{before} is a readiness run of mode {data.get('mode')}: failover verify needs cluster-mirroring"
-        )
-    source = before / "source"
-    if not source.is_dir():
-        run = data.get("run")
-        given = run.get("source") if isinstance(run, dict) else None
-        source = Path(str(given or source))
-    read_manifest(source, "source")
-    return before, source

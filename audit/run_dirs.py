@@ -24,9 +24,14 @@ import os
 import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
+from audit.config import AuditConfig
 from audit.errors import AuditError, OutputError
+from audit.output_lock import output_lock
+from audit.paths import check_writable, local_path, private_root, writable_directory
+from audit.report.metrics import check_textfile
 
 log = logging.getLogger(__name__)
 
@@ -168,3 +173,65 @@ def claim_run_dir(path: Path, inputs: Iterable[Path] = ()) -> RunDirClaim:
             "(a run never writes over another one)"
         )
     return RunDirClaim(path, True, frozenset(names))
+
+
+def new_run_dir(cfg: AuditConfig) -> Path:
+    """A new timestamped run directory under ``output.root``, made here by an exclusive
+    ``mkdir`` (a readiness and a nightly started in the same second get one each); absolute:
+    a relative root is taken from the current directory when no configuration file anchored it."""
+    root = writable_directory(local_path(cfg.output.root), "output root (output.root)")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    for n in range(1, 1000):
+        run_dir = root / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            run_dir.mkdir()  # exclusive: two runs started within the same second get two names
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise OutputError(f"run directory {run_dir} cannot be created: {exc.strerror}") from None
+        return run_dir
+    raise OutputError(f"output root {root}: no free run directory name for {stamp}")
+
+
+@contextlib.contextmanager
+def run_directory(
+    cfg: AuditConfig,
+    out: Path | None,
+    lock_as: str | None,
+    inputs: Iterable[Path | None] = (),
+) -> Iterator[Path]:
+    """The run directory a job writes (``out``, else a new one under ``output.root``),
+    claimed for the block: new or empty apart from the snapshot directories in ``inputs``,
+    and removed again if the filesystem refuses a write (``audit.run_dirs``).
+
+    ``lock_as`` names the job holding the output root's lock (``audit.output_lock``) for the
+    whole block; None takes no lock: ``readiness``, which writes only its own run directory
+    and never ``record-verification.json``, must never wait behind a long nightly. The run
+    directory is chosen once the lock is held, so a run that waited gets a name of its own.
+    """
+    run_dir = check_writable(local_path(out), "run directory") if out is not None else None
+    check_textfile(cfg.output)  # a wrong metrics textfile is found before the work, not after it
+    with contextlib.ExitStack() as stack:
+        if lock_as is not None:
+            root = _lock_root(cfg, run_dir)
+            if root is not None:
+                stack.enter_context(output_lock(root, cfg.output.lock_wait_seconds, lock_as))
+        if run_dir is None:
+            claim = RunDirClaim(new_run_dir(cfg), False, frozenset())  # reserved by its mkdir
+        else:
+            claim = claim_run_dir(run_dir, [local_path(p) for p in inputs if p is not None])
+        yield stack.enter_context(claim.writing())
+
+
+def _output_root(cfg: AuditConfig, run_dir: Path | None) -> Path:
+    """Where a run's history and ``record-verification.json`` live: the run directory's
+    parent (``--out``), else ``output.root``; made here, since it holds the lock file."""
+    if run_dir is not None:
+        return writable_directory(run_dir.parent, "output root")
+    return writable_directory(local_path(cfg.output.root), "output root (output.root)")
+
+
+def _lock_root(cfg: AuditConfig, run_dir: Path | None) -> Path | None:
+    """The output root whose lock a job takes; None where other users may write it (the
+    lock and the history are then not kept there: ``paths.private_root``)."""
+    return private_root(_output_root(cfg, run_dir))

@@ -78,7 +78,7 @@ def cmd_readiness(args: argparse.Namespace) -> int:
 def _readiness_drained(args: argparse.Namespace, cfg: Any) -> int:
     """Wait until drained (audit/drain.py), then the readiness check on the drained state."""
     from audit.drain import drained_readiness
-    from audit.pipeline import run_directory
+    from audit.run_dirs import run_directory
 
     if args.source is not None or args.destination is not None:
         raise UsageError(

@@ -24,7 +24,7 @@ def _cluster_mirroring(args: argparse.Namespace) -> Any:
 
 
 def cmd_failover_verify(args: argparse.Namespace) -> int:
-    from audit.pipeline import failover_verify
+    from audit.failover_jobs import failover_verify
 
     cfg = _cluster_mirroring(args)
     outcome = failover_verify(cfg, args.before, args.out, args.source, args.destination, args.engine)
@@ -33,7 +33,7 @@ def cmd_failover_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_failback_readiness(args: argparse.Namespace) -> int:
-    from audit.pipeline import failback_readiness
+    from audit.failover_jobs import failback_readiness
 
     cfg = _cluster_mirroring(args)
     if args.config is None and args.source is None:

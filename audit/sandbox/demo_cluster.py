@@ -28,7 +28,7 @@ import audit.cli
 from audit.errors import SandboxError
 from audit.fsutil import atomic_write_text
 from audit.paths import local_path
-from audit.pipeline import new_run_dir
+from audit.run_dirs import new_run_dir
 from audit.sandbox import demo, spark_cluster
 from audit.sandbox.cluster import default_workdir
 

@@ -32,13 +32,9 @@ from confluent_kafka.cimpl import NewTopic
 from audit.config import AuditConfig, ClusterConfig, OutputConfig, SparkConfig
 from audit.drain import drained_readiness
 from audit.errors import SandboxError
-from audit.pipeline import (
-    RunOutcome,
-    failback_readiness,
-    failover_verify,
-    new_run_dir,
-    nightly,
-)
+from audit.failover_jobs import failback_readiness, failover_verify
+from audit.pipeline import RunOutcome, nightly
+from audit.run_dirs import new_run_dir
 from audit.sandbox import mirror_control
 from audit.sandbox.cluster import SandboxOptions, default_workdir, down, up
 from audit.sandbox.injected import InjectedFaults

@@ -14,8 +14,9 @@ import pytest
 from audit.compare.engines import ENGINES
 from audit.compare.engines import EngineName as Engine
 from audit.config_file import parse_config
+from audit.failover_jobs import failback_readiness, failover_verify
 from audit.jobs import READINESS
-from audit.pipeline import audit_snapshots, failback_readiness, failover_verify
+from audit.pipeline import audit_snapshots
 from audit.snapshot import OpenTransactionRecord
 from tests.snapshots import T0_MS, group, mirror, offset, part, write_markers, write_pair
 

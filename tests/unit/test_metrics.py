@@ -399,7 +399,7 @@ def test_a_pushgateway_answering_with_an_error_is_a_warning(
 def test_a_textfile_that_can_never_be_written_stops_the_job_before_its_work(tmp_path: Path) -> None:
     """The check runs before the snapshot or the audit: an hour's nightly is not lost to it."""
     from audit.config import AuditConfig
-    from audit.pipeline import run_directory
+    from audit.run_dirs import run_directory
 
     blocker = tmp_path / "file"
     blocker.write_text("")

@@ -117,7 +117,7 @@ def test_without_a_config_file_the_output_root_is_the_relative_default(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from audit.config import AuditConfig
-    from audit.pipeline import new_run_dir
+    from audit.run_dirs import new_run_dir
 
     monkeypatch.chdir(tmp_path)
     run = new_run_dir(AuditConfig())
