@@ -1,7 +1,9 @@
 """Shared fixtures: one local Spark session and one real two-cluster Kafka sandbox per run.
 
 Markers follow the folders (tests/unit, tests/spark, tests/integration), so ``-m unit``
-runs in seconds without Java, and ``make test`` runs everything.
+(``make unit``, the fast tier) runs in a few minutes: the unit tests, every metadata
+invariant on the in-process engine, and the data-level invariants' own tests marked
+``FAST_TIER`` on one Spark session; ``make test`` runs everything.
 """
 
 from __future__ import annotations
