@@ -11,7 +11,7 @@ NATIVE_STAMP := $(VENV)/.native-installed
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: help venv test unit lint typecheck browser malloc demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-readers bench-scale fuzz clean
+.PHONY: help venv test unit lint typecheck browser malloc demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-readers bench-scale bench-validation fuzz clean
 
 help:
 	@echo "make demo   - run the audit demo on the local Kafka sandbox"
@@ -109,6 +109,9 @@ bench-readers: $(STAMP) $(NATIVE_STAMP) jars malloc
 # 10,000 and 50,000 partitions per cluster: about 15 minutes on 2 cores (docs/benchmarks.md).
 bench-scale: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/python bench/scale.py
+
+bench-validation: $(STAMP) $(NATIVE_STAMP)
+	$(BIN)/python bench/validation.py
 
 # Coverage-guided fuzzing of the batch parser (atheris; docs/reliability.md has the figures of
 # the last long run). FUZZ_SECONDS bounds it; the corpus in fuzz/corpus grows as it finds inputs.

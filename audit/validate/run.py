@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 from audit.compare.run import OPTIONAL_TABLES, Compared
@@ -19,6 +22,21 @@ from audit.validate.invariants import Invariant
 from audit.validate.results import MAX_EXAMPLES, NOT_COLLECTED, CheckOutcome, InvariantResult, fold, skipped
 
 log = logging.getLogger(__name__)
+
+
+class _Split:
+    """Seconds spent per named part of a stage (``with split("part"): ...``)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    @contextlib.contextmanager
+    def __call__(self, part: str) -> Iterator[None]:
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[part] += time.monotonic() - start
 
 
 def _with_examples(compared: Compared, outcome: CheckOutcome, index_columns: list[str]) -> CheckOutcome:
@@ -62,11 +80,19 @@ def run_validation(
     cfg: AuditConfig,
     suites: list[SuiteFile],
     catalogue: tuple[Invariant, ...],
+    timings: dict[str, float] | None = None,
 ) -> list[InvariantResult]:
     """The same suites judge either engine's tables (GX runs on Spark and on pandas); every
-    invariant of the mode's ``catalogue`` gets a result, skipped where nothing checked it."""
+    invariant of the mode's ``catalogue`` gets a result, skipped where nothing checked it.
+
+    Two passes, on purpose (docs/architecture.md, "Two passes over a table"): Great
+    Expectations counts and renders Data Docs, then SQL derived from the same expectations
+    selects the examples and the unchecked rows. ``timings`` (when given) receives the
+    seconds of each: "great_expectations" and "sql" (bench/validation.py measures them)."""
     parameters = dataclasses.asdict(cfg.thresholds)
-    runner = GxRunner(run_dir / "validation" / "data_docs", compared.tables)
+    clock = _Split()
+    with clock("great_expectations"):
+        runner = GxRunner(run_dir / "validation" / "data_docs", compared.tables)
     by_invariant: dict[str, list[CheckOutcome]] = defaultdict(list)
     for suite in suites:
         df = compared.frames.get(suite.table)
@@ -81,10 +107,18 @@ def run_validation(
                 f"the comparison tables ({', '.join(sorted(compared.frames))})"
             )
         index_columns = EXAMPLE_COLUMNS.get(suite.table, [])
-        for outcome in runner.run(suite, df, index_columns, parameters):
-            by_invariant[outcome.invariant].append(_with_examples(compared, outcome, index_columns))
-    runner.finish()
-    gaps = collect_gaps(compared.tables, by_invariant, run_dir)
+        with clock("great_expectations"):
+            outcomes = runner.run(suite, df, index_columns, parameters)
+        with clock("sql"):
+            for outcome in outcomes:
+                by_invariant[outcome.invariant].append(_with_examples(compared, outcome, index_columns))
+    with clock("great_expectations"):
+        runner.finish()
+    with clock("sql"):
+        gaps = collect_gaps(compared.tables, by_invariant, run_dir)
+    log.debug("validation: %s", ", ".join(f"{k} {v:.2f}s" for k, v in clock.seconds.items()))
+    if timings is not None:
+        timings.update(clock.seconds)
     accepted = set(cfg.readiness.accept_unchecked)
     results = []
     for inv in catalogue:

@@ -1,0 +1,125 @@
+"""Benchmark: what the validator's second pass costs beside Great Expectations' own.
+
+The validate stage evaluates each comparison table twice (docs/architecture.md, "Two
+passes over a table"): Great Expectations counts each check's rows and renders Data Docs,
+then SQL derived from the same expectations selects the failing checks' examples, every
+unchecked row (coverage) and every violating row's key (the history). This measures both
+on one offline pair, on each engine, in the same run:
+
+- ours:     the SQL pass (examples, coverage, violation keys), seconds
+- baseline: Great Expectations' pass (validation and Data Docs), seconds
+
+The pair: ``--partitions`` partitions (default 50,000) and a committed offset per
+partition for 20 groups' worth of partitions, with 1% of the destination's epochs behind
+the source (CM-EPOCH-1 fails on them) and 1% of its epochs unreported (unchecked rows), so
+both passes do all their work.
+
+Run: .venv/bin/python bench/validation.py [--partitions N] [--engines local,spark]. The last
+line is RESULT validation-second-pass ours=<s> baseline=<s> ratio=<ours/baseline>, summed
+over the engines run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from audit.config_file import parse_config
+from audit.logs import setup_logging
+from audit.pipeline import compare_snapshots
+from audit.profiles import profile_of
+from audit.snapshot import (
+    GroupOffsetRecord,
+    GroupRecord,
+    PartitionRecord,
+    Snapshot,
+    make_manifest,
+    write_snapshot,
+)
+from audit.validate.run import mode_suites, run_validation
+from audit.validate.violations import write_violation_keys
+
+log = logging.getLogger("bench.validation")
+T0 = "2026-11-21T00:00:00.000Z"
+T0_MS = 1_795_219_200_000
+
+
+def _pair(root: Path, partitions: int) -> tuple[Path, Path]:
+    per_topic = 100
+    src_parts, dst_parts = [], []
+    for i in range(partitions):
+        topic, p = f"t{i // per_topic:04d}", i % per_topic
+        src_parts.append(PartitionRecord(topic, p, f"id-{topic}", 1, 5, 0, 1000, 1000, T0_MS - 1000))
+        epoch = 4 if i % 100 == 1 else (None if i % 100 == 2 else 9)
+        dst_parts.append(PartitionRecord(topic, p, f"id-{topic}", 1, epoch, 0, 990, 990, T0_MS - 2000))
+    groups = [GroupRecord(f"g{g:02d}", "classic", "EMPTY", 0) for g in range(20)]
+    offsets = [
+        GroupOffsetRecord(f"g{i % 20:02d}", r.topic, r.partition, 900, 5, None)
+        for i, r in enumerate(src_parts)
+    ]
+    dst_offsets = [GroupOffsetRecord(o.group_id, o.topic, o.partition, 900, 9, None) for o in offsets]
+
+    def manifest(role: str) -> dict[str, object]:
+        return make_manifest(role, f"bench-{role}", T0, T0, {}, {"bootstrap_servers": "x:9092"})  # type: ignore[arg-type]
+
+    src = write_snapshot(
+        root / "source", Snapshot(manifest("source"), tuple(src_parts), tuple(groups), tuple(offsets))
+    )
+    dst = write_snapshot(
+        root / "destination",
+        Snapshot(manifest("destination"), tuple(dst_parts), tuple(groups), tuple(dst_offsets)),
+    )
+    return src, dst
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--partitions", type=int, default=50_000)
+    parser.add_argument("--engines", default="local,spark")
+    args = parser.parse_args()
+    setup_logging(False)
+    import great_expectations  # noqa: F401  (its import, seconds, is not the pass being measured)
+
+    cfg = parse_config("mirror:\n  preserves_topic_ids: true\n", env={})
+    prof = profile_of(cfg)
+    suites = mode_suites(cfg, prof.suite_patterns)
+    ours = baseline = 0.0
+    with tempfile.TemporaryDirectory(prefix="bench-validation-") as tmp:
+        src, dst = _pair(Path(tmp), args.partitions)
+        for engine in args.engines.split(","):
+            run = Path(tmp) / f"run-{engine}"
+            compared = compare_snapshots(src, dst, run, cfg, engine)
+            timings: dict[str, float] = {}
+            results = run_validation(compared, run, cfg, suites, prof.catalogue, timings)
+            t = time.monotonic()
+            write_violation_keys(compared.tables, results, run)
+            sql = timings["sql"] + time.monotonic() - t
+            gx = timings["great_expectations"]
+            failing = sorted(r.id for r in results if r.status in ("fail", "warn"))
+            log.info(
+                "%s engine, %d partitions: Great Expectations %.2fs, SQL %.2fs (ratio %.2f); "
+                "failing or warning: %s",
+                engine,
+                args.partitions,
+                gx,
+                sql,
+                sql / gx,
+                ", ".join(failing),
+            )
+            print(f"{engine}: great_expectations={gx:.2f}s sql={sql:.2f}s ratio={sql / gx:.2f}", flush=True)
+            ours, baseline = ours + sql, baseline + gx
+    print(
+        f"RESULT validation-second-pass ours={ours:.2f} baseline={baseline:.2f} ratio={ours / baseline:.2f} "
+        f"partitions={args.partitions}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
