@@ -63,6 +63,7 @@ _MIRROR_ROW = ("the mirror state of the partition (no row for it)", "mirror_stat
 # first; a row no cause explains is labelled by the judged column itself.
 CAUSES: dict[str, tuple[Cause, ...]] = {
     "partitions": _causes(
+        ("the destination partition (absent from the destination snapshot)", "NOT dst_present"),
         ("source leader epoch (none reported: no leader, or no epochs)", "src_leader_epoch IS NULL"),
         _DST_EPOCH,
         (
