@@ -96,6 +96,9 @@ def audit_snapshots(
     ``run_extra`` adds to summary.json's run section; ``clock`` is the job's, when stages
     (the snapshot) ran before this one; ``suites`` the job's, when it read them before its
     first stage (read here otherwise).
+
+    Longer than most functions here on purpose: it is the job's stages in order, a line or
+    a few each, and split up they would hand a dozen values from one part to the next.
     """
     mask_config(cfg)
     from audit.report.data import collect_report_data
