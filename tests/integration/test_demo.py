@@ -16,8 +16,9 @@ from audit.validate.invariants import CM_IN_MM2, MM2
 from tests.cli import run_cli
 
 INJECTED_FAILURES = {"CM-TOPIC-1", "CM-EPOCH-1", "CM-GROUP-1", "CM-GROUP-2", "CM-DATA-1"}
-# CM-EPOCH-2 warns as a consequence of the epoch fault (DLE below SLE is also short of headroom).
-INJECTED_WARNINGS = {"CM-TXN-1", "CM-EPOCH-2"}
+# CM-EPOCH-2 warns as a consequence of the epoch fault (DLE below SLE is also short of headroom),
+# CM-OFFSET-1 and -2 as one of the partition missing from the destination (unchecked there).
+INJECTED_WARNINGS = {"CM-TXN-1", "CM-EPOCH-2", "CM-OFFSET-1", "CM-OFFSET-2"}
 
 
 def _demo(tmp_path: Path, *flags: str) -> tuple[int, dict[str, Any], str]:
@@ -109,6 +110,10 @@ def test_make_demo_from_a_fresh_tree_catches_exactly_its_faults_and_exits_0(
     assert _by_status(summary, "warn") == INJECTED_WARNINGS
     inv = summary["invariants"]
     assert inv["CM-TOPIC-1"]["examples"][0]["topic"] == "audit-log"
+    for unchecked in ("CM-OFFSET-1", "CM-OFFSET-2"):  # the missing partition: never passed
+        (gap,) = inv[unchecked]["unchecked_gaps"]
+        assert gap["missing"].startswith("the destination partition"), gap
+        assert gap["first"] == [{"topic": "audit-log", "partition": "2"}], gap
     assert inv["CM-EPOCH-1"]["examples"][0]["topic"] == "payments"
     assert {e["group_id"] for e in inv["CM-GROUP-2"]["examples"]} == {"billing"}
     warn = next(c for c in inv["CM-GROUP-1"]["checks"] if c["severity"] == "warn")
