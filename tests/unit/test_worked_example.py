@@ -76,15 +76,7 @@ def test_the_worked_example_applies_as_written_and_its_invariant_warns_and_passe
 
     env = {**os.environ, "PYTHONPATH": str(tree)}  # the copy's package, not the checkout's
     env.pop("MIRROR_AUDIT_EXPECTATIONS", None)  # the copy's shipped suites
-    proc = subprocess.run(
-        [sys.executable, "-c", RUN, str(tmp_path / "runs")],
-        cwd=tree,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    proc = _python(tree, env, "-c", RUN, str(tmp_path / "runs"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     broken, kept = result["broken"], result["kept"]
@@ -95,36 +87,25 @@ def test_the_worked_example_applies_as_written_and_its_invariant_warns_and_passe
 
     # The copy's own checks of the declarations hold with the new invariant in it, and the
     # property test generated from the declarations covers it (its input taken away).
-    checks = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "tests/unit/test_invariant_declarations.py",
-            "tests/unit/test_unknown_never_passes.py",
-        ],
-        cwd=tree,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    checks = _python(
+        tree,
+        env,
+        *("-m", "pytest", "-q", "-p", "no:cacheprovider"),
+        "tests/unit/test_invariant_declarations.py",
+        "tests/unit/test_unknown_never_passes.py",
     )
     assert checks.returncode == 0, checks.stdout[-3000:]
     assert "CM-RETAIN-1:dst:partitions" in _collected(tree, env), "the property test did not cover it"
 
 
 def _collected(tree: Path, env: dict[str, str]) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "--collect-only", "tests/unit/test_unknown_never_passes.py"],
-        cwd=tree,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    return _python(
+        tree, env, "-m", "pytest", "-q", "--collect-only", "tests/unit/test_unknown_never_passes.py"
+    ).stdout
+
+
+def _python(tree: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """The copy's Python (``env`` points it at the copy's package), run in the copy."""
+    return subprocess.run(
+        [sys.executable, *args], cwd=tree, env=env, capture_output=True, text=True, timeout=300, check=False
     )
-    return proc.stdout
