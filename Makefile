@@ -11,7 +11,7 @@ NATIVE_STAMP := $(VENV)/.native-installed
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: help venv test unit lint typecheck browser malloc demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-readers bench-scale bench-validation fuzz clean
+.PHONY: help venv test unit lint typecheck browser malloc demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-readers kcat bench-scale bench-validation fuzz clean
 
 help:
 	@echo "make demo   - run the audit demo on the local Kafka sandbox"
@@ -28,7 +28,7 @@ $(STAMP): pyproject.toml
 # The compiled record reader (native/: Rust, librdkafka built from the rdkafka-sys crate's
 # source, about a minute): optional for users (records.reader: auto falls back to
 # confluent-kafka), built here so the tests compare both readers.
-$(NATIVE_STAMP): $(STAMP) native/Cargo.toml native/Cargo.lock native/pyproject.toml native/src/lib.rs native/mirror_audit_native.pyi
+$(NATIVE_STAMP): $(STAMP) native/Cargo.toml native/Cargo.lock native/pyproject.toml $(wildcard native/src/*.rs) native/mirror_audit_native.pyi
 	@command -v cargo >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs) to build native/"; exit 2; }
 	$(BIN)/pip install --quiet ./native
 	touch $(NATIVE_STAMP)
@@ -100,11 +100,19 @@ bench-cluster: $(STAMP) $(NATIVE_STAMP)
 bench-segments: $(STAMP) $(NATIVE_STAMP) jars
 	$(BIN)/python bench/segments.py
 
-bench-records: $(STAMP) $(NATIVE_STAMP) jars malloc
+bench-records: $(STAMP) $(NATIVE_STAMP) jars malloc kcat
 	$(BIN)/python bench/records.py
 
-bench-readers: $(STAMP) $(NATIVE_STAMP) jars malloc
+bench-readers: $(STAMP) $(NATIVE_STAMP) jars malloc kcat
 	$(BIN)/python bench/record_readers.py
+
+# kcat, the record benchmarks' baseline, installed here where missing from Debian's package.
+kcat:
+	@command -v kcat >/dev/null || command -v kafkacat >/dev/null || { \
+	  echo "kcat not found: installing Debian's kcat (apt-get) for the record benchmarks' baseline"; \
+	  [ -n "$(APT_GET)" ] || { echo "$(NO_APT_GET): install kcat"; exit 2; }; \
+	  $(APT_GET) install -y --no-install-recommends kcat \
+	  || { $(APT_GET) update && $(APT_GET) install -y --no-install-recommends kcat; }; }
 
 # 10,000 and 50,000 partitions per cluster: about 15 minutes on 2 cores (docs/benchmarks.md).
 bench-scale: $(STAMP) $(NATIVE_STAMP) jars

@@ -298,10 +298,12 @@ class RecordsConfig:
     # Mismatching chunks narrowed to their first divergent record per run.
     narrow_max_chunks: int = 50
     timeout_seconds: float = 120.0  # a range must make progress within this
-    # Who reads and checksums the records: "native" (the compiled reader, librdkafka without
-    # a Python object per record, package mirror-audit-native), "python" (confluent-kafka),
-    # "auto" (native where installed and able to use the cluster's settings). Equal rows.
-    reader: Literal["auto", "native", "python"] = "auto"
+    # Who reads and checksums the records: "batches" (raw record batches fetched by
+    # kafka-python and walked by the compiled package mirror-audit-native, the fastest),
+    # "native" (the compiled reader over librdkafka's messages), "python" (confluent-kafka),
+    # "auto" (batches, else native, else python: the first installed and able to use the
+    # clusters' settings). Equal rows.
+    reader: Literal["auto", "batches", "native", "python"] = "auto"
 
     def scope_for(self, topic: str) -> TopicRecordScope:
         for t in self.topics:

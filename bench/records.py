@@ -7,28 +7,32 @@ bytes (key, value, one header), lz4 batches. Then, interleaved for --rounds roun
 
 - ours, the scan (the RESULT line): in a Spark session that is already running, as in
   the nightly job (``local[*]``, warmed by one untimed scan), both clusters read in Spark
-  tasks by assignment with the reader records.reader resolves to (the compiled one where
-  installed), chunk checksums, gaps and record epochs, ``record_chunks`` written: issue 4's
-  scan, what kcat's consumption is set against;
+  tasks with the reader records.reader: auto resolves to (the batch reader where the
+  compiled package is installed: raw record batches fetched and walked in Rust), chunk
+  checksums, gaps and record epochs, ``record_chunks`` written: issue 4's scan, what
+  kcat's consumption is set against;
+- ours, the same scan with the compiled librdkafka reader (records.reader: native), the
+  reader before the batch reader (issue 35), for before and after in one run;
 - ours, the whole records step in the same session (``collect_records``: the scan, then the
   chunks compared, the history written), for the record;
 - ours, a fresh ``mirror-audit records scan --full`` process (Spark session start and the
   first jobs' warm-up included), for the record;
-- ours, the same fresh process with ``spark.worker_malloc: system`` (the Python workers on
-  glibc's malloc instead of mimalloc or jemalloc, see ``audit.worker_malloc``): the
-  allocator's share, before and after, in the same run;
 - baseline: kcat -C -e -q -f '' on both clusters at once (two processes), every
   partition from the beginning to the end, to /dev/null.
 
-Rates are records per second over both clusters (2 x --records); peak memory is the
-largest resident set of the whole process tree (the driver, its JVM and Python workers for
+Rates are records per second over both clusters (2 x --records); CPU per record is the CPU
+time (user and system) of the side's process tree over its records: for the processes this
+benchmark starts (kcat, the CLI) getrusage(RUSAGE_CHILDREN) once they are reaped, for the
+running session the utime, stime, cutime and cstime of the session's JVM and Python workers
+from /proc (they live on, so getrusage cannot see them); the brokers' CPU is in neither.
+Peak memory is the largest resident set of the whole process tree (the driver, its JVM and Python workers for
 a fresh ours; the session's JVM and Python workers in the running session; both kcat
 processes for the baseline), sampled every 50 ms. The same is then done with --large
 records (20 M), to show whether memory grows with the topic, and for the marginal rate of
 each side: 2 x (N2 - N1) / (t2 - t1), what a scan pays per record once its fixed cost
 (Spark's jobs, the readers' connections) is paid.
 
-Run: make bench-records (needs kcat: apt-get install kcat). The last lines are
+Run: make bench-records (installs kcat with apt-get where it is missing). The last lines are
 RESULT record-scan-marginal (records/s at the margin) and RESULT record-scan (at --records),
 each ours=<records/s> baseline=<records/s> ratio=<ours/baseline>.
 """
@@ -39,6 +43,7 @@ import argparse
 import logging
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -131,9 +136,8 @@ def _check_no_divergence(run: Path) -> None:
         raise SystemExit(f"the scan found {found} mismatching chunks between identical topics: see {run}")
 
 
-def _tree_rss(pids: list[int], roots: bool = True) -> int:
-    """Resident bytes of these processes (unless not ``roots``) and all their descendants
-    (from /proc)."""
+def _tree(pids: list[int], roots: bool = True) -> list[int]:
+    """These processes (unless not ``roots``) and all their live descendants (from /proc)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -144,22 +148,41 @@ def _tree_rss(pids: list[int], roots: bool = True) -> int:
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(ppid, []).append(int(entry))
-    total, todo, seen = 0, list(pids), set()
+    out, todo, seen = [], list(pids), set()
     while todo:
         pid = todo.pop()
         if pid in seen:
             continue
         seen.add(pid)
-        if not roots and pid in pids:
-            todo.extend(children.get(pid, []))
-            continue
+        if roots or pid not in pids:
+            out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def _tree_rss(pids: list[int], roots: bool = True) -> int:
+    """Resident bytes of the tree (``_tree``)."""
+    total = 0
+    for pid in _tree(pids, roots):
         try:
             with open(f"/proc/{pid}/statm") as f:
                 total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
         except (OSError, ValueError):
             pass
-        todo.extend(children.get(pid, []))
     return total
+
+
+def _tree_cpu(pids: list[int], roots: bool = True) -> float:
+    """CPU seconds of the tree (``_tree``): user and system, with its reaped children's."""
+    ticks = 0
+    for pid in _tree(pids, roots):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ticks += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+        except (OSError, ValueError, IndexError):
+            pass
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 class _Peak:
@@ -184,9 +207,19 @@ class _Peak:
         self._thread.join()
 
 
-def _run(cmds: list[list[str]]) -> tuple[float, int]:
-    """Wall time of running ``cmds`` at once, and the peak resident set of their trees."""
+Measured = tuple[float, int, float]  # wall seconds, peak resident bytes, CPU seconds
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(cmds: list[list[str]]) -> Measured:
+    """Wall time of running ``cmds`` at once, the peak resident set of their trees and
+    their CPU time (getrusage of the reaped children)."""
     procs: list[subprocess.Popen[bytes]] = []
+    cpu = _children_cpu()
     with _Peak(lambda: [p.pid for p in procs]) as peak:
         started = time.perf_counter()
         procs.extend(subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for c in cmds)
@@ -195,21 +228,23 @@ def _run(cmds: list[list[str]]) -> tuple[float, int]:
     for cmd, p, err in zip(cmds, procs, errors, strict=True):
         if p.returncode != 0:
             raise SystemExit(f"{cmd[:4]} failed ({p.returncode}): {err[-800:]!r}")
-    return elapsed, peak.peak
+    return elapsed, peak.peak, _children_cpu() - cpu
 
 
-def _in_session(work: Callable[[], None]) -> tuple[float, int]:
-    """Wall time of ``work`` in this process's running Spark session, and the peak resident
-    set of the session: this process's descendants (its JVM and the Python workers), not
-    this process, which also holds what producing the topics left behind."""
+def _in_session(work: Callable[[], None]) -> Measured:
+    """Wall time of ``work`` in this process's running Spark session, the peak resident set
+    of the session (this process's descendants: its JVM and the Python workers; not this
+    process, which also holds what producing the topics left behind) and their CPU time."""
     with _Peak(lambda: [os.getpid()], roots=False) as peak:
+        cpu = _tree_cpu([os.getpid()], roots=False)
         started = time.perf_counter()
         work()
         elapsed = time.perf_counter() - started
-    return elapsed, peak.peak
+        used = _tree_cpu([os.getpid()], roots=False) - cpu
+    return elapsed, peak.peak, used
 
 
-def _scan(spark: Any, cfg: AuditConfig, topic: str, records: int, out: Path) -> None:
+def _scan(spark: Any, cfg: AuditConfig, topic: str, records: int, out: Path, reader: Any = None) -> None:
     """The scan as ``collect_records`` runs it: every partition of both clusters read and
     checksummed, both sides' ``record_chunks`` written; checked to hold every record."""
     import pyarrow.parquet as pq
@@ -217,32 +252,29 @@ def _scan(spark: Any, cfg: AuditConfig, topic: str, records: int, out: Path) -> 
     ends = end_offsets(cfg.cluster("source").bootstrap_servers, topic)
     plan = RecordPlan(tuple(RecordRange(topic, p, 0, end, "new") for p, end in ends.items()))
     clients = {side: cfg.cluster(side).client_settings() for side in ("source", "destination")}
-    rows, _ = scan_records(spark, plan, clients, cfg.records)
+    rows, _ = scan_records(spark, plan, clients, cfg.records, reader)
     rows.write.partitionBy("side").mode("overwrite").parquet(str(out))
     counted = sum(pq.read_table(out, columns=["record_count"]).column("record_count").to_pylist())
     if counted != 2 * records:
         raise SystemExit(f"the scan counted {counted:,} records, expected {2 * records:,}")
 
 
-def _measure(state: SandboxState, root: Path, records: int, rounds: int) -> dict[str, tuple[float, int]]:
+def _measure(state: SandboxState, root: Path, records: int, rounds: int) -> dict[str, Measured]:
     topic = f"bench-records-{records}"
     produce(state, topic, records)
 
-    def write_config(path: Path, malloc: str) -> Path:
+    def write_config(path: Path) -> Path:
         path.write_text(
             f"source:\n  bootstrap_servers: {state.cluster('source').bootstrap}\n"
             f"destination:\n  bootstrap_servers: {state.cluster('destination').bootstrap}\n"
             f"scope:\n  topics:\n    include: ['{topic}']\n"
             "records:\n  chunk_records: 100000\n  split_records: 1000000\n"
-            f"spark:\n  master: local[*]\n  worker_malloc: {malloc}\n"
+            "spark:\n  master: local[*]\n"
             f"output:\n  root: {root / 'reports'}\n"
         )
         return path
 
-    cfg = write_config(root / f"audit-{records}.yaml", "auto")
-    # The same with the workers on glibc's malloc: what the scan cost before the allocator
-    # was chosen, measured beside it.
-    glibc_cfg = write_config(root / f"audit-{records}-glibc.yaml", "system")
+    cfg = write_config(root / f"audit-{records}.yaml")
     run = root / "reports" / f"run-{records}"
     snap = subprocess.run(
         [sys.executable, "-m", "audit.cli", "snapshot", "--config", str(cfg), "--out", str(run)],
@@ -259,7 +291,7 @@ def _measure(state: SandboxState, root: Path, records: int, rounds: int) -> dict
 
     kcat = shutil.which("kcat") or shutil.which("kafkacat")
     if kcat is None:
-        raise SystemExit("kcat is not installed: apt-get install kcat")
+        raise SystemExit("kcat is not installed: make bench-records installs it (apt-get install kcat)")
     base_cmds = [
         [kcat, "-C", "-b", c.bootstrap, "-t", topic, "-o", "beginning", "-e", "-q", "-f", ""]
         for c in state.clusters
@@ -271,40 +303,54 @@ def _measure(state: SandboxState, root: Path, records: int, rounds: int) -> dict
     def scan() -> None:
         _scan(spark, config, topic, records, chunks)
 
+    def scan_native() -> None:
+        _scan(spark, config, topic, records, chunks, "native")
+
     def step() -> None:
         collect_records(spark, config, run / "source", run / "destination", root / "reports", full=True)
         _check_no_divergence(run)
 
-    def fresh(cmd: list[str]) -> tuple[float, int]:
+    def fresh(cmd: list[str]) -> Measured:
         measured = _run([[*cmd, "--full"]])
         _check_no_divergence(run)
         return measured
 
-    scan()  # warm the session: Python workers, JIT, the reader's first consumers
-    sides: dict[str, Callable[[], tuple[float, int]]] = {
+    scan()  # warm the session: Python workers, JIT, the readers' first connections
+    scan_native()
+    sides: dict[str, Callable[[], Measured]] = {
         "scan": lambda: _in_session(scan),
+        "scan-native": lambda: _in_session(scan_native),
         "step": lambda: _in_session(step),
         "cli": lambda: fresh(scan_cmd(cfg)),
-        "cli-glibc": lambda: fresh(scan_cmd(glibc_cfg)),
         "kcat": lambda: _run(base_cmds),
     }
-    best: dict[str, tuple[float, int]] = {}
+    best: dict[str, Measured] = {}
     for i in range(rounds):
         for name, measure in sides.items():
-            elapsed, peak = measure()
+            elapsed, peak, cpu = measure()
             log.info(
-                "%d records, round %d, %s: %.2fs, peak %.0f MB", records, i + 1, name, elapsed, peak / 1e6
+                "%d records, round %d, %s: %.2fs, peak %.0f MB, CPU %.2fs",
+                records,
+                i + 1,
+                name,
+                elapsed,
+                peak / 1e6,
+                cpu,
             )
-            fastest = min(elapsed, best.get(name, (elapsed, 0))[0])
-            best[name] = (fastest, max(peak, best.get(name, (0, 0))[1]))
+            before = best.get(name)
+            # the fastest round's time and CPU; the largest peak of any round
+            if before is None or elapsed < before[0]:
+                best[name] = (elapsed, max(peak, before[1] if before else 0), cpu)
+            else:
+                best[name] = (before[0], max(peak, before[1]), before[2])
     return best
 
 
 LABELS = {
     "scan": "records scan (running session)",
+    "scan-native": "the same, librdkafka reader",
     "step": "scan + compare (running session)",
     "cli": "mirror-audit records scan (CLI)",
-    "cli-glibc": "the same CLI, workers on glibc malloc",
     "kcat": "kcat x 2 (both clusters)",
 }
 
@@ -333,10 +379,10 @@ def main() -> None:
     for n, best in results.items():
         total = 2 * n
         for name, label in LABELS.items():
-            elapsed, peak = best[name]
+            elapsed, peak, cpu = best[name]
             print(
                 f"{n:>10,} records/cluster  {label:34s} {elapsed:7.2f}s  {total / elapsed:>10,.0f} records/s"
-                f"  peak {peak / 1e6:6.0f} MB"
+                f"  CPU {cpu / total * 1e9:5.0f} ns/record  peak {peak / 1e6:6.0f} MB"
             )
     small, large = results[args.records], results[args.large]
     margin = {
@@ -345,9 +391,11 @@ def main() -> None:
         else float("inf")
         for name in LABELS
     }
+    extra = 2 * (args.large - args.records)
     print(f"marginal rates between {args.records:,} and {args.large:,} records per cluster:")
     for name, label in LABELS.items():
-        print(f"  {label:34s} {margin[name]:>10,.0f} records/s")
+        cpu = (large[name][2] - small[name][2]) / extra * 1e9
+        print(f"  {label:34s} {margin[name]:>10,.0f} records/s  CPU {cpu:5.0f} ns/record")
     print(
         f"RESULT record-scan-marginal ours={margin['scan']:.0f} baseline={margin['kcat']:.0f} "
         f"ratio={margin['scan'] / margin['kcat']:.2f}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import struct
+from collections.abc import Sequence
 from typing import Any
 
 from crc32c import crc32c
@@ -22,9 +23,12 @@ CRC_AT = 17
 RECORDS_AT = 61
 
 
+Record = tuple[bytes | None, bytes | None] | tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]
+
+
 def batch(
     base_offset: int,
-    records: list[tuple[bytes | None, bytes | None]],
+    records: Sequence[Record],
     *,
     epoch: int = 0,
     compression: int = 0,
@@ -32,7 +36,13 @@ def batch(
     producer_id: int = -1,
     producer_epoch: int = -1,
     timestamp: int = 1_700_000_000_000,
+    deltas: list[int] | None = None,
+    log_append_time: bool = False,
 ) -> bytes:
+    """A v2 batch of ``records``: (key, value) or (key, value, headers); ``deltas`` their
+    offset deltas (gaps as compaction leaves them; default 0, 1, 2, ...); record i at
+    ``timestamp + i``, or the broker's append time (the batch's max timestamp) with
+    ``log_append_time``."""
     builder = DefaultRecordBatchBuilder(
         magic=2,
         # gzip is applied below, by hand: kafka-python's stamps the current second into the
@@ -44,9 +54,14 @@ def batch(
         base_sequence=0 if producer_id >= 0 else -1,
         batch_size=1 << 20,
     )
-    for i, (key, value) in enumerate(records):
-        builder.append(i, timestamp=timestamp + i, key=key, value=value, headers=[])
+    for i, (key, value, *rest) in enumerate(records):
+        delta = i if deltas is None else deltas[i]
+        builder.append(delta, timestamp=timestamp + i, key=key, value=value, headers=rest[0] if rest else [])
     buf = bytearray(builder.build())
+    if log_append_time:
+        attrs = struct.unpack_from(">h", buf, ATTRIBUTES_AT)[0] | 0x08
+        struct.pack_into(">h", buf, ATTRIBUTES_AT, attrs)
+        struct.pack_into(">I", buf, CRC_AT, crc32c(bytes(buf[ATTRIBUTES_AT:])))
     if compression == 1:
         buf = _gzipped(buf)
     struct.pack_into(">q", buf, 0, base_offset)

@@ -18,179 +18,25 @@ use std::os::raw::{c_char, c_void};
 use std::ptr;
 use std::time::{Duration, Instant};
 
+mod batches;
+mod chunks;
+
+use chunks::{chunk_row, Chunker, Head, Range};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyList;
 use rdkafka_sys as rd;
 use rdkafka_sys::rd_kafka_resp_err_t as Err;
-use xxhash_rust::xxh3::Xxh3;
 
 create_exception!(mirror_audit_native, SettingsError, PyException);
 create_exception!(mirror_audit_native, ReaderError, PyException);
 
-/// Gap ranges kept per chunk (gap_count and gaps_checksum always cover all of them).
-const MAX_GAP_RANGES: usize = 100;
 /// Messages taken from librdkafka per call, as the Python reader's `consume`.
 const BATCH: usize = 10_000;
 
-type Range = (String, i32, i64, i64);
 /// What a wave gives: each finished range with its chunks, and the ranges that failed with why.
-type WaveResult = (Vec<(Range, Vec<Chunk>)>, Vec<(Range, String)>);
-
-/// One chunk being built: the Rust twin of `record_chunks.Chunk`.
-struct Chunk {
-    start: i64,
-    end: i64,
-    count: i64,
-    first: Option<i64>,
-    last: Option<i64>,
-    min_epoch: Option<i32>,
-    max_epoch: Option<i32>,
-    epoch_runs: Vec<(i64, i32)>,
-    gap_count: i64,
-    gap_ranges: usize,
-    gaps: Vec<(i64, i64)>,
-    hash: Xxh3,
-    gap_hash: Xxh3,
-}
-
-impl Chunk {
-    fn new(start: i64, end: i64) -> Self {
-        Chunk {
-            start,
-            end,
-            count: 0,
-            first: None,
-            last: None,
-            min_epoch: None,
-            max_epoch: None,
-            epoch_runs: Vec::new(),
-            gap_count: 0,
-            gap_ranges: 0,
-            gaps: Vec::new(),
-            hash: Xxh3::new(),
-            gap_hash: Xxh3::new(),
-        }
-    }
-
-    /// Offsets [lo, hi] hold no record.
-    fn gap(&mut self, lo: i64, hi: i64) {
-        self.gap_count += hi - lo + 1;
-        self.gap_ranges += 1;
-        let mut b = [0u8; 8];
-        b[..4].copy_from_slice(&((lo - self.start) as i32).to_be_bytes());
-        b[4..].copy_from_slice(&((hi - self.start) as i32).to_be_bytes());
-        self.gap_hash.update(&b);
-        if self.gaps.len() < MAX_GAP_RANGES {
-            self.gaps.push((lo, hi));
-        }
-    }
-}
-
-/// A record as librdkafka hands it out; slices borrow the message.
-struct Record<'a> {
-    offset: i64,
-    timestamp: i64,
-    key: Option<&'a [u8]>,
-    value: Option<&'a [u8]>,
-    headers: Vec<(&'a [u8], Option<&'a [u8]>)>,
-    has_headers: bool,
-    epoch: i32,
-}
-
-/// The Rust twin of `record_chunks.RangeChunker`: chunks aligned on multiples of `size`.
-struct Chunker {
-    range: Range,
-    size: i64,
-    expected: i64,
-    chunk: Chunk,
-    done: Vec<Chunk>,
-}
-
-impl Chunker {
-    fn new(range: Range, size: i64) -> Self {
-        let start = range.2;
-        let end = range.3;
-        let hi = end.min((start.div_euclid(size) + 1) * size);
-        Chunker { range, size, expected: start, chunk: Chunk::new(start, hi), done: Vec::new() }
-    }
-
-    fn advance_to(&mut self, offset: i64) {
-        let end = self.range.3;
-        while offset >= self.chunk.end && self.chunk.end < end {
-            let ce = self.chunk.end;
-            if self.expected < ce {
-                let e = self.expected;
-                self.chunk.gap(e, ce - 1);
-            }
-            let hi = end.min((ce.div_euclid(self.size) + 1) * self.size);
-            let old = std::mem::replace(&mut self.chunk, Chunk::new(ce, hi));
-            self.done.push(old);
-            self.expected = ce;
-        }
-    }
-
-    fn add(&mut self, r: &Record<'_>) {
-        if r.offset >= self.chunk.end {
-            self.advance_to(r.offset);
-        }
-        if r.offset > self.expected {
-            let e = self.expected;
-            self.chunk.gap(e, r.offset - 1);
-        }
-        let c = &mut self.chunk;
-        // The frame of record_chunks.frame: >qqiii, key, value, then per header >ii, key, value.
-        let mut f = [0u8; 28];
-        f[..8].copy_from_slice(&r.offset.to_be_bytes());
-        f[8..16].copy_from_slice(&r.timestamp.to_be_bytes());
-        f[16..20].copy_from_slice(&r.key.map_or(-1i32, |k| k.len() as i32).to_be_bytes());
-        f[20..24].copy_from_slice(&r.value.map_or(-1i32, |v| v.len() as i32).to_be_bytes());
-        let hcount = if r.has_headers { r.headers.len() as i32 } else { 0 };
-        f[24..28].copy_from_slice(&hcount.to_be_bytes());
-        c.hash.update(&f);
-        if let Some(k) = r.key {
-            c.hash.update(k);
-        }
-        if let Some(v) = r.value {
-            c.hash.update(v);
-        }
-        for (hk, hv) in &r.headers {
-            let mut h = [0u8; 8];
-            h[..4].copy_from_slice(&(hk.len() as i32).to_be_bytes());
-            h[4..].copy_from_slice(&hv.map_or(-1i32, |v| v.len() as i32).to_be_bytes());
-            c.hash.update(&h);
-            c.hash.update(hk);
-            if let Some(v) = hv {
-                c.hash.update(v);
-            }
-        }
-        c.count += 1;
-        if c.first.is_none() {
-            c.first = Some(r.offset);
-        }
-        c.last = Some(r.offset);
-        if r.epoch >= 0 && c.epoch_runs.last().map(|x| x.1) != Some(r.epoch) {
-            c.epoch_runs.push((r.offset, r.epoch));
-            c.min_epoch = Some(c.min_epoch.map_or(r.epoch, |e| e.min(r.epoch)));
-            c.max_epoch = Some(c.max_epoch.map_or(r.epoch, |e| e.max(r.epoch)));
-        }
-        self.expected = r.offset + 1;
-    }
-
-    fn finish(mut self) -> (Range, Vec<Chunk>) {
-        let end = self.range.3;
-        self.advance_to(end);
-        if self.expected < self.chunk.end {
-            let (e, ce) = (self.expected, self.chunk.end);
-            self.chunk.gap(e, ce - 1);
-        }
-        if self.chunk.end > self.chunk.start {
-            self.done.push(self.chunk);
-        }
-        (self.range, self.done)
-    }
-}
+type WaveResult = (Vec<(Range, Vec<chunks::Chunk>)>, Vec<(Range, String)>);
 
 fn cstr(s: &str) -> PyResult<CString> {
     CString::new(s).map_err(|_| SettingsError::new_err(format!("a NUL byte in {s:?}")))
@@ -256,8 +102,9 @@ fn slice<'a>(p: *mut c_void, len: usize) -> Option<&'a [u8]> {
     }
 }
 
-/// The record fields of a message, as confluent-kafka would give them to the Python reader.
-fn record<'a>(m: &'a rd::rd_kafka_message_t) -> Record<'a> {
+/// Adds a message's record to `ch`, its fields as confluent-kafka would give them to the
+/// Python reader.
+fn add_message(ch: &mut Chunker, m: &rd::rd_kafka_message_t) {
     let mut tstype = rd::rd_kafka_timestamp_type_t::RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
     let timestamp = unsafe { rd::rd_kafka_message_timestamp(m, &mut tstype) };
     let epoch = unsafe { rd::rd_kafka_message_leader_epoch(m) };
@@ -278,14 +125,16 @@ fn record<'a>(m: &'a rd::rd_kafka_message_t) -> Record<'a> {
             headers.push((k, slice(value as *mut c_void, size)));
         }
     }
-    Record {
+    ch.begin(&Head {
         offset: m.offset,
         timestamp,
         key: slice(m.key, m.key_len),
         value: slice(m.payload, m.len),
-        has_headers: has && !headers.is_empty(),
-        headers,
+        header_count: headers.len() as i32,
         epoch,
+    });
+    for (k, v) in headers {
+        ch.header(k, v);
     }
 }
 
@@ -376,7 +225,7 @@ impl Reader {
                     }
                     if let Some(ch) = open.get_mut(tp) {
                         if m.offset < ch.range.3 {
-                            ch.add(&record(m));
+                            add_message(ch, m);
                             progressed = true;
                         }
                     }
@@ -422,42 +271,6 @@ impl Reader {
         unsafe { rd::rd_kafka_assign(self.rk, ptr::null()) };
         Ok((done, failed))
     }
-}
-
-/// A list of `{"start": a, <second>: b}` dicts: the struct lists of `record_chunks`
-/// (epoch runs, gap ranges).
-fn pairs<'py, B>(py: Python<'py>, items: &[(i64, B)], second: &str) -> PyResult<Bound<'py, PyList>>
-where
-    B: Copy + IntoPyObject<'py>,
-{
-    let out = PyList::empty(py);
-    for &(a, b) in items {
-        let d = PyDict::new(py);
-        d.set_item("start", a)?;
-        d.set_item(second, b)?;
-        out.append(d)?;
-    }
-    Ok(out)
-}
-
-fn chunk_row<'py>(py: Python<'py>, topic: &str, partition: i32, c: &Chunk) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("topic", topic)?;
-    d.set_item("partition", partition)?;
-    d.set_item("chunk_start", c.start)?;
-    d.set_item("chunk_end", c.end)?;
-    d.set_item("record_count", c.count)?;
-    d.set_item("first_offset", c.first)?;
-    d.set_item("last_offset", c.last)?;
-    d.set_item("checksum", format!("{:032x}", c.hash.digest128()))?;
-    d.set_item("min_record_epoch", c.min_epoch)?;
-    d.set_item("max_record_epoch", c.max_epoch)?;
-    d.set_item("epoch_runs", pairs(py, &c.epoch_runs, "epoch")?)?;
-    d.set_item("gap_count", c.gap_count)?;
-    d.set_item("gaps_checksum", format!("{:016x}", c.gap_hash.digest()))?;
-    d.set_item("gaps", pairs(py, &c.gaps, "end")?)?;
-    d.set_item("gaps_truncated", c.gap_ranges > c.gaps.len())?;
-    Ok(d)
 }
 
 #[pymethods]
@@ -555,6 +368,89 @@ impl Drop for Reader {
     }
 }
 
+/// One partition range read from raw record batches (`batches::RawRange`): Python fetches
+/// (kafka-python's FetchSession, with its SASL, TLS and leader handling) and hands each
+/// response's records here; the walk runs without the GIL.
+#[pyclass]
+struct BatchRange {
+    range: Option<batches::RawRange>,
+}
+
+#[pymethods]
+impl BatchRange {
+    #[new]
+    fn py_new(
+        topic: String,
+        partition: i32,
+        start: i64,
+        end: i64,
+        size: i64,
+        read_committed: bool,
+    ) -> PyResult<Self> {
+        if size <= 0 {
+            return Err(ReaderError::new_err("chunk size must be positive"));
+        }
+        let chunker = Chunker::new((topic, partition, start, end), size);
+        Ok(BatchRange { range: Some(batches::RawRange::new(chunker, read_committed)) })
+    }
+
+    /// Walks the whole record batches of one fetch response's records; `aborted` is the
+    /// response's aborted transactions (producer id, first offset). Returns the offset the
+    /// next fetch starts at and how many whole batches the response held; raises
+    /// ReaderError naming the batch when the records are corrupt or not magic 2.
+    fn feed(&mut self, py: Python<'_>, data: &[u8], aborted: Vec<(i64, i64)>) -> PyResult<(i64, usize)> {
+        let range = self.range.as_mut().ok_or_else(|| ReaderError::new_err("the range is finished"))?;
+        let fed = py.allow_threads(|| range.feed(data, &aborted)).map_err(ReaderError::new_err)?;
+        Ok((fed.next, fed.batches))
+    }
+
+    /// The offset the next fetch starts at.
+    #[getter]
+    fn next(&self) -> i64 {
+        self.range.as_ref().map_or(i64::MAX, |r| r.next())
+    }
+
+    /// True once every offset of the range was read.
+    #[getter]
+    fn done(&self) -> bool {
+        self.range.as_ref().is_none_or(|r| r.done())
+    }
+
+    /// The range's chunk rows (its trailing gaps closed); only once it is done.
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        match self.range.take() {
+            Some(r) if r.done() => {
+                let (range, chunks) = r.chunker.finish();
+                let rows = PyList::empty(py);
+                for c in &chunks {
+                    rows.append(chunk_row(py, &range.0, range.1, c)?)?;
+                }
+                Ok(rows)
+            }
+            Some(r) => {
+                let why = format!("the range is read up to offset {} of {}", r.next(), r.chunker.range.3);
+                self.range = Some(r);
+                Err(ReaderError::new_err(why))
+            }
+            None => Err(ReaderError::new_err("the range is finished")),
+        }
+    }
+}
+
+extern "C" {
+    /// `rd_kafka_err2str`, declared with a plain int: a broker's error code may be one this
+    /// build's enum does not list, and a Rust enum must never hold a value it does not list.
+    #[link_name = "rd_kafka_err2str"]
+    fn err2str_code(code: i32) -> *const c_char;
+}
+
+/// librdkafka's words for a broker's error code ("Broker: Topic authorization failed"), so
+/// the batch reader names a failed fetch as the librdkafka readers do.
+#[pyfunction]
+fn broker_error(code: i16) -> String {
+    unsafe { CStr::from_ptr(err2str_code(i32::from(code))) }.to_string_lossy().into_owned()
+}
+
 /// librdkafka's version string, for logs and the benchmark.
 #[pyfunction]
 fn librdkafka_version() -> String {
@@ -564,7 +460,9 @@ fn librdkafka_version() -> String {
 #[pymodule]
 fn mirror_audit_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
+    m.add_class::<BatchRange>()?;
     m.add_function(wrap_pyfunction!(librdkafka_version, m)?)?;
+    m.add_function(wrap_pyfunction!(broker_error, m)?)?;
     m.add("SettingsError", m.py().get_type::<SettingsError>())?;
     m.add("ReaderError", m.py().get_type::<ReaderError>())?;
     Ok(())

@@ -153,7 +153,7 @@ def test_a_nightly_run_over_sasl_reads_every_part_and_writes_no_password(
     assert proc.returncode in (0, 1), proc.stderr[-3000:]  # a verdict, not an error
 
     summary = json.loads((run / "summary.json").read_text())
-    # Records read on both sides over SASL, by the compiled reader, and equal; the group and
+    # Records read on both sides over SASL, by the batch reader, and equal; the group and
     # its offsets seen on both sides (a principal without group Describe sees no group).
     for inv in ("CM-DATA-1", "CM-GROUP-1"):
         assert summary["invariants"][inv]["status"] == "pass", summary["invariants"][inv]
@@ -161,7 +161,7 @@ def test_a_nightly_run_over_sasl_reads_every_part_and_writes_no_password(
         notes = json.loads((run / side / "manifest.json").read_text())["notes"]
         assert notes["open_transactions"].startswith("collected"), notes["open_transactions"]  # kafka-python
         assert "groups" not in notes  # cluster Describe granted: every group listed
-        assert notes["records"]["reader"] == "native" and notes["records"]["unreadable_ranges"] == 0
+        assert notes["records"]["reader"] == "batches" and notes["records"]["unreadable_ranges"] == 0
         batches = notes["batches"]
         assert batches["read"] == "wire" and batches["batch_scan_issues"] == 0, batches  # kafka-python
         assert batches["batches"] >= 2 and batches["markers"] == 1, batches
@@ -280,7 +280,7 @@ def test_a_principal_that_may_not_read_gets_each_range_unreadable_with_the_reaso
     sandbox: SandboxState, sasl_login: tuple[str, str], tmp_path: Path
 ) -> None:
     """``describer`` may describe the topics but not read them: the snapshot works, and the
-    record scan (compiled reader) and the wire fetch (kafka-python) finish with every range
+    record scan (batch reader) and the wire fetch (kafka-python) finish with every range
     unreadable and the broker's reason, rather than waiting out their timeouts."""
     for name in ("source", "destination"):
         grant(sandbox.cluster(name).bootstrap, "User:describer", [Permission("topic", "*", "DESCRIBE", "")])
@@ -292,7 +292,7 @@ def test_a_principal_that_may_not_read_gets_each_range_unreadable_with_the_reaso
     proc = run_cli("records", "scan", "--config", str(cfg), "--run", str(run))
     assert proc.returncode == 0, proc.stderr[-3000:]  # a collection step: the audit judges
     note = json.loads((run / "source" / "manifest.json").read_text())["notes"]["records"]
-    assert note["reader"] == "native" and note["unreadable_ranges"] == 2, note  # a range per side
+    assert note["reader"] == "batches" and note["unreadable_ranges"] == 2, note  # a range per side
     for issue in note["issues"]:
         assert "Topic authorization failed" in issue["detail"], issue
 

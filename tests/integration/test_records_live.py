@@ -215,9 +215,9 @@ def _first(audited: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_each_fault_is_localized_to_its_offset_and_kind(audited: dict[str, Any]) -> None:
     assert audited["scan"].returncode == 0, audited["scan"].stderr[-3000:]
     assert audited["audit"].returncode == 1, audited["audit"].stderr[-3000:]
-    # records.reader auto, with the compiled reader installed (make test builds it).
-    assert audited["first_note"]["reader"] == "native"
-    assert "(read_uncommitted, native reader)" in audited["scan"].stdout
+    # records.reader auto, with the compiled package installed (make test builds it): the batch reader.
+    assert audited["first_note"]["reader"] == "batches"
+    assert "(read_uncommitted, batches reader)" in audited["scan"].stdout
     inv = audited["summary"]["invariants"]
     assert inv["CM-DATA-1"]["status"] == "fail"
     found = {name: (d["offset"], d["kind"]) for name, d in _first(audited).items()}
@@ -312,7 +312,7 @@ def test_a_byte_budget_reads_what_fits_and_leaves_the_rest(
     assert 0 < note["offsets_planned"] < audited["first_note"]["offsets_planned"]
 
 
-READERS = ("python", "native")
+READERS = ("python", "native", "batches")
 
 
 @pytest.mark.parametrize("reader", READERS)
@@ -401,13 +401,13 @@ def _ranges(bootstrap: str, topics: list[str]) -> list[tuple[str, int, int, int]
 
 
 @pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
-def test_the_compiled_reader_gives_the_python_readers_rows(
+def test_the_compiled_readers_give_the_python_readers_rows(
     audited: dict[str, Any], sandbox: SandboxState, isolation: str
 ) -> None:
-    """The compiled reader (librdkafka, hashing in Rust) against confluent-kafka on every
-    topic of the fixture, both clusters: equal chunk rows, checksums, gaps (markers,
-    aborted records under read_committed, compaction holes), epoch runs and all; and a
-    range below the log start fails for both, the rest still read."""
+    """The compiled readers (librdkafka's messages, and raw record batches, hashing in
+    Rust) against confluent-kafka on every topic of the fixture, both clusters: equal chunk
+    rows, checksums, gaps (markers, aborted records under read_committed, compaction holes),
+    epoch runs and all; and a range below the log start fails for each, the rest still read."""
     from audit.collect.records.read import chunk_ranges, consumer_settings
 
     for side in ("source", "destination"):
@@ -417,11 +417,12 @@ def test_the_compiled_reader_gives_the_python_readers_rows(
         gone = (audited["topics"]["retention"], 0, 0, 10) if side == "destination" else None
         asked = ranges + ([gone] if gone else [])
         python = chunk_ranges(settings, asked, 7, 30, "python")
-        native = chunk_ranges(settings, asked, 7, 30, "native")
-        assert sorted(native[0]) == sorted(python[0])
-        assert len(native[0]) == len(ranges) and sum(len(rows) for _, rows in native[0]) > 100
-        assert [r for r, _ in native[1]] == [r for r, _ in python[1]] == ([gone] if gone else [])
-        assert all(why for _, why in native[1])
+        for reader in ("native", "batches"):
+            got = chunk_ranges(settings, asked, 7, 30, reader)
+            assert sorted(got[0]) == sorted(python[0]), reader
+            assert len(got[0]) == len(ranges) and sum(len(rows) for _, rows in got[0]) > 100
+            assert [r for r, _ in got[1]] == [r for r, _ in python[1]] == ([gone] if gone else [])
+            assert all(why for _, why in got[1])
 
 
 def test_the_compiled_reader_frames_nulls_empties_and_headers_like_python(sandbox: SandboxState) -> None:
@@ -445,10 +446,73 @@ def test_the_compiled_reader_frames_nulls_empties_and_headers_like_python(sandbo
     _produce(bootstrap, topic, shapes)
     settings = consumer_settings({"bootstrap.servers": bootstrap}, "read_uncommitted")
     python = chunk_ranges(settings, [(topic, 0, 0, len(shapes))], 1, 30, "python")
-    native = chunk_ranges(settings, [(topic, 0, 0, len(shapes))], 1, 30, "native")
-    assert native == python
-    sums = [row["checksum"] for row in native[0][0][1]]
+    assert chunk_ranges(settings, [(topic, 0, 0, len(shapes))], 1, 30, "native") == python
+    assert chunk_ranges(settings, [(topic, 0, 0, len(shapes))], 1, 30, "batches") == python
+    sums = [row["checksum"] for row in python[0][0][1]]
     assert len(sums) == len(set(sums)) == len(shapes)
+
+
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+def test_every_reader_gives_equal_rows_on_every_codec_transaction_and_timestamp_type(
+    sandbox: SandboxState,
+) -> None:
+    """Topics in each compression codec (librdkafka's producer, and the broker recompressing
+    with the topic's compression.type), with repeated header names, null header values,
+    null and empty keys and values, a committed and an aborted transaction, and a topic
+    with broker append times: the three readers' rows equal, cell by cell, under both
+    isolation levels."""
+    from audit.collect.records.read import chunk_ranges, consumer_settings
+
+    bootstrap = sandbox.cluster("source").bootstrap
+    shapes: list[Rec] = []
+    for i in range(60):
+        key = None if i % 7 == 3 else (b"" if i % 7 == 4 else f"k{i}".encode())
+        value = None if i % 5 == 2 else (b"" if i % 5 == 3 else f"value-{i}".encode() * (1 + i % 4))
+        headers: Headers = [("dup", b"1"), ("dup", b"2"), ("null", None), ("", b"")] if i % 3 else None
+        shapes.append((key, value, headers, T0 + i))
+    topics = []
+    tag = uuid.uuid4().hex[:6]
+    for codec in CODECS:
+        for broker_side in (False, True):
+            topic = f"rec-codec-{codec}-{'topic' if broker_side else 'producer'}-{tag}"
+            if broker_side:  # the broker recompresses what it is sent
+                _create(bootstrap, topic, **{"compression.type": "producer" if codec == "none" else codec})
+            else:
+                _create(bootstrap, topic)
+            producer = {"bootstrap.servers": bootstrap, "linger.ms": 5, "compression.type": codec}
+            p = Producer(producer)
+            for key, value, headers, ts in shapes[:30]:
+                p.produce(topic, value, key, partition=0, timestamp=ts, headers=headers)
+            assert p.flush(60) == 0
+            for committed in (True, False):
+                t = Producer({**producer, "transactional.id": f"{topic}-{committed}"})
+                t.init_transactions(30)
+                t.begin_transaction()
+                for key, value, headers, ts in shapes[30:45]:
+                    t.produce(topic, value, key, partition=0, timestamp=ts, headers=headers)
+                t.flush(30)
+                if committed:
+                    t.commit_transaction(30)
+                else:
+                    t.abort_transaction(30)
+            wait_transactions_settled(bootstrap, [topic])
+            topics.append(topic)
+    appended = f"rec-append-time-{tag}"
+    _create(bootstrap, appended, **{"message.timestamp.type": "LogAppendTime"})
+    _produce(bootstrap, appended, shapes)
+    topics.append(appended)
+    for isolation in ("read_uncommitted", "read_committed"):
+        settings = consumer_settings({"bootstrap.servers": bootstrap}, isolation)
+        ranges = _ranges(bootstrap, topics)
+        python = chunk_ranges(settings, ranges, 8, 30, "python")
+        assert python[1] == [] and len(python[0]) == len(topics)
+        for reader in ("native", "batches"):
+            assert sorted(chunk_ranges(settings, ranges, 8, 30, reader)[0]) == sorted(python[0]), (
+                reader,
+                isolation,
+            )
 
 
 def test_the_records_scan_on_a_standalone_cluster_writes_what_the_local_one_wrote(

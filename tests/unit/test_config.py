@@ -117,7 +117,7 @@ def test_dollar_escape() -> None:
         ("records:\n  chunk_records: 3000000000\n", "records.chunk_records: must be at most 2147483647"),
         (
             "records:\n  reader: rust\n",
-            "records.reader: must be one of 'auto' | 'native' | 'python', got 'rust'",
+            "records.reader: must be one of 'auto' | 'batches' | 'native' | 'python', got 'rust'",
         ),
         (
             "spark:\n  worker_malloc: libmimalloc.so.2\n",

@@ -42,8 +42,26 @@ def test_an_unknown_setting_is_refused_by_name() -> None:
 
 def test_resolve_follows_records_reader() -> None:
     assert native_reader.resolve("python", _both(NOWHERE)) == "python"
-    assert native_reader.resolve("auto", _both(NOWHERE)) == "native"
+    assert native_reader.resolve("auto", _both(NOWHERE)) == "batches"
+    assert native_reader.resolve("batches", _both(NOWHERE)) == "batches"
     assert native_reader.resolve("native", _both(NOWHERE)) == "native"
+
+
+def test_a_property_kafka_python_cannot_honour_keeps_auto_on_librdkafka(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The batch reader connects through kafka-python: a connection property it has no
+    keyword for would be dropped, so the reader is refused by the property's name."""
+    odd = {**NOWHERE, "ssl.endpoint.identification.algorithm": "none"}
+    settings = {
+        "source": consumer_settings(NOWHERE, "read_committed"),
+        "destination": consumer_settings(odd, "read_committed"),
+    }
+    with caplog.at_level(logging.WARNING):
+        assert native_reader.resolve("auto", settings) == "native"
+    assert "the destination settings: the property ssl.endpoint.identification.algorithm" in caplog.text
+    with pytest.raises(ConfigError, match=r"records.reader is batches .* ssl\.endpoint\.identification"):
+        native_reader.resolve("batches", settings)
 
 
 def test_settings_the_build_lacks_fall_back_on_auto_and_fail_on_native(
@@ -68,8 +86,11 @@ def test_a_missing_package_falls_back_on_auto_and_fails_on_native(monkeypatch: p
 
 def test_a_task_without_the_package_falls_back_only_on_auto(monkeypatch: pytest.MonkeyPatch) -> None:
     assert native_reader.in_task("native", "auto") == "native"
+    assert native_reader.in_task("batches", "auto") == "batches"
     monkeypatch.setattr(native_reader, "load", lambda: None)
     assert native_reader.in_task("native", "auto") == "python"
+    assert native_reader.in_task("batches", "auto") == "python"
+    assert native_reader.in_task("batches", "batches") == "batches"
     assert native_reader.in_task("native", "native") == "native"  # the task then fails, as asked
     assert native_reader.in_task("python", "auto") == "python"
 

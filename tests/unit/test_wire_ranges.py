@@ -56,7 +56,16 @@ class FakeBroker(FetchSession):
         self.asked: list[int] = []
         self.cut_short = 0
 
-    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchResult:
+    def fetch(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        *,
+        read_committed: bool = False,
+        max_wait_ms: int = 0,
+    ) -> FetchResult:
         self.asked.append(offset)
         first = next((i for i, b in enumerate(self.log) if _last_offset(b) >= offset), len(self.log))
         data = b"".join(self.log[first:])

@@ -38,6 +38,9 @@ class FetchResult:
     error_code: int
     high_watermark: int
     log_start_offset: int
+    # (producer id, first offset) of the aborted transactions in the records: a response
+    # to a read_committed fetch lists them, so the reader can skip their batches.
+    aborted: tuple[tuple[int, int], ...] = ()
 
 
 class FetchSession:
@@ -76,18 +79,30 @@ class FetchSession:
                 time.sleep(0.2 * (attempt + 1))
         raise AssertionError("unreachable")
 
-    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchResult:
+    def fetch(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        *,
+        read_committed: bool = False,
+        max_wait_ms: int = 0,
+    ) -> FetchResult:
         """The raw records from ``offset`` (the batch holding it first), at most about
-        ``max_bytes`` (a first batch larger than that still comes whole, KIP-74)."""
+        ``max_bytes`` (a first batch larger than that still comes whole, KIP-74). Read
+        uncommitted by default: every batch, aborted ones and markers too; read committed,
+        the records stop at the last stable offset and the aborted transactions come along.
+        ``max_wait_ms``: how long the broker may wait for records to arrive."""
         from kafka.protocol.consumer import FetchRequest
 
         t = FetchRequest.FetchTopic
         p = t.FetchPartition
         request = FetchRequest(
-            max_wait_ms=0,
-            min_bytes=0,
+            max_wait_ms=max_wait_ms,
+            min_bytes=1 if max_wait_ms else 0,
             max_bytes=max_bytes,
-            isolation_level=0,  # read_uncommitted: every batch, aborted ones and markers too
+            isolation_level=1 if read_committed else 0,
             session_id=0,
             session_epoch=-1,  # no incremental fetch session
             topics=[
@@ -120,6 +135,9 @@ class FetchSession:
                         int(pr.error_code),
                         int(pr.high_watermark),
                         int(pr.log_start_offset),
+                        tuple(
+                            (int(a.producer_id), int(a.first_offset)) for a in pr.aborted_transactions or ()
+                        ),
                     )
                     if result.error_code not in NOT_LEADER_ERRORS:
                         return result

@@ -38,20 +38,32 @@ _OPEN_STATES = ["Ongoing", "PrepareCommit", "PrepareAbort"]
 
 def kafka_python_settings(cfg: ClusterConfig) -> dict[str, Any] | str:
     """Keyword arguments for kafka-python's admin client, or why they cannot be built."""
+    return kafka_python_from(cfg.client_settings(), cfg.timeout_seconds)
+
+
+def kafka_python_from(
+    client: dict[str, Any], timeout_seconds: float, ignored: frozenset[str] | None = None
+) -> dict[str, Any] | str:
+    """kafka-python's keywords for librdkafka client properties (``bootstrap.servers`` and
+    the cluster's properties), or why they cannot be built. With ``ignored`` (the properties
+    known not to matter to the caller) a property kafka-python has no keyword for is refused
+    by name instead of left out: for a reader that must connect exactly as librdkafka would."""
     settings: dict[str, Any] = {
-        "bootstrap_servers": cfg.bootstrap_servers.split(","),
+        "bootstrap_servers": str(client["bootstrap.servers"]).split(","),
         "client_id": "mirror-audit",
-        "request_timeout_ms": int(cfg.timeout_seconds * 1000),
+        "request_timeout_ms": int(timeout_seconds * 1000),
         # kafka-python waits 30 s by default for a first broker, whatever the request timeout;
         # an unreachable cluster or a refused login should cost the configured timeout only.
-        "bootstrap_timeout_ms": int(cfg.timeout_seconds * 1000),
+        "bootstrap_timeout_ms": int(timeout_seconds * 1000),
     }
-    for key, value in cfg.properties.items():
+    for key, value in client.items():
         if key in _PROPERTY_MAP:
             settings[_PROPERTY_MAP[key]] = value
+        elif ignored is not None and key != "bootstrap.servers" and key not in ignored:
+            return f"the property {key} has no kafka-python equivalent"
     mechanism = str(settings.get("sasl_mechanism", "")).upper()
     if mechanism and mechanism not in _SUPPORTED_SASL:
-        return f"SASL mechanism {mechanism} is not supported for transaction admin calls"
+        return f"SASL mechanism {mechanism} is not supported by kafka-python here"
     return settings
 
 

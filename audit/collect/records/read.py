@@ -20,6 +20,7 @@ from typing import Any
 from audit.collect.batches.format import ScanSink
 from audit.collect.batches.scan import issue_accumulator
 from audit.collect.records import native as native_reader
+from audit.collect.records.batch_reader import BatchWaves
 from audit.collect.records.chunks import RangeChunker
 from audit.collect.records.native import ReaderName
 from audit.collect.records.plan import SIDES, RecordPlan, TaskRange, task_groups, task_ranges
@@ -155,12 +156,19 @@ def chunk_ranges(
     """The chunks of several ranges of one cluster read at once by one consumer (a consumer
     fetching many partitions is several times faster than one reading them in turn:
     measured 3.8 times). Ranges of the same partition are read in successive waves.
-    ``reader`` picks confluent-kafka or the compiled reader (``native_reader``); both give
-    the same rows. Returns each range's chunk rows, and the ranges that failed with why."""
+    ``reader`` picks confluent-kafka, the compiled librdkafka reader (``native_reader``) or
+    the batch reader (``batch_reader``); all give the same rows. Returns each range's chunk
+    rows, and the ranges that failed with why."""
     done: list[tuple[Range, list[dict[str, Any]]]] = []
     failed: list[tuple[Range, str]] = []
     pending = list(ranges)
-    waves: Any = native_reader.open_native(settings) if reader == "native" else _PythonWaves(settings)
+    waves: Any
+    if reader == "native":
+        waves = native_reader.open_native(settings)
+    elif reader == "batches":
+        waves = BatchWaves(settings, timeout)
+    else:
+        waves = _PythonWaves(settings)
     try:
         with cyclic_gc_paused():
             while pending:

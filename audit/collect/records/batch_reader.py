@@ -1,0 +1,165 @@
+"""The batch reader: records checksummed straight from the record batches of Fetch
+responses (``records.reader: batches``).
+
+Why: the librdkafka readers pay for a message object per record (a malloc, a header list
+and a copy per header, freed on another thread), which bounds them well below the speed of
+the wire (docs/benchmarks.md, "Where the reader's time goes"). Here kafka-python's
+FetchSession (collect/batches/wire.py: its connections, SASL, TLS and leader handling)
+fetches raw batches and hands each response's bytes to the compiled walker
+(native/src/batches.rs: the codecs by their crates, the v2 records walked with no
+allocation per record, hashed exactly as the other readers hash them). The rows are the
+other readers' rows, cell by cell (tests/integration/test_records_live.py).
+
+It connects only as librdkafka would: a client property kafka-python has no keyword for
+is refused by name (``BatchSettingsError``), and ``records.reader: auto`` then reads with
+the librdkafka reader instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from audit.collect.batches.wire import FetchSession
+from audit.collect.metadata.transactions import kafka_python_from
+
+log = logging.getLogger(__name__)
+
+Range = tuple[str, int, int, int]  # topic, partition, start, end
+WaveResult = tuple[list[tuple[Range, list[dict[str, Any]]]], list[tuple[Range, str]]]
+
+# Bytes asked per Fetch: large enough that a response's fixed cost (a round trip, the
+# broker's bookkeeping) is small beside its records, small enough to bound a task's memory.
+FETCH_BYTES = 16 << 20
+# While a range makes no progress (records not yet stable under read_committed, a broker
+# catching up), the broker holds the request this long instead of answering empty at once.
+WAIT_MS = 500
+
+# librdkafka consumer properties that shape how librdkafka itself consumes (read.py's
+# consumer_settings): nothing of them concerns how a connection is made, so the batch
+# reader, which fetches in its own way, may leave them out. Any other property it cannot
+# map is refused.
+CONSUMER_ONLY = frozenset(
+    {
+        "group.id",
+        "client.id",
+        "enable.auto.commit",
+        "enable.auto.offset.store",
+        "allow.auto.create.topics",
+        "auto.offset.reset",
+        "isolation.level",
+        "enable.partition.eof",
+        "fetch.queue.backoff.ms",
+        "queued.min.messages",
+        "queued.max.messages.kbytes",
+        "fetch.max.bytes",
+        "max.partition.fetch.bytes",
+    }
+)
+
+
+class BatchSettingsError(ValueError):
+    """A client setting the batch reader cannot honour (the message names it)."""
+
+
+@dataclass(frozen=True)
+class FetchSettings:
+    """What the batch reader connects with: kafka-python's keywords and the isolation."""
+
+    kafka_python: dict[str, Any]
+    read_committed: bool
+
+
+def fetch_settings(consumer: dict[str, Any], timeout: float) -> FetchSettings:
+    """The batch reader's settings from the librdkafka consumer settings of
+    ``read.consumer_settings``; BatchSettingsError naming what it cannot honour."""
+    found = kafka_python_from(consumer, timeout, ignored=CONSUMER_ONLY)
+    if isinstance(found, str):
+        raise BatchSettingsError(found)
+    return FetchSettings(found, consumer.get("isolation.level") == "read_committed")
+
+
+def available() -> bool:
+    """Whether the compiled package has the batch walker."""
+    from audit.collect.records import native
+
+    module = native.load()
+    return module is not None and hasattr(module, "BatchRange")
+
+
+class RangeFailed(Exception):
+    """A range that could not be read to its end (the message says where and why)."""
+
+
+class BatchWaves:
+    """The batch reader's side of ``read.chunk_ranges``: the ranges of a wave read in turn
+    over one FetchSession, each range whole or failed with why (nothing of a failed range
+    is returned: its chunks are not verified)."""
+
+    def __init__(self, consumer: dict[str, Any], timeout: float) -> None:
+        import mirror_audit_native
+
+        self._native = mirror_audit_native
+        self._settings = fetch_settings(consumer, timeout)
+        self._timeout_ms = int(timeout * 1000)
+        self._session: FetchSession | None = None
+
+    def _connected(self) -> FetchSession:
+        if self._session is None:
+            self._session = FetchSession(self._settings.kafka_python, self._timeout_ms)
+        return self._session
+
+    def read_wave(self, wave: list[Range], size: int, timeout: float) -> WaveResult:
+        done: list[tuple[Range, list[dict[str, Any]]]] = []
+        failed: list[tuple[Range, str]] = []
+        try:
+            self._connected()
+        except Exception as exc:  # every range of the wave unread, the connection not retried per range
+            why = f"no connection (kafka-python): {type(exc).__name__}: {str(exc)[:200]}"
+            return done, [(r, why) for r in wave]
+        for r in wave:
+            try:
+                done.append((r, self._read(r, size, timeout)))
+            except (RangeFailed, self._native.ReaderError) as why:
+                failed.append((r, str(why)))
+            except Exception as exc:  # kafka-python's own errors, a lost connection: this range only
+                failed.append((r, f"{type(exc).__name__}: {str(exc)[:300]}"))
+        return done, failed
+
+    def _read(self, r: Range, size: int, timeout: float) -> list[dict[str, Any]]:
+        topic, partition, start, end = r
+        session = self._connected()
+        committed = self._settings.read_committed
+        reading = self._native.BatchRange(topic, partition, start, end, size, committed)
+        deadline = time.monotonic() + timeout
+        wait = 0
+        while not reading.done:
+            at = reading.next
+            result = session.fetch(
+                topic, partition, at, FETCH_BYTES, read_committed=committed, max_wait_ms=wait
+            )
+            if result.error_code != 0:
+                raise RangeFailed(
+                    f"fetch at offset {at}: {self._native.broker_error(result.error_code)} "
+                    f"(log start {result.log_start_offset}, high watermark {result.high_watermark})"
+                )
+            reading.feed(result.records, list(result.aborted))
+            if reading.next > at:
+                deadline = time.monotonic() + timeout
+                wait = 0
+            elif time.monotonic() > deadline:
+                raise RangeFailed(
+                    f"no progress for {timeout:.0f}s at offset {at} of the range ending at {end} "
+                    f"(high watermark {result.high_watermark})"
+                )
+            else:
+                wait = WAIT_MS
+        rows: list[dict[str, Any]] = reading.finish()
+        return rows
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
