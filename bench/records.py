@@ -21,10 +21,10 @@ bytes (key, value, one header), lz4 batches. Then, interleaved for --rounds roun
   partition from the beginning to the end, to /dev/null.
 
 Rates are records per second over both clusters (2 x --records); CPU per record is the CPU
-time (user and system) of the side's process tree over its records: for the processes this
-benchmark starts (kcat, the CLI) getrusage(RUSAGE_CHILDREN) once they are reaped, for the
-running session the utime, stime, cutime and cstime of the session's JVM and Python workers
-from /proc (they live on, so getrusage cannot see them); the brokers' CPU is in neither.
+time (user and system) of the side's process tree over its records, every process's
+utime and stime sampled from /proc every 50 ms (getrusage cannot see the running session's
+JVM and Python workers, which live on, nor the CLI's JVM, which its Python does not reap);
+the brokers' CPU is in no side's.
 Peak memory is the largest resident set of the whole process tree (the driver, its JVM and Python workers for
 a fresh ours; the session's JVM and Python workers in the running session; both kcat
 processes for the baseline), sampled every 50 ms. The same is then done with --large
@@ -43,7 +43,6 @@ import argparse
 import logging
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -160,10 +159,10 @@ def _tree(pids: list[int], roots: bool = True) -> list[int]:
     return out
 
 
-def _tree_rss(pids: list[int], roots: bool = True) -> int:
-    """Resident bytes of the tree (``_tree``)."""
+def _tree_rss(tree: list[int]) -> int:
+    """Resident bytes of these processes."""
     total = 0
-    for pid in _tree(pids, roots):
+    for pid in tree:
         try:
             with open(f"/proc/{pid}/statm") as f:
                 total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -172,31 +171,46 @@ def _tree_rss(pids: list[int], roots: bool = True) -> int:
     return total
 
 
-def _tree_cpu(pids: list[int], roots: bool = True) -> float:
-    """CPU seconds of the tree (``_tree``): user and system, with its reaped children's."""
-    ticks = 0
-    for pid in _tree(pids, roots):
+def _cpu_ticks(tree: list[int]) -> dict[int, int]:
+    """User and system clock ticks each of these processes has used so far."""
+    out = {}
+    for pid in tree:
         try:
             with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            ticks += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+            out[pid] = int(fields[11]) + int(fields[12])
         except (OSError, ValueError, IndexError):
             pass
-    return ticks / os.sysconf("SC_CLK_TCK")
+    return out
 
 
 class _Peak:
-    """The peak resident set of some process trees while a block runs."""
+    """The peak resident set and the CPU time of some process trees while a block runs,
+    sampled every 50 ms from /proc: each process's CPU as last seen, less what it had used
+    when the block began, so processes that end before the block does count too (to their
+    last sample) and the session's long-lived ones count only what they used meanwhile."""
 
     def __init__(self, pids: Callable[[], list[int]], roots: bool = True) -> None:
         self.pids, self.roots, self.peak = pids, roots, 0
+        self._start = _cpu_ticks(_tree(pids(), roots))
+        self._last = dict(self._start)
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
+    def _once(self) -> None:
+        tree = _tree(self.pids(), self.roots)
+        self.peak = max(self.peak, _tree_rss(tree))
+        self._last.update(_cpu_ticks(tree))
+
     def _sample(self) -> None:
         while not self._done.is_set():
-            self.peak = max(self.peak, _tree_rss(self.pids(), self.roots))
+            self._once()
             time.sleep(0.05)
+
+    def cpu(self) -> float:
+        """CPU seconds the trees used while the block ran."""
+        ticks = sum(t - self._start.get(pid, 0) for pid, t in self._last.items())
+        return ticks / os.sysconf("SC_CLK_TCK")
 
     def __enter__(self) -> _Peak:
         self._thread.start()
@@ -205,21 +219,16 @@ class _Peak:
     def __exit__(self, *exc: object) -> None:
         self._done.set()
         self._thread.join()
+        self._once()
 
 
 Measured = tuple[float, int, float]  # wall seconds, peak resident bytes, CPU seconds
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _run(cmds: list[list[str]]) -> Measured:
     """Wall time of running ``cmds`` at once, the peak resident set of their trees and
-    their CPU time (getrusage of the reaped children)."""
+    their CPU time."""
     procs: list[subprocess.Popen[bytes]] = []
-    cpu = _children_cpu()
     with _Peak(lambda: [p.pid for p in procs]) as peak:
         started = time.perf_counter()
         procs.extend(subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for c in cmds)
@@ -228,7 +237,7 @@ def _run(cmds: list[list[str]]) -> Measured:
     for cmd, p, err in zip(cmds, procs, errors, strict=True):
         if p.returncode != 0:
             raise SystemExit(f"{cmd[:4]} failed ({p.returncode}): {err[-800:]!r}")
-    return elapsed, peak.peak, _children_cpu() - cpu
+    return elapsed, peak.peak, peak.cpu()
 
 
 def _in_session(work: Callable[[], None]) -> Measured:
@@ -236,12 +245,10 @@ def _in_session(work: Callable[[], None]) -> Measured:
     of the session (this process's descendants: its JVM and the Python workers; not this
     process, which also holds what producing the topics left behind) and their CPU time."""
     with _Peak(lambda: [os.getpid()], roots=False) as peak:
-        cpu = _tree_cpu([os.getpid()], roots=False)
         started = time.perf_counter()
         work()
         elapsed = time.perf_counter() - started
-        used = _tree_cpu([os.getpid()], roots=False) - cpu
-    return elapsed, peak.peak, used
+    return elapsed, peak.peak, peak.cpu()
 
 
 def _scan(spark: Any, cfg: AuditConfig, topic: str, records: int, out: Path, reader: Any = None) -> None:

@@ -151,6 +151,25 @@ fn unsnappy(src: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
     Ok(())
 }
 
+/// Where the fetch after a response with `data` starts: past its last whole batch, and at
+/// least `from`. The same offset [`RawRange::feed`] reaches on these bytes (unless they are
+/// corrupt, when feed fails), read from the batch headers alone: so the next fetch can be
+/// sent before this one's records are walked.
+pub fn resume_offset(data: &[u8], from: i64) -> i64 {
+    let mut pos = 0;
+    let mut next = from;
+    while data.len() - pos >= LOG_OVERHEAD {
+        let length = i32_at(data, pos + 8);
+        if length < (HEADER - LOG_OVERHEAD) as i32 || data.len() - pos < LOG_OVERHEAD + length as usize {
+            break;
+        }
+        let last = i64_at(data, pos) + i64::from(i32_at(data, pos + LAST_OFFSET_DELTA_AT));
+        next = next.max(last + 1);
+        pos += LOG_OVERHEAD + length as usize;
+    }
+    next
+}
+
 /// What one fetch response's records gave.
 pub struct Fed {
     /// Where the next fetch starts: past the last whole batch read (a batch cut at the end

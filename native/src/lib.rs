@@ -437,6 +437,13 @@ impl BatchRange {
     }
 }
 
+/// Where the fetch after a response's records starts (`batches::resume_offset`): read from
+/// the batch headers, so the next fetch is on its way while this one's records are walked.
+#[pyfunction]
+fn resume_offset(data: &[u8], from: i64) -> i64 {
+    batches::resume_offset(data, from)
+}
+
 extern "C" {
     /// `rd_kafka_err2str`, declared with a plain int: a broker's error code may be one this
     /// build's enum does not list, and a Rust enum must never hold a value it does not list.
@@ -463,6 +470,7 @@ fn mirror_audit_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BatchRange>()?;
     m.add_function(wrap_pyfunction!(librdkafka_version, m)?)?;
     m.add_function(wrap_pyfunction!(broker_error, m)?)?;
+    m.add_function(wrap_pyfunction!(resume_offset, m)?)?;
     m.add("SettingsError", m.py().get_type::<SettingsError>())?;
     m.add("ReaderError", m.py().get_type::<ReaderError>())?;
     Ok(())

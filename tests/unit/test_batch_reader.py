@@ -203,3 +203,14 @@ def test_a_gzip_batch_that_does_not_inflate_is_named() -> None:
     r = native.BatchRange("t", 0, 0, 1, 10, False)
     with pytest.raises(native.ReaderError, match="gzip records do not decompress"):
         r.feed(bytes(data), [])
+
+
+def test_the_next_fetch_offset_read_from_the_headers_is_where_the_walk_ends() -> None:
+    """The fetch after a response is sent before its records are walked, at the offset the
+    batch headers give: the offset the walk then reaches, whole response or cut."""
+    data = mixed_batches(compression=1)
+    for cut in (len(data), len(data) - 1, len(data) // 2, 70, 12, 0):
+        r = native.BatchRange("t", 0, 2, 100, 4, False)
+        reached, _ = r.feed(data[:cut], [])
+        assert native.resume_offset(data[:cut], 2) == reached, cut
+    assert native.resume_offset(mixed_batches(), 100) == 100  # never behind where it starts

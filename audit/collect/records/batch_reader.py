@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from audit.collect.batches.wire import FetchSession
+from audit.collect.batches.wire import FetchResult, FetchSession
 from audit.collect.metadata.transactions import kafka_python_from
 
 log = logging.getLogger(__name__)
@@ -31,8 +32,12 @@ Range = tuple[str, int, int, int]  # topic, partition, start, end
 WaveResult = tuple[list[tuple[Range, list[dict[str, Any]]]], list[tuple[Range, str]]]
 
 # Bytes asked per Fetch: large enough that a response's fixed cost (a round trip, the
-# broker's bookkeeping) is small beside its records, small enough to bound a task's memory.
-FETCH_BYTES = 16 << 20
+# broker's bookkeeping) is small beside its records, small enough that the buffers a
+# response passes through are reused by the allocator instead of mapped fresh and faulted
+# in page by page (16 MiB cost mimalloc-preloaded workers half as much CPU again, 1 MiB more
+# Python per record than 4: measured,
+# docs/benchmarks.md "The batch reader").
+FETCH_BYTES = 4 << 20
 # While a range makes no progress (records not yet stable under read_committed, a broker
 # catching up), the broker holds the request this long instead of answering empty at once.
 WAIT_MS = 500
@@ -96,7 +101,11 @@ class RangeFailed(Exception):
 class BatchWaves:
     """The batch reader's side of ``read.chunk_ranges``: the ranges of a wave read in turn
     over one FetchSession, each range whole or failed with why (nothing of a failed range
-    is returned: its chunks are not verified)."""
+    is returned: its chunks are not verified).
+
+    Each response's successor is asked for before its records are walked (its offset is in
+    the batch headers, ``resume_offset``): the walk runs without the GIL while kafka-python's
+    IO thread receives the next response, so a task is not idle while its broker answers."""
 
     def __init__(self, consumer: dict[str, Any], timeout: float) -> None:
         import mirror_audit_native
@@ -105,6 +114,7 @@ class BatchWaves:
         self._settings = fetch_settings(consumer, timeout)
         self._timeout_ms = int(timeout * 1000)
         self._session: FetchSession | None = None
+        self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch-fetch-ahead")
 
     def _connected(self) -> FetchSession:
         if self._session is None:
@@ -134,17 +144,26 @@ class BatchWaves:
         committed = self._settings.read_committed
         reading = self._native.BatchRange(topic, partition, start, end, size, committed)
         deadline = time.monotonic() + timeout
+
+        def fetch(offset: int, wait: int) -> FetchResult:
+            return session.fetch(
+                topic, partition, offset, FETCH_BYTES, read_committed=committed, max_wait_ms=wait
+            )
+
+        ahead: tuple[int, Future[FetchResult]] | None = None
         wait = 0
         while not reading.done:
             at = reading.next
-            result = session.fetch(
-                topic, partition, at, FETCH_BYTES, read_committed=committed, max_wait_ms=wait
-            )
+            result = ahead[1].result() if ahead is not None and ahead[0] == at else fetch(at, wait)
+            ahead = None
             if result.error_code != 0:
                 raise RangeFailed(
                     f"fetch at offset {at}: {self._native.broker_error(result.error_code)} "
                     f"(log start {result.log_start_offset}, high watermark {result.high_watermark})"
                 )
+            after = self._native.resume_offset(result.records, at)
+            if at < after < end:
+                ahead = (after, self._ahead.submit(fetch, after, 0))
             reading.feed(result.records, list(result.aborted))
             if reading.next > at:
                 deadline = time.monotonic() + timeout
@@ -160,6 +179,7 @@ class BatchWaves:
         return rows
 
     def close(self) -> None:
+        self._ahead.shutdown(wait=True)  # a fetch still on its way finishes on the session it uses
         if self._session is not None:
             self._session.close()
             self._session = None
