@@ -66,8 +66,8 @@ def open_native(settings: dict[str, Any]) -> Any:
 def resolve(choice: str, settings: dict[str, dict[str, Any]]) -> ReaderName:
     """Which reader the scan tasks use, decided once on the driver from
     ``records.reader`` and each cluster's consumer settings. ``auto`` takes the batch reader
-    where it can connect as librdkafka would (it reads several times faster:
-    docs/benchmarks.md, "Record scan"), else the compiled librdkafka reader (opened and
+    where it can connect as librdkafka would (about twice as fast: docs/benchmarks.md,
+    "The batch reader"), else the compiled librdkafka reader (opened and
     closed on each side to check: librdkafka refuses unsupported settings when the handle is
     made, before any read), else confluent-kafka."""
     if choice == "python":
