@@ -262,7 +262,7 @@ impl RawRange {
 
     /// The type of a control batch's marker (its first record's key: version, type).
     fn control_type(&mut self, batch: &[u8], attributes: i16) -> Result<Option<i16>, String> {
-        let body = self.body(batch, attributes)?;
+        let body = records_of(batch, attributes, &mut self.scratch)?;
         let mut cur = Cursor { b: body, pos: 0 };
         if i32_at(batch, RECORD_COUNT_AT) < 1 {
             return Ok(None);
@@ -278,18 +278,6 @@ impl RawRange {
         })
     }
 
-    /// The batch's records, decompressed where they are compressed.
-    fn body<'b>(&'b mut self, batch: &'b [u8], attributes: i16) -> Result<&'b [u8], String> {
-        let records = &batch[HEADER..];
-        match attributes & CODEC_MASK {
-            0 => Ok(records),
-            codec => {
-                decompress(codec, records, &mut self.scratch)?;
-                Ok(&self.scratch)
-            }
-        }
-    }
-
     /// Adds the batch's records in [next, end) to the chunker.
     fn records(&mut self, batch: &[u8], attributes: i16, base: i64) -> Result<(), String> {
         let epoch = i32_at(batch, EPOCH_AT);
@@ -297,14 +285,7 @@ impl RawRange {
         let base_timestamp = i64_at(batch, BASE_TIMESTAMP_AT);
         let log_append = (attributes & LOG_APPEND_TIME != 0).then(|| i64_at(batch, MAX_TIMESTAMP_AT));
         let (next, end) = (self.next, self.chunker.range.3);
-        let records = &batch[HEADER..];
-        let body: &[u8] = match attributes & CODEC_MASK {
-            0 => records,
-            codec => {
-                decompress(codec, records, &mut self.scratch)?;
-                &self.scratch
-            }
-        };
+        let body = records_of(batch, attributes, &mut self.scratch)?;
         let chunker = &mut self.chunker;
         let mut cur = Cursor { b: body, pos: 0 };
         let corrupt = |why: String| format!("the record batch at offset {base}: {why}");
@@ -364,6 +345,17 @@ impl RawRange {
             }
         }
         Ok(())
+    }
+}
+
+/// A batch's records, decompressed into `scratch` where they are compressed.
+fn records_of<'b>(batch: &'b [u8], attributes: i16, scratch: &'b mut Vec<u8>) -> Result<&'b [u8], String> {
+    match attributes & CODEC_MASK {
+        0 => Ok(&batch[HEADER..]),
+        codec => {
+            decompress(codec, &batch[HEADER..], scratch)?;
+            Ok(scratch)
+        }
     }
 }
 
