@@ -11,7 +11,7 @@ NATIVE_STAMP := $(VENV)/.native-installed
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: help venv test unit lint typecheck browser malloc demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-readers kcat bench-scale bench-validation fuzz clean
+.PHONY: help venv test unit lint typecheck browser malloc demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-readers bench-scan-breakdown kcat bench-scale bench-validation fuzz clean
 
 help:
 	@echo "make demo   - run the audit demo on the local Kafka sandbox"
@@ -105,6 +105,16 @@ bench-records: $(STAMP) $(NATIVE_STAMP) jars malloc kcat
 
 bench-readers: $(STAMP) $(NATIVE_STAMP) jars malloc kcat
 	$(BIN)/python bench/record_readers.py
+
+# Where a 20 M record scan's CPU time goes (perf record over the whole machine): linux-perf
+# installed here where missing, as kcat is for the benchmarks above.
+bench-scan-breakdown: $(STAMP) $(NATIVE_STAMP) jars malloc
+	@command -v perf >/dev/null || { \
+	  echo "perf not found: installing Debian's linux-perf (apt-get) for the scan's breakdown"; \
+	  [ -n "$(APT_GET)" ] || { echo "$(NO_APT_GET): install perf (linux-perf)"; exit 2; }; \
+	  $(APT_GET) install -y --no-install-recommends linux-perf \
+	  || { $(APT_GET) update && $(APT_GET) install -y --no-install-recommends linux-perf; }; }
+	$(BIN)/python bench/scan_breakdown.py --symbols 5
 
 # kcat, the record benchmarks' baseline, installed here where missing from Debian's package.
 kcat:
