@@ -1,4 +1,8 @@
-"""The audit against the real sandbox brokers: read-only snapshots, clear errors, a real fault caught."""
+"""The audit against the real sandbox brokers: read-only snapshots, clear errors, a real fault caught.
+
+The jobs whose results are checked here run in this process on the suite's Spark session
+(``run_in_process``: what a command computes, without a JVM started per call); what a user
+sees of a process (the one-line error, the exit code of a fresh process) runs as one."""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from confluent_kafka.cimpl import NewTopic
 from audit.sandbox.cluster import start_node, stop_node
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, commit_offsets, produce
-from tests.cli import run_cli
+from tests.cli import run_cli, run_in_process
 from tests.run_files import assert_metrics_agree
 
 
@@ -131,7 +135,7 @@ def test_source_epoch_bump_is_caught_as_cm_epoch_1(sandbox: SandboxState, tmp_pa
     finally:
         start_node(sandbox, "source", 2)
     scope = f"scope:\n  topics:\n    include: ['{topic}']\n  groups:\n    include: ['{group}']\n"
-    proc = run_cli(
+    proc = run_in_process(
         "nightly", "--config", str(_config(tmp_path, sandbox, scope)), "--out", str(tmp_path / "run")
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -149,7 +153,7 @@ def test_source_epoch_bump_is_caught_as_cm_epoch_1(sandbox: SandboxState, tmp_pa
     assert (tmp_path / "run" / "validation" / "data_docs" / "index.html").exists()
     # The pre-failover check on the live clusters (its default, in-process engine): NO-GO.
     cfg = _config(tmp_path, sandbox, scope)
-    ready = run_cli("readiness", "--config", str(cfg), "--out", str(tmp_path / "ready"))
+    ready = run_in_process("readiness", "--config", str(cfg), "--out", str(tmp_path / "ready"))
     assert ready.returncode == 1, ready.stdout + ready.stderr
     assert "readiness: NO-GO" in ready.stdout
     ready_summary = json.loads((tmp_path / "ready" / "summary.json").read_text())
@@ -196,7 +200,7 @@ def test_offset_lag_retention_epoch_group_and_scope_faults_caught(
         f"scope:\n  topics:\n    include: ['.*-{run}', 'app{run}-.*']\n"
         f"  groups:\n    include: ['.*-{run}', 'app{run}']\n    exclude: ['private-{run}']\n"
     )
-    proc = run_cli(
+    proc = run_in_process(
         "nightly", "--config", str(_config(tmp_path, sandbox, scope)), "--out", str(tmp_path / "run")
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -217,7 +221,7 @@ def test_offset_lag_retention_epoch_group_and_scope_faults_caught(
     assert inv["CM-EPOCH-1"]["status"] == "pass"
     # Readiness's in-process engine judges the same live snapshots exactly as Spark did.
     run_dir = tmp_path / "run"
-    ready = run_cli(
+    ready = run_in_process(
         "readiness",
         "--source",
         str(run_dir / "source"),
@@ -242,7 +246,9 @@ def test_offset_lag_retention_epoch_group_and_scope_faults_caught(
     produce(dst, lagging, [Record(None, b"x")] * 12_000, partition=0)
     for bootstrap, committed in ((src, 10), (dst, 500)):  # CM-GROUP-2: past the destination's LEO
         _commit(bootstrap, f"range-{run}", ahead, committed)
-    again = run_cli("nightly", "--config", str(tmp_path / "audit.yaml"), "--out", str(tmp_path / "run2"))
+    again = run_in_process(
+        "nightly", "--config", str(tmp_path / "audit.yaml"), "--out", str(tmp_path / "run2")
+    )
     assert again.returncode == 1, again.stdout + again.stderr
     second = assert_metrics_agree(tmp_path / "run2")
     changes = second["changes"]

@@ -1,7 +1,9 @@
 """A real MirrorMaker 2 on the sandbox clusters, and the mm2 collectors reading what it wrote.
 
 MM2's own console formatters (connect-mirror's CheckpointFormatter and OffsetSyncFormatter,
-run through Kafka's ConsoleConsumer) are the oracle for the decoded values.
+run through Kafka's ConsoleConsumer) are the oracle for the decoded values. The auditor's
+commands run in this process on the suite's Spark session (what they compute is tested
+here; how a fresh process behaves, in the CLI tests).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from audit.sandbox.processes import run_tool
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, commit_offsets, create_topic, produce
 from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord, read_records
-from tests.cli import run_cli
+from tests.cli import run_in_process
 
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 FORMATTERS = "org.apache.kafka.connect.mirror.formatters."
@@ -42,7 +44,7 @@ def _snapshot(sandbox: SandboxState, tmp: Path, name: str) -> tuple[Path, Path]:
         "  timeout_seconds: 30\n"
     )
     out = tmp / name
-    proc = run_cli("snapshot", "--config", str(cfg), "--out", str(out), timeout=300)
+    proc = run_in_process("snapshot", "--config", str(cfg), "--out", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out / "source", out / "destination"
 
@@ -245,7 +247,7 @@ def test_restart_keeps_history_monotonic_and_a_stopped_mirror_goes_stale(
     )
 
     def audit(src: Path, dst: Path, out: str) -> dict[str, Any]:
-        proc = run_cli(
+        proc = run_in_process(
             "audit", "--source", str(src), "--destination", str(dst), "--config", str(cfg), "--out", out
         )
         assert proc.returncode in (0, 1), proc.stdout + proc.stderr
@@ -336,7 +338,7 @@ def test_audit_of_the_real_mirror_maker_catches_its_faults(
         f"scope:\n  topics:\n    include: ['mm2-{run}-(audit|cut)']\n"
         f"  groups:\n    include: ['mm2g-{run}-(ok|cut|long-.*)', 'other-{run}']\n"
     )
-    proc = run_cli("nightly", "--config", str(cfg), "--out", str(tmp_path / "run"))
+    proc = run_in_process("nightly", "--config", str(cfg), "--out", str(tmp_path / "run"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     inv = json.loads((tmp_path / "run" / "summary.json").read_text())["invariants"]
     statuses = {k: v["status"] for k, v in inv.items()}

@@ -4,7 +4,9 @@ Each topic is written to both clusters the way a mirror would (same records, sam
 offsets), then one fault is made on the destination's copy of some of them. One snapshot,
 one `mirror-audit records scan` and one offline audit must then localize each fault to its
 offset and kind, and tolerate what the mirror's semantics allow: a prefix deleted by
-retention on one side, a topic compacted differently on each side.
+retention on one side, a topic compacted differently on each side. The commands run in
+this process on the suite's Spark session, as in the fault tests (what they compute is
+tested here); a fresh process is run where the comparison is with one.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from audit.config import ClusterConfig
 from audit.errors import ClusterError
 from audit.sandbox.mirror import wait_transactions_settled
 from audit.sandbox.state import SandboxState
-from tests.cli import run_cli, submit_cli
+from tests.cli import run_cli, run_in_process, submit_cli
 
 T0 = int(time.time() * 1000) - 3_600_000  # recent: older records would fall to retention
 # key, value, headers, timestamp: a mirror keeps each record's own create time. The headers
@@ -179,12 +181,12 @@ def audited(sandbox: SandboxState, tmp_path_factory: pytest.TempPathFactory) -> 
         f"output:\n  root: {root / 'reports'}\n"
     )
     run = root / "reports" / "r1"
-    assert run_cli("snapshot", "--config", str(cfg), "--out", str(run)).returncode == 0
+    assert run_in_process("snapshot", "--config", str(cfg), "--out", str(run)).returncode == 0
     groups_before = {b: _groups(b) for b in (src, dst)}
-    scan = run_cli("records", "scan", "--config", str(cfg), "--run", str(run))
+    scan = run_in_process("records", "scan", "--config", str(cfg), "--run", str(run))
     groups_after = {b: _groups(b) for b in (src, dst)}
     first_note = json.loads((run / "destination" / "manifest.json").read_text())["notes"]["records"]
-    audit = run_cli(
+    audit = run_in_process(
         "audit",
         "--source",
         str(run / "source"),
@@ -284,7 +286,7 @@ def test_incremental_runs_read_only_new_offsets(audited: dict[str, Any], sandbox
     assert parts[f"{audited['topics']['same']}/0"]["verified_through"] == 120
     assert parts[f"{audited['topics']['payload']}/0"]["verified_through"] == 50
     assert history["runs"] == 1
-    again = run_cli("records", "scan", "--config", str(audited["cfg"]), "--run", str(audited["run"]))
+    again = run_in_process("records", "scan", "--config", str(audited["cfg"]), "--run", str(audited["run"]))
     assert again.returncode == 0, again.stderr[-2000:]
     manifest = json.loads((audited["run"] / "destination" / "manifest.json").read_text())
     note = manifest["notes"]["records"]
@@ -303,7 +305,7 @@ def test_a_byte_budget_reads_what_fits_and_leaves_the_rest(
     cfg.write_text(
         text.replace("  resample_chunks: 1\n", "  resample_chunks: 1\n  max_bytes_per_run: 3000\n")
     )
-    run = run_cli("records", "scan", "--config", str(cfg), "--run", str(audited["run"]), "--full")
+    run = run_in_process("records", "scan", "--config", str(cfg), "--run", str(audited["run"]), "--full")
     assert run.returncode == 0, run.stderr[-2000:]
     note = json.loads((audited["run"] / "destination" / "manifest.json").read_text())["notes"]["records"]
     assert any("3000 bytes (estimated from partition sizes) reached" in n for n in note["notes"]), note[
