@@ -5,6 +5,7 @@ self-signed TLS certificate of the SASL listeners. Written to files; nothing is 
 from __future__ import annotations
 
 import base64
+import random
 import re
 import shutil
 import socket
@@ -27,8 +28,49 @@ def port_free(port: int) -> bool:
     return True
 
 
+# The lowest port the sandbox takes: above the registered services most machines run.
+PRIVATE_LOW = 20000
+
+
 def free_ports(count: int) -> list[int]:
-    """Distinct free loopback ports (held open together so none is handed out twice)."""
+    """Distinct free loopback ports below the kernel's ephemeral range, picked at random and
+    held open together so none is handed out twice. Below that range because a port the
+    kernel handed out (``bind`` to port 0) is free again once closed, and until the broker
+    binds it any client's outgoing connection may take it as its source port (the suite
+    runs clients of one sandbox while another starts); at random so two sandboxes starting
+    at once rarely try the same one. Falls back to the kernel's choice where the range is
+    unknown or leaves no room below it."""
+    low = _ephemeral_low()
+    if low is None or low - PRIVATE_LOW < 4 * count:
+        return _kernel_ports(count)
+    socks: list[socket.socket] = []
+    rng = random.SystemRandom()
+    try:
+        for port in rng.sample(range(PRIVATE_LOW, low), low - PRIVATE_LOW):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                continue
+            socks.append(s)
+            if len(socks) == count:
+                return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+    return _kernel_ports(count)
+
+
+def _ephemeral_low() -> int | None:
+    """The first port of the kernel's ephemeral range (Linux), or None where unknown."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _kernel_ports(count: int) -> list[int]:
     socks = []
     try:
         for _ in range(count):

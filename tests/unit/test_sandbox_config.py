@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
 
 from audit.cli import build_parser
 from audit.errors import SandboxError
+from audit.sandbox import broker_config
 from audit.sandbox.broker_config import check_sasl_users as _check_sasl_users
 from audit.sandbox.broker_config import server_properties as _server_properties
 
@@ -69,3 +71,28 @@ def test_with_a_keystore_the_sasl_listener_speaks_tls() -> None:
     assert "listener.name.sasl_ssl.plain.sasl.jaas.config" in props
     assert props["ssl.keystore.location"] == "/t/broker.p12" and props["ssl.keystore.type"] == "PKCS12"
     assert props["inter.broker.listener.name"] == "PLAINTEXT"
+
+
+def test_sandbox_ports_are_free_distinct_and_below_the_ephemeral_range() -> None:
+    """A port below the kernel's ephemeral range cannot be taken by a client's outgoing
+    connection between the choice and the broker's bind (tests run clients of one sandbox
+    while another starts)."""
+    low = broker_config._ephemeral_low()
+    held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    held.bind(("127.0.0.1", 0))  # a port in use is never handed out
+    try:
+        ports = broker_config.free_ports(12)
+        assert len(set(ports)) == 12 and held.getsockname()[1] not in ports
+        assert all(broker_config.port_free(p) for p in ports)
+        if low is not None:
+            assert all(broker_config.PRIVATE_LOW <= p < low for p in ports), (ports, low)
+    finally:
+        held.close()
+
+
+def test_sandbox_ports_fall_back_to_the_kernels_choice_where_the_range_is_unknown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(broker_config, "_ephemeral_low", lambda: None)
+    ports = broker_config.free_ports(3)
+    assert len(set(ports)) == 3 and all(broker_config.port_free(p) for p in ports)
