@@ -28,12 +28,22 @@ _FOLDER_MARKERS = {
 }
 
 
+# The session fixtures that start real services: every test using one runs in the same
+# pytest-xdist worker (``make test`` runs two, ``--dist loadgroup``), so the run starts each
+# service once; the tests with sandboxes of their own (the demos, the other Kafka releases,
+# the wheel) and the Spark tests run in the other worker meanwhile.
+_SHARED_SERVICES = ("sandbox", "standalone")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         folder = Path(str(item.fspath)).parent.name
         marker = _FOLDER_MARKERS.get(folder)
         if marker is not None:
             item.add_marker(marker)
+        if any(f in getattr(item, "fixturenames", ()) for f in _SHARED_SERVICES):
+            item.add_marker(pytest.mark.xdist_group("shared-services"))
         if folder == "spark" and _in_process_engine_only(item):
             # The invariant tests on DuckDB need no JVM: the fast tier (make unit) runs them,
             # so every metadata invariant is checked there.
