@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from audit import __version__
-from audit.cli import audit_commands, failover_commands, sandbox_commands, scan_commands
+from audit.cli import audit_commands, check_commands, failover_commands, sandbox_commands, scan_commands
 from audit.cli.output import print_outcome
 from audit.display import visible
 from audit.errors import AuditError, ExitCode
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging and tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     audit_commands.add_commands(sub)
+    check_commands.add_commands(sub)
     failover_commands.add_commands(sub)
     sandbox_commands.add_demo(sub)
     scan_commands.add_commands(sub)

@@ -24,7 +24,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from audit.collect.metadata.permissions import Permission
+from audit.collect.metadata.permissions import AUDITOR_PERMISSIONS, Permission
 from audit.sandbox.acls import grant
 from audit.sandbox.broker_config import make_keystore, tls_ca
 from audit.sandbox.jars import find_java
@@ -303,3 +303,47 @@ def test_a_principal_that_may_not_read_gets_each_range_unreadable_with_the_reaso
     issues = pq.read_table(run / "source" / "batch_scan_issues.parquet").to_pylist()
     assert [(i["topic"], i["kind"]) for i in issues] == [(topic, "fetch_error")]
     assert "TopicAuthorizationFailedError" in issues[0]["detail"], issues
+
+
+def test_check_passes_with_the_readme_permissions_and_names_one_withheld(
+    sandbox: SandboxState, sasl_login: tuple[str, str], tmp_path: Path
+) -> None:
+    """``mirror-audit check`` over SASL_SSL: with the README's permissions (the module's
+    ``auditor``) every check passes and nothing is written; ``describer`` granted the same
+    but topic Read is told exactly that, with exit 2, by what the cluster answers."""
+    topic = _topic_on_both(sandbox)
+    extra = "records:\n  enabled: true\n"
+    cfg = _config(tmp_path / "ok", sandbox, sasl_login, topic, extra=extra)
+    before = sorted(p for p in tmp_path.rglob("*"))
+    proc = run_cli("check", "--config", str(cfg))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(p for p in tmp_path.rglob("*")) == before  # wrote nothing, not even the output root
+    lines = proc.stdout.splitlines()
+    for role in ("destination", "source"):
+        cluster_id = sandbox.cluster(role).cluster_id
+        assert any(ln.startswith(f"{role:<12} ok") and f"cluster {cluster_id}" in ln for ln in lines), lines
+        for granted in ("cluster Describe", "topic Describe", "topic Read", "topic DescribeConfigs"):
+            assert any(ln.startswith(f"{role:<12} ok") and granted in ln for ln in lines), (granted, lines)
+    assert not [ln for ln in lines if " FAIL " in ln], lines
+    assert lines[-1].startswith("check: ready")
+    assert sasl_login[1] not in proc.stdout + proc.stderr
+
+    withheld = [p for p in AUDITOR_PERMISSIONS if (p.resource, p.operation) != ("topic", "READ")]
+    for name in ("source", "destination"):
+        grant(sandbox.cluster(name).bootstrap, "User:describer", withheld)
+    cfg = _config(tmp_path / "no-read", sandbox, ("describer", sasl_login[1]), topic, extra=extra)
+    proc = run_cli("check", "--config", str(cfg))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    failed = [ln for ln in proc.stdout.splitlines() if " FAIL " in ln]
+    assert len(failed) == 2, proc.stdout  # one per cluster, and nothing else
+    for role, line in zip(("destination", "source"), failed, strict=True):
+        assert (
+            line.startswith(f"{role:<12} FAIL")
+            and f"topic Read withheld on 1 of 1 in-scope topics ({topic})" in line
+        )
+        assert "grant the auditor's principal topic Read" in line
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("mirror-audit: error: check found 2 problems: destination: topic Read withheld"), (
+        last
+    )
+    assert "Traceback" not in proc.stderr

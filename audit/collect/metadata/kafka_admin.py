@@ -374,6 +374,48 @@ class KafkaAdmin:
         ops = desc.authorized_operations
         return ops is not None and any(_enum_name(op) in ("DESCRIBE", "ALL") for op in ops)
 
+    def authorized_topic_operations(self, names: Sequence[str]) -> dict[str, frozenset[str] | None]:
+        """Per topic, the operations the cluster says this principal may perform on it
+        (DescribeTopics with authorized operations, KIP-430): what ``mirror-audit check``
+        judges permissions by, so ACLs, RBAC and super users are all answered the same
+        way. None for a topic the cluster would not say of."""
+        if not names:
+            return {}
+        futures = self._admin.describe_topics(
+            TopicCollection(list(names)), request_timeout=self.timeout, include_authorized_operations=True
+        )
+        out: dict[str, frozenset[str] | None] = {}
+        for name in names:
+            try:
+                ops = futures[name].result(timeout=self.timeout + 5).authorized_operations
+            except Exception as exc:
+                log.debug("%s: describe_topics(%s) failed: %s", self.role, name, _describe(exc))
+                out[name] = None
+                continue
+            out[name] = None if ops is None else frozenset(_enum_name(op) for op in ops)
+        return out
+
+    def may_describe_group(self, group_id: str) -> bool | None:
+        """Whether this principal may Describe the group ``group_id`` (which need not exist:
+        DescribeGroups creates nothing), from the cluster's answer; None where it says
+        neither. A cluster that has never had a group answers "coordinator not available"
+        while it makes its offsets topic: asked again until the timeout."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                self._admin.describe_consumer_groups([group_id], request_timeout=self.timeout)[
+                    group_id
+                ].result(timeout=self.timeout + 5)
+                return True
+            except Exception as exc:
+                why = _describe(exc).upper()
+                if "GROUP_AUTHORIZATION_FAILED" in why:
+                    return False
+                if "COORDINATOR" not in why or time.monotonic() > deadline:
+                    log.debug("%s: describe_consumer_groups(%s) failed: %s", self.role, group_id, why)
+                    return None
+            time.sleep(0.5)
+
     def compacted_topics(self, topics: Sequence[str]) -> frozenset[str]:
         """Topics whose cleanup.policy includes compact. Best effort: config reads can be
         refused (ACLs), and compaction is then taken as unknown, not as a failure."""

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import copy
 import logging
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from audit.config import ClusterConfig
@@ -164,3 +166,55 @@ def collect_open_transactions(
             type(exc).__name__,
         )
         return None, f"unavailable: {type(exc).__name__}: {exc}"[:300]
+
+
+@dataclass(frozen=True)
+class KafkaPythonProbe:
+    """What ``mirror-audit check`` learns through kafka-python (the client of the
+    transaction calls and the wire fetch): whether it connects, the broker's API level,
+    and whether the principal may Describe transactional ids."""
+
+    connects: bool
+    # The newest Kafka release whose API versions the broker offers, as kafka-python infers
+    # it from ApiVersions ("4.1"): the broker is that release or later.
+    api_level: str | None
+    may_describe_transactional_ids: bool | None
+    detail: str = ""
+
+
+def probe_kafka_python(cfg: ClusterConfig, transactional_id: str) -> KafkaPythonProbe:
+    """Connect with kafka-python as the snapshot's transaction calls do and describe the
+    transactional id ``transactional_id`` (which need not exist: DescribeTransactions
+    writes nothing). Kafka answers an id it may not describe with an authorization error
+    and an unknown one it may with "not found"."""
+    settings = kafka_python_settings(cfg)
+    if isinstance(settings, str):
+        return KafkaPythonProbe(False, None, None, settings)
+    try:
+        with kafka_python_admin(settings) as admin:
+            version = admin._manager.broker_version_data.broker_version  # inferred at bootstrap
+            level = ".".join(str(v) for v in version[:2]) if version else None
+            allowed, detail = _may_describe_transaction(admin, transactional_id, cfg.timeout_seconds)
+            return KafkaPythonProbe(True, level, allowed, detail)
+    except Exception as exc:  # kafka-python raises many error types; all mean "did not connect"
+        return KafkaPythonProbe(False, None, None, f"{type(exc).__name__}: {exc}"[:200])
+
+
+def _may_describe_transaction(admin: Any, transactional_id: str, timeout: float) -> tuple[bool | None, str]:
+    """(may describe, why unknown). A cluster that has never had a transaction answers
+    "coordinator not available" while it makes its transaction state topic: asked again
+    until the timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            admin.describe_transactions([transactional_id])
+            return True, ""
+        except Exception as exc:
+            name = type(exc).__name__
+            if "AuthorizationFailed" in name:
+                return False, ""
+            if name.startswith("TransactionalIdNotFound"):
+                return True, ""
+            if "Coordinator" not in name or time.monotonic() > deadline:
+                return None, f"{name}: {exc}"[:200]
+        time.sleep(0.5)
