@@ -10,10 +10,12 @@ forges a log line of its own); they are shown as escapes, so a message stays one
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import sys
 from collections.abc import Iterable
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
 from audit.config import REDACTED
 from audit.display import visible
@@ -46,6 +48,15 @@ class SecretMask(logging.Filter):
         return True
 
 
+LogFormat = Literal["text", "json"]
+
+
+def _iso_time(record: logging.LogRecord) -> str:
+    """The record's time in ISO 8601 with the local zone's offset, to the millisecond: a
+    line read next to a scheduler's or a broker's log needs the date and the zone."""
+    return datetime.fromtimestamp(record.created).astimezone().isoformat(timespec="milliseconds")
+
+
 class OneLineFormatter(logging.Formatter):
     """Formats a record with its message's control characters escaped (``audit.display``);
     a traceback after the message keeps its lines."""
@@ -53,6 +64,28 @@ class OneLineFormatter(logging.Formatter):
     def formatMessage(self, record: logging.LogRecord) -> str:
         record.message = visible(record.message)
         return super().formatMessage(record)
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        return _iso_time(record)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line, for log collectors: time (ISO 8601 with the zone), level,
+    logger, message, and the traceback where there is one. JSON's own escaping keeps a
+    message with control characters or newlines one line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out = {
+            "time": _iso_time(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            out["exception"] = record.exc_text
+        return json.dumps(out, ensure_ascii=False)
 
 
 _MASK = SecretMask()
@@ -68,14 +101,15 @@ def _no_client_tracebacks(record: logging.LogRecord) -> bool:
     return True
 
 
-def setup_logging(verbose: bool = False) -> None:
-    """Configure the root logger once per process (idempotent for tests)."""
+def setup_logging(verbose: bool = False, log_format: LogFormat = "text") -> None:
+    """Configure the root logger once per process (idempotent for tests): ``text`` lines
+    (``2026-11-26T21:53:11.123+00:00 INFO    audit.x: message``) or ``json`` objects."""
     root = logging.getLogger()
     for handler in list(root.handlers):
         if getattr(handler, "_mirror_audit", False):
             root.removeHandler(handler)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(OneLineFormatter(_FORMAT, datefmt="%H:%M:%S"))
+    handler.setFormatter(JsonFormatter() if log_format == "json" else OneLineFormatter(_FORMAT))
     handler.addFilter(_MASK)
     if not verbose:
         handler.addFilter(_no_client_tracebacks)

@@ -39,6 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging and tracebacks")
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="log lines on stderr: text (ISO 8601 time with the zone, level, logger, message; the "
+        "default) or json (one object a line, for log collectors)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     audit_commands.add_commands(sub)
     check_commands.add_commands(sub)
@@ -52,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    setup_logging(args.verbose)
+    setup_logging(args.verbose, args.log_format)
     handler: Handler = args.handler
     try:
         return int(handler(args))

@@ -8,7 +8,9 @@ tests/integration/test_hostile_live.py.
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -97,6 +99,38 @@ def test_log_lines_show_control_characters_escaped(capsys: pytest.CaptureFixture
     assert first.endswith(f"group {visible(HOSTILE)}: describe failed")
     # A traceback keeps its lines: only the message is one line.
     assert any(line.startswith("Traceback") for line in rest)
+
+
+def test_json_log_lines_are_one_object_each_with_an_iso_time_and_the_zone(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--log-format json: one JSON object a line (a hostile group id included, its
+    newlines escaped by JSON), the time in ISO 8601 with the zone's offset."""
+    setup_logging(log_format="json")
+    try:
+        logging.getLogger("audit.test").warning("group %s: describe failed", HOSTILE)
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            logging.getLogger("audit.test").exception("detail")
+    finally:
+        setup_logging()
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2, lines
+    warning, error = (json.loads(line) for line in lines)
+    assert (warning["level"], warning["logger"]) == ("WARNING", "audit.test")
+    assert warning["message"] == f"group {HOSTILE}: describe failed"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d", warning["time"]), warning
+    assert error["message"] == "detail" and "ValueError: boom" in error["exception"]
+
+
+def test_text_log_lines_start_with_an_iso_time_and_the_zone(capsys: pytest.CaptureFixture[str]) -> None:
+    setup_logging()
+    logging.getLogger("audit.test").info("hello")
+    (line,) = capsys.readouterr().err.splitlines()
+    assert re.fullmatch(
+        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d INFO    audit.test: hello", line
+    ), line
 
 
 def test_the_default_scope_includes_group_ids_that_are_not_one_line() -> None:
