@@ -65,10 +65,10 @@ malloc:
 	  || { $(APT_GET) update && $(APT_GET) install -y --no-install-recommends libmimalloc2.0; } \
 	  || echo "warning: libmimalloc2.0 did not install: the workers keep the system allocator (slower record scans)"; }
 
-# Two pytest-xdist workers: the tests of the shared sandbox in one, everything else (the
-# sandboxes of their own, Spark, unit) in the other (tests/conftest.py groups them).
+# Two pytest-xdist workers: the modules of the shared sandbox in one, every other module
+# (the sandboxes of their own, Spark, unit) a unit of its own (tests/conftest.py's scheduler).
 test: lint typecheck jars browser malloc
-	$(BIN)/pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/pytest -n 2 $(PYTEST_ARGS)
 
 unit: $(STAMP) $(NATIVE_STAMP)
 	$(BIN)/pytest -m unit $(PYTEST_ARGS)

@@ -28,26 +28,67 @@ _FOLDER_MARKERS = {
 }
 
 
-# The session fixtures that start real services: every test using one runs in the same
-# pytest-xdist worker (``make test`` runs two, ``--dist loadgroup``), so the run starts each
-# service once; the tests with sandboxes of their own (the demos, the other Kafka releases,
-# the wheel) and the Spark tests run in the other worker meanwhile.
+# The session fixtures that start real services, and the modules whose tests use them.
+# ``make test`` runs two pytest-xdist workers; every one of these modules runs in the same
+# worker (``pytest_xdist_make_scheduler`` below), so the run starts each service once, while
+# the other worker runs the rest, a module at a time (the demos and the other Kafka
+# releases with sandboxes of their own, the wheel, the Spark and unit tests). The list is
+# checked against what the tests use at collection: a module missing from it would start a
+# second sandbox in the other worker.
 _SHARED_SERVICES = ("sandbox", "standalone")
+SHARED_SERVICE_MODULES = frozenset(
+    {
+        "tests/integration/test_audit_live.py",
+        "tests/integration/test_credentials_live.py",
+        "tests/integration/test_failover_live.py",
+        "tests/integration/test_hostile_live.py",
+        "tests/integration/test_mm2_sandbox.py",
+        "tests/integration/test_records_live.py",
+        "tests/integration/test_sandbox.py",
+        "tests/integration/test_scale_smoke.py",
+        "tests/integration/test_segments_live.py",
+        "tests/spark/test_standalone_cluster.py",
+    }
+)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's hook reads the groups
+def _module_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Work units for the workers: the shared-service modules as one, every other module as
+    its own (its module-scoped fixtures then run once). pytest-xdist's ``loadgroup`` would
+    do the first, but its node-id rewriting has no effect under pytest 9.2."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedServicesTogether(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            module = _module_of(nodeid)
+            return "shared-services" if module in SHARED_SERVICE_MODULES else module
+
+    return SharedServicesTogether(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    using: set[str] = set()
     for item in items:
         folder = Path(str(item.fspath)).parent.name
         marker = _FOLDER_MARKERS.get(folder)
         if marker is not None:
             item.add_marker(marker)
-        if any(f in getattr(item, "fixturenames", ()) for f in _SHARED_SERVICES):
-            item.add_marker(pytest.mark.xdist_group("shared-services"))
         if folder == "spark" and _in_process_engine_only(item):
             # The invariant tests on DuckDB need no JVM: the fast tier (make unit) runs them,
             # so every metadata invariant is checked there.
             item.add_marker(pytest.mark.unit)
+        if any(f in getattr(item, "fixturenames", ()) for f in _SHARED_SERVICES):
+            using.add(_module_of(item.nodeid))
+    unlisted = using - SHARED_SERVICE_MODULES
+    if unlisted:
+        raise pytest.UsageError(
+            f"tests/conftest.py: add {sorted(unlisted)} to SHARED_SERVICE_MODULES (their tests use "
+            f"{' or '.join(_SHARED_SERVICES)}; elsewhere they would start a second one in the other worker)"
+        )
 
 
 def _in_process_engine_only(item: pytest.Item) -> bool:
