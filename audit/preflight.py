@@ -113,9 +113,12 @@ def cluster_findings(cfg: AuditConfig, role: Literal["source", "destination"]) -
         else:
             out.append(Finding(role, "warn", "the cluster would not say whether it may be described"))
 
-    in_scope = profile_of(cfg).snapshot.topic_filter(cfg, role)
+    plan = profile_of(cfg).snapshot
+    in_scope = plan.topic_filter(cfg, role)
     scoped = sorted(t for t in listed if in_scope(t))
     out.extend(_topic_findings(cfg, role, admin, listed, scoped))
+    if plan.reads_mm2_topics:
+        out.extend(_mm2_topic_findings(cfg, role, admin, listed))
 
     for p in _needed(cfg, "group"):
         allowed = admin.may_describe_group(PROBE_ID)
@@ -190,6 +193,43 @@ def _topic_findings(
             )
         else:
             out.append(Finding(role, "ok", f"topic {_word(p.operation)} on every in-scope topic{sample}"))
+    return out
+
+
+def _mm2_topic_findings(
+    cfg: AuditConfig, role: Literal["source", "destination"], admin: KafkaAdmin, listed: list[str]
+) -> list[Finding]:
+    """Mode mm2: MirrorMaker 2's offset syncs and checkpoints, which the snapshot reads
+    record by record where they live: Describe and Read on each."""
+    from audit.collect.metadata.mm2_topics import mm2_topics_on
+
+    out: list[Finding] = []
+    for topic in mm2_topics_on(role, cfg.mirror.mm2):
+        if topic not in listed:
+            out.append(
+                Finding(
+                    role,
+                    "warn",
+                    f"MirrorMaker 2's {topic} is not visible: not made yet, or Describe on it withheld",
+                    "check mirror.mm2 in the config, and grant topic Describe and Read on it",
+                )
+            )
+            continue
+        ops = admin.authorized_topic_operations([topic]).get(topic)
+        if ops is None:
+            out.append(Finding(role, "warn", f"the cluster would not say what the auditor may do on {topic}"))
+        elif "READ" in ops or "ALL" in ops:
+            out.append(Finding(role, "ok", f"topic Read on MirrorMaker 2's {topic}"))
+        else:
+            out.append(
+                Finding(
+                    role,
+                    "fail",
+                    f"topic Read withheld on MirrorMaker 2's {topic}: its records are what the mm2 "
+                    "invariants check",
+                    _grant("topic", "READ"),
+                )
+            )
     return out
 
 

@@ -77,3 +77,28 @@ def test_the_output_root_is_looked_at_not_made(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     bad = preflight._output_finding(_cfg(f"output:\n  root: {tmp_path / 'file' / 'reports'}\n"))
     assert bad.status == "fail" and "is not a directory" in bad.text
+
+
+MM2 = "mode: mm2\n"
+
+
+def test_mode_mm2_asks_for_read_on_mirror_makers_own_topics_where_they_live() -> None:
+    """The offset syncs on the source (MirrorMaker 2's default location), the checkpoints on
+    the target: a Read withheld on one fails naming it, an absent one warns."""
+    from audit.collect.metadata.mm2_topics import mm2_topics_on
+
+    cfg = _cfg(MM2)
+    (syncs,) = mm2_topics_on("source", cfg.mirror.mm2)
+    (checkpoints,) = mm2_topics_on("destination", cfg.mirror.mm2)
+    assert (syncs, checkpoints) == ("mm2-offset-syncs.target.internal", "source.checkpoints.internal")
+
+    admin = _Admin({syncs: frozenset({"DESCRIBE"})})
+    (src,) = preflight._mm2_topic_findings(cfg, "source", admin, [syncs])  # type: ignore[arg-type]
+    assert src.status == "fail" and f"topic Read withheld on MirrorMaker 2's {syncs}" in src.text
+
+    admin = _Admin({checkpoints: ALL_OPS})
+    (dst,) = preflight._mm2_topic_findings(cfg, "destination", admin, [checkpoints])  # type: ignore[arg-type]
+    assert dst.status == "ok" and checkpoints in dst.text
+
+    (absent,) = preflight._mm2_topic_findings(cfg, "destination", _Admin({}), [])  # type: ignore[arg-type]
+    assert absent.status == "warn" and "is not visible" in absent.text

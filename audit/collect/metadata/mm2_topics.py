@@ -64,13 +64,25 @@ class Mm2Tables:
     notes: dict[str, Any]
 
 
+def _syncs_here(role: Literal["source", "destination"], mm2: Mm2Config) -> bool:
+    return (mm2.offset_syncs_topic_location == "source") == (role == "source")
+
+
+def mm2_topics_on(role: Literal["source", "destination"], mm2: Mm2Config) -> list[str]:
+    """The MirrorMaker 2 topics a snapshot of this cluster reads: the offset syncs where
+    ``offset-syncs.topic.location`` puts them, the checkpoints on the target."""
+    return [
+        *([mm2.offset_syncs_topic_name()] if _syncs_here(role, mm2) else []),
+        *([mm2.checkpoints_topic_name()] if role == "destination" else []),
+    ]
+
+
 def collect_mm2(admin: KafkaAdmin, role: Literal["source", "destination"], mm2: Mm2Config) -> Mm2Tables:
-    """Read whichever of MM2's internal topics live on this cluster."""
-    syncs_here = (mm2.offset_syncs_topic_location == "source") == (role == "source")
+    """Read whichever of MM2's internal topics live on this cluster (``mm2_topics_on``)."""
     notes: dict[str, Any] = {}
     syncs = (
         _read(admin, mm2.offset_syncs_topic_name(), "mm2_offset_syncs", _sync_row, notes)
-        if syncs_here
+        if _syncs_here(role, mm2)
         else None
     )
     checkpoints = (
