@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from audit.collect.metadata.kafka_admin import KafkaAdmin
-from audit.collect.metadata.permissions import AUDITOR_PERMISSIONS, Permission
+from audit.collect.metadata.permissions import AUDITOR_PERMISSIONS, Permission, operation_word
 from audit.collect.metadata.transactions import probe_kafka_python
 from audit.config import AuditConfig
 from audit.errors import AuditError, ClusterError
@@ -45,8 +45,10 @@ class Finding:
     fix: str = ""
 
 
-def _word(operation: str) -> str:
-    return "".join(part.capitalize() for part in operation.split("_"))
+def _allows(ops: frozenset[str], operation: str) -> bool:
+    """Whether a topic's authorized operations (as the cluster named them) include
+    ``operation``; ALL includes every one."""
+    return operation in ops or "ALL" in ops
 
 
 def _needed(cfg: AuditConfig, resource: str) -> tuple[Permission, ...]:
@@ -60,7 +62,7 @@ def _needed(cfg: AuditConfig, resource: str) -> tuple[Permission, ...]:
 
 
 def _grant(resource: str, operation: str) -> str:
-    return f"grant the auditor's principal {resource} {_word(operation)} (README, Permissions)"
+    return f"grant the auditor's principal {resource} {operation_word(operation)} (README, Permissions)"
 
 
 def check(cfg: AuditConfig) -> list[Finding]:
@@ -100,13 +102,13 @@ def cluster_findings(cfg: AuditConfig, role: Literal["source", "destination"]) -
     may = admin.may_describe_cluster()
     for p in _needed(cfg, "cluster"):
         if may is True:
-            out.append(Finding(role, "ok", f"cluster {_word(p.operation)}"))
+            out.append(Finding(role, "ok", f"cluster {operation_word(p.operation)}"))
         elif may is False:
             out.append(
                 Finding(
                     role,
                     "fail",
-                    f"cluster {_word(p.operation)} withheld: {p.why}",
+                    f"cluster {operation_word(p.operation)} withheld: {p.why}",
                     _grant("cluster", p.operation),
                 )
             )
@@ -122,7 +124,7 @@ def cluster_findings(cfg: AuditConfig, role: Literal["source", "destination"]) -
 
     for p in _needed(cfg, "group"):
         allowed = admin.may_describe_group(PROBE_ID)
-        text = f"group {_word(p.operation)} (asked of the group id {PROBE_ID})"
+        text = f"group {operation_word(p.operation)} (asked of the group id {PROBE_ID})"
         if allowed is True:
             out.append(Finding(role, "ok", text))
         elif allowed is False:
@@ -132,7 +134,7 @@ def cluster_findings(cfg: AuditConfig, role: Literal["source", "destination"]) -
 
     if probe.connects:
         for p in _needed(cfg, "transactional-id"):
-            text = f"transactional-id {_word(p.operation)} (asked of {PROBE_ID})"
+            text = f"transactional-id {operation_word(p.operation)} (asked of {PROBE_ID})"
             if probe.may_describe_transactional_ids is True:
                 out.append(Finding(role, "ok", text))
             elif probe.may_describe_transactional_ids is False:
@@ -180,19 +182,21 @@ def _topic_findings(
             )
         )
     for p in _needed(cfg, "topic"):
-        withheld = [t for t, o in ops.items() if o is not None and p.operation not in o and "ALL" not in o]
+        withheld = [t for t, o in ops.items() if o is not None and not _allows(o, p.operation)]
         if withheld:
             out.append(
                 Finding(
                     role,
                     "fail",
-                    f"topic {_word(p.operation)} withheld on {len(withheld)} of {len(asked)} in-scope topics "
-                    f"({_names(withheld)}): {p.why}",
+                    f"topic {operation_word(p.operation)} withheld on {len(withheld)} of {len(asked)} "
+                    f"in-scope topics ({_names(withheld)}): {p.why}",
                     _grant("topic", p.operation),
                 )
             )
         else:
-            out.append(Finding(role, "ok", f"topic {_word(p.operation)} on every in-scope topic{sample}"))
+            out.append(
+                Finding(role, "ok", f"topic {operation_word(p.operation)} on every in-scope topic{sample}")
+            )
     return out
 
 
@@ -218,7 +222,7 @@ def _mm2_topic_findings(
         ops = admin.authorized_topic_operations([topic]).get(topic)
         if ops is None:
             out.append(Finding(role, "warn", f"the cluster would not say what the auditor may do on {topic}"))
-        elif "READ" in ops or "ALL" in ops:
+        elif _allows(ops, "READ"):
             out.append(Finding(role, "ok", f"topic Read on MirrorMaker 2's {topic}"))
         else:
             out.append(

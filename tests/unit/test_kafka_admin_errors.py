@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from audit.collect.metadata.kafka_admin import KafkaAdmin
-from audit.collect.metadata.permissions import AUDITOR_PERMISSIONS, _operation_word
+from audit.collect.metadata.permissions import AUDITOR_PERMISSIONS, operation_word
 from audit.config import ClusterConfig
 from audit.errors import ClusterError
 
@@ -31,7 +31,7 @@ def test_an_authorization_failure_names_the_permissions_to_grant(admin: KafkaAdm
     assert "GROUP_AUTHORIZATION_FAILED" in message
     assert "Permissions in the README" in message
     for p in AUDITOR_PERMISSIONS:
-        assert _operation_word(p.operation) in message and p.resource in message, (p, message)
+        assert operation_word(p.operation) in message and p.resource in message, (p, message)
     assert "\n" not in message
 
 

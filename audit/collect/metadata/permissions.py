@@ -41,7 +41,7 @@ AUDITOR_PERMISSIONS: tuple[Permission, ...] = (
 )
 
 
-def _operation_word(operation: str) -> str:
+def operation_word(operation: str) -> str:
     """kafka-acls' spelling of an AclOperation name: DESCRIBE_CONFIGS -> DescribeConfigs."""
     return "".join(part.capitalize() for part in operation.split("_"))
 
@@ -51,5 +51,5 @@ def permissions_summary(permissions: tuple[Permission, ...] = AUDITOR_PERMISSION
     that something was refused: ``topic Describe, Read, DescribeConfigs; group Describe; ...``."""
     by_resource: dict[str, list[str]] = {}
     for p in permissions:
-        by_resource.setdefault(p.resource, []).append(_operation_word(p.operation))
+        by_resource.setdefault(p.resource, []).append(operation_word(p.operation))
     return "; ".join(f"{resource} {', '.join(ops)}" for resource, ops in by_resource.items())
