@@ -266,22 +266,24 @@ def _scan(spark: Any, cfg: AuditConfig, topic: str, records: int, out: Path, rea
         raise SystemExit(f"the scan counted {counted:,} records, expected {2 * records:,}")
 
 
+def write_config(state: SandboxState, topic: str, path: Path, root: Path) -> Path:
+    """The benchmark's configuration: both sandbox clusters, ``topic`` only, 100,000-offset
+    chunks, ranges split every 1 M offsets, Spark on every core, runs under ``root``."""
+    path.write_text(
+        f"source:\n  bootstrap_servers: {state.cluster('source').bootstrap}\n"
+        f"destination:\n  bootstrap_servers: {state.cluster('destination').bootstrap}\n"
+        f"scope:\n  topics:\n    include: ['{topic}']\n"
+        "records:\n  chunk_records: 100000\n  split_records: 1000000\n"
+        "spark:\n  master: local[*]\n"
+        f"output:\n  root: {root / 'reports'}\n"
+    )
+    return path
+
+
 def _measure(state: SandboxState, root: Path, records: int, rounds: int) -> dict[str, Measured]:
     topic = f"bench-records-{records}"
     produce(state, topic, records)
-
-    def write_config(path: Path) -> Path:
-        path.write_text(
-            f"source:\n  bootstrap_servers: {state.cluster('source').bootstrap}\n"
-            f"destination:\n  bootstrap_servers: {state.cluster('destination').bootstrap}\n"
-            f"scope:\n  topics:\n    include: ['{topic}']\n"
-            "records:\n  chunk_records: 100000\n  split_records: 1000000\n"
-            "spark:\n  master: local[*]\n"
-            f"output:\n  root: {root / 'reports'}\n"
-        )
-        return path
-
-    cfg = write_config(root / f"audit-{records}.yaml")
+    cfg = write_config(state, topic, root / f"audit-{records}.yaml", root)
     run = root / "reports" / f"run-{records}"
     snap = subprocess.run(
         [sys.executable, "-m", "audit.cli", "snapshot", "--config", str(cfg), "--out", str(run)],

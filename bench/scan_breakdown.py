@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from common import stop_on_sigterm
-from records import _scan, _tree, produce
+from records import _scan, _tree, produce, write_config
 
 from audit.config import SparkConfig
 from audit.config_file import load_config
@@ -167,16 +167,7 @@ def main() -> None:
         with running(SandboxOptions(workdir=root / "sandbox", heap_mb=1024)) as state:
             topic = f"bench-records-{args.records}"
             produce(state, topic, args.records)
-            cfg_file = root / "audit.yaml"
-            cfg_file.write_text(
-                f"source:\n  bootstrap_servers: {state.cluster('source').bootstrap}\n"
-                f"destination:\n  bootstrap_servers: {state.cluster('destination').bootstrap}\n"
-                f"scope:\n  topics:\n    include: ['{topic}']\n"
-                "records:\n  chunk_records: 100000\n  split_records: 1000000\n"
-                "spark:\n  master: local[*]\n"
-                f"output:\n  root: {root / 'reports'}\n"
-            )
-            config = load_config(cfg_file)
+            config = load_config(write_config(state, topic, root / "audit.yaml", root))
             spark = build_spark(SparkConfig(master="local[*]"))
             jvm = int(spark.sparkContext._gateway.proc.pid)
             chunks = root / "chunks"
