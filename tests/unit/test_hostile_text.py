@@ -22,7 +22,7 @@ from audit.cli.output import print_outcome
 from audit.config import ScopeConfig
 from audit.display import visible
 from audit.errors import InputError
-from audit.logs import setup_logging
+from audit.logs import LogFormat, setup_logging
 from audit.snapshot import check_table
 from tests.snapshots import part, write_pair
 
@@ -80,11 +80,10 @@ def test_the_failover_plan_preview_shows_group_ids_escaped(capsys: pytest.Captur
     assert visible(HOSTILE) in out
 
 
-def test_log_lines_show_control_characters_escaped(capsys: pytest.CaptureFixture[str]) -> None:
-    """Bug found: a log line naming a group (e.g. a describe call that failed for it)
-    carried the group id's ESC sequences and newlines to the terminal as they were, so a
-    group id could clear the screen or forge a log line of its own."""
-    setup_logging()
+def _log_a_hostile_warning_and_an_exception(log_format: LogFormat) -> None:
+    """A warning naming the hostile group id, then an exception with its traceback, logged
+    through the CLI's handler in ``log_format``; the default handler set up again after."""
+    setup_logging(log_format=log_format)
     try:
         logging.getLogger("audit.test").warning("group %s: describe failed", HOSTILE)
         try:
@@ -93,6 +92,13 @@ def test_log_lines_show_control_characters_escaped(capsys: pytest.CaptureFixture
             logging.getLogger("audit.test").exception("detail")
     finally:
         setup_logging()
+
+
+def test_log_lines_show_control_characters_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    """Bug found: a log line naming a group (e.g. a describe call that failed for it)
+    carried the group id's ESC sequences and newlines to the terminal as they were, so a
+    group id could clear the screen or forge a log line of its own."""
+    _log_a_hostile_warning_and_an_exception("text")
     err = capsys.readouterr().err
     _assert_inert(err)
     first, *rest = err.splitlines()
@@ -106,15 +112,7 @@ def test_json_log_lines_are_one_object_each_with_an_iso_time_and_the_zone(
 ) -> None:
     """--log-format json: one JSON object a line (a hostile group id included, its
     newlines escaped by JSON), the time in ISO 8601 with the zone's offset."""
-    setup_logging(log_format="json")
-    try:
-        logging.getLogger("audit.test").warning("group %s: describe failed", HOSTILE)
-        try:
-            raise ValueError("boom")
-        except ValueError:
-            logging.getLogger("audit.test").exception("detail")
-    finally:
-        setup_logging()
+    _log_a_hostile_warning_and_an_exception("json")
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 2, lines
     warning, error = (json.loads(line) for line in lines)
