@@ -94,8 +94,10 @@ _MASK = SecretMask()
 def _no_client_tracebacks(record: logging.LogRecord) -> bool:
     """kafka-python logs a broker that drops a connection at ERROR with its traceback, also
     where the auditor handles the failure and says what it means in one line of its own;
-    its message stays, the traceback only with --verbose."""
-    if record.name.startswith("kafka.") and record.exc_info:
+    its message stays, the traceback only with --verbose. The secret mask may already have
+    rendered the traceback into ``exc_text`` when the record was made (``register_secrets``),
+    so both are cleared."""
+    if record.name.startswith("kafka."):
         record.exc_info = None
         record.exc_text = None
     return True

@@ -22,7 +22,7 @@ from audit.cli.output import print_outcome
 from audit.config import ScopeConfig
 from audit.display import visible
 from audit.errors import InputError
-from audit.logs import LogFormat, setup_logging
+from audit.logs import LogFormat, register_secrets, setup_logging
 from audit.snapshot import check_table
 from tests.snapshots import part, write_pair
 
@@ -129,6 +129,29 @@ def test_text_log_lines_start_with_an_iso_time_and_the_zone(capsys: pytest.Captu
     assert re.fullmatch(
         r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d INFO    audit.test: hello", line
     ), line
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_a_clients_traceback_shows_only_with_verbose_even_with_secrets_registered(
+    verbose: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bug found (CI, a broker killed during a snapshot): kafka-python logs a dropped
+    connection at ERROR with its traceback. Its traceback was hidden only while no secret
+    was registered: the mask renders a record's traceback as it is made, and the filter that
+    hid it looked only at what the mask had already cleared. Any config with a password
+    therefore printed the client's tracebacks under the one-line error."""
+    register_secrets(["s3cret-for-the-traceback-test"])
+    setup_logging(verbose=verbose)
+    try:
+        try:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        except ConnectionResetError:
+            logging.getLogger("kafka.net.transport").exception("Error receiving network data")
+    finally:
+        setup_logging()
+    err = capsys.readouterr().err
+    assert "Error receiving network data" in err
+    assert ("Traceback" in err) is verbose, err
 
 
 def test_the_default_scope_includes_group_ids_that_are_not_one_line() -> None:
