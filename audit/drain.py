@@ -172,7 +172,11 @@ def drained_readiness(
     status = result.status
     if result.source is None or result.destination is None:
         return status, None
-    drained = {"polls": status.polls, "waited_seconds": round(status.elapsed_seconds, 1)}
+    drained = {
+        "polls": status.polls,
+        "waited_seconds": round(status.elapsed_seconds, 1),
+        "partitions": status.partitions,
+    }
     outcome = audit_snapshots(
         result.source,
         result.destination,

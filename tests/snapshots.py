@@ -190,3 +190,31 @@ def faulty_pair(root: Path) -> tuple[Path, Path]:
             offset("g-live", 130),
         ],
     )
+
+
+def before_stop_pair(root: Path) -> tuple[Path, Path]:
+    """The pair a readiness run sees before a stop: orders-0 10 records behind (100 on the
+    source, 90 mirrored), g1 committed at 95 on the source and synced to 90."""
+    return write_pair(
+        root,
+        [part("orders", 0, high_watermark=100)],
+        [part("orders", 0, high_watermark=90, leader_epoch=8)],
+        src_groups=[group("g1")],
+        dst_groups=[group("g1")],
+        src_offsets=[offset("g1", 95)],
+        dst_offsets=[offset("g1", 90)],
+    )
+
+
+def after_stop_without_last_mirrored_offset(root: Path) -> Path:
+    """The destination after the stop, its mirror state as the CLI's --describe --json rows
+    give it: no LastMirrorOffset."""
+    _, dst = write_pair(
+        root,
+        [],
+        [part("orders", 0, high_watermark=91, last_stable_offset=91, leader_epoch=9)],
+        dst_groups=[group("g1")],
+        dst_offsets=[offset("g1", 90)],
+        dst_mirror=[mirror("orders", 0, last_offset=None, last_epoch=8, source_offset=104)],
+    )
+    return dst

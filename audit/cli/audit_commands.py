@@ -3,26 +3,20 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
+from audit.api import DRAIN_TIMEOUT
 from audit.cli.options import (
     add_config,
     add_engine,
     add_out,
+    add_output,
     add_snapshot_dirs,
     config_of,
-    engine_of,
     path_arg,
 )
-from audit.cli.output import print_outcome
+from audit.cli.output import print_result
 from audit.errors import ExitCode, UsageError
-
-
-def _snapshot_dirs(args: argparse.Namespace) -> tuple[Path, Path]:
-    if args.source is None or args.destination is None:
-        raise UsageError("give both --source DIR and --destination DIR (snapshot directories)")
-    return args.source, args.destination
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
@@ -36,86 +30,54 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from audit.pipeline import audit_offline
+    from audit import api
 
-    cfg = config_of(args)
-    src, dst = _snapshot_dirs(args)
-    outcome = audit_offline(src, dst, cfg, args.out, engine=engine_of(args, cfg))
-    print_outcome(outcome.summary, outcome.report)
-    return outcome.exit_code
+    if args.source is None or args.destination is None:
+        raise UsageError("give both --source DIR and --destination DIR (snapshot directories)")
+    result = api.audit(args.source, args.destination, config_of(args), out=args.out, engine=args.engine)
+    return print_result(result, args.output)
 
 
 def cmd_nightly(args: argparse.Namespace) -> int:
-    from audit.pipeline import nightly
+    from audit import api
 
-    cfg = config_of(args)
-    outcome = nightly(cfg, args.out, engine=engine_of(args, cfg), full_records=args.full)
-    print_outcome(outcome.summary, outcome.report)
-    return outcome.exit_code
+    result = api.nightly(config_of(args), out=args.out, engine=args.engine, full_records=args.full)
+    return print_result(result, args.output)
 
 
 def cmd_readiness(args: argparse.Namespace) -> int:
     """The pre-failover check: never under the output root's lock (``audit.output_lock``),
     so it never waits behind a nightly job."""
-    from audit.pipeline import audit_offline, nightly
+    from audit import api
 
     if args.timeout is not None and not args.wait_drained:
         raise UsageError("--timeout is how long --wait-drained waits: give --wait-drained too")
     cfg = config_of(args)
-    if args.wait_drained:
-        return _readiness_drained(args, cfg)
-    if args.source is not None or args.destination is not None:
-        src, dst = _snapshot_dirs(args)
-        outcome = audit_offline(src, dst, cfg, args.out, readiness=True, engine=engine_of(args, cfg))
-    elif args.config is None:
-        raise UsageError("readiness needs --config FILE (live clusters) or --source DIR --destination DIR")
-    else:
-        outcome = nightly(cfg, args.out, readiness=True, engine=engine_of(args, cfg))
-    print_outcome(outcome.summary, outcome.report)
-    return outcome.exit_code
-
-
-def _readiness_drained(args: argparse.Namespace, cfg: Any) -> int:
-    """Wait until drained (audit/drain.py), then the readiness check on the drained state."""
-    from audit.drain import drained_readiness
-    from audit.run_dirs import run_directory
-
+    if not args.wait_drained:
+        config = cfg if args.config is not None else None
+        result = api.readiness(
+            config, source=args.source, destination=args.destination, out=args.out, engine=args.engine
+        )
+        return print_result(result, args.output)
     if args.source is not None or args.destination is not None:
         raise UsageError(
             "--wait-drained polls the live clusters: give --config FILE, not snapshot directories"
         )
     if args.config is None:
         raise UsageError("--wait-drained polls the live clusters: give --config FILE")
-    timeout = args.timeout if args.timeout is not None else DRAIN_TIMEOUT
     progress = DrainProgress()
-    engine = engine_of(args, cfg)
-    with run_directory(cfg, args.out, lock_as=None) as out:
-        status, outcome = drained_readiness(cfg, out, timeout, args.poll_interval, progress, engine)
-    progress.end()
-    if outcome is None:
-        print(
-            f"not drained after {status.elapsed_seconds:.0f}s: {status.lag_records} records left on "
-            f"{status.partitions - status.drained_partitions} of {status.partitions} partitions"
-            + ("" if status.source_quiet else "; the source is still being written to")
-            + (
-                f"; {status.unknown_partitions} partitions unknown (an input was missing: never drained)"
-                if status.unknown_partitions
-                else ""
-            )
+    try:
+        drained = api.readiness_when_drained(
+            cfg,
+            timeout=args.timeout if args.timeout is not None else DRAIN_TIMEOUT,
+            poll_interval=args.poll_interval,
+            out=args.out,
+            engine=args.engine,
+            progress=progress,
         )
-        for lag in status.lagging:
-            txn = " (transaction open on the source)" if lag.open_transaction else ""
-            if lag.open_transaction is None:
-                txn = " (open transactions unknown)"
-            count = "unknown" if lag.lag_records is None else str(lag.lag_records)
-            print(f"  {lag.topic}-{lag.partition}: {count} records{txn}")
-        return ExitCode.FAILED
-    print(f"drained: {status.partitions} partitions, source quiet, after {status.elapsed_seconds:.0f}s")
-    print_outcome(outcome.summary, outcome.report)
-    return outcome.exit_code
-
-
-DRAIN_TIMEOUT = 600.0
+    finally:
+        progress.end()
+    return print_result(drained, args.output)
 
 
 class DrainProgress:
@@ -174,6 +136,7 @@ def add_commands(sub: Any) -> None:
     )
     add_config(p)
     add_engine(p, "spark")
+    add_output(p)
     p.set_defaults(handler=cmd_audit)
 
     p = sub.add_parser("nightly", help="snapshot, audit and report, keeping history in the output root")
@@ -191,6 +154,7 @@ def add_commands(sub: Any) -> None:
         "parent is the output root, locked while the job runs",
     )
     add_engine(p, "spark")
+    add_output(p)
     p.set_defaults(handler=cmd_nightly)
 
     p = sub.add_parser("readiness", help="pre-failover GO / NO-GO check with expected loss and reprocessing")
@@ -203,6 +167,7 @@ def add_commands(sub: Any) -> None:
         "timestamped directory under output.root, as nightly); never waits for the output root's lock",
     )
     add_engine(p, "local")
+    add_output(p)
     p.add_argument(
         "--wait-drained",
         action="store_true",

@@ -6,41 +6,41 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from audit.cli.options import add_config, add_engine, add_out, add_snapshot_dirs, config_of, path_arg
-from audit.cli.output import print_outcome
-from audit.errors import UsageError
-
-
-def _cluster_mirroring(args: argparse.Namespace) -> Any:
-    cfg = config_of(args)
-    if cfg.mode != "cluster-mirroring":
-        raise UsageError(
-            f"the failover checks follow an offset-preserving mirror's stop: mode is {cfg.mode}, "
-            "they need mode cluster-mirroring"
-        )
-    if args.config is None and args.destination is None:
-        raise UsageError("give --config FILE (live clusters) or --destination DIR [--source DIR] (snapshots)")
-    return cfg
+from audit.cli.options import (
+    add_config,
+    add_engine,
+    add_out,
+    add_output,
+    add_snapshot_dirs,
+    config_of,
+    path_arg,
+)
+from audit.cli.output import print_result
 
 
 def cmd_failover_verify(args: argparse.Namespace) -> int:
-    from audit.failover_jobs import failover_verify
+    from audit import api
 
-    cfg = _cluster_mirroring(args)
-    outcome = failover_verify(cfg, args.before, args.out, args.source, args.destination, args.engine)
-    print_outcome(outcome.summary, outcome.report)
-    return outcome.exit_code
+    config = config_of(args) if args.config is not None else None
+    result = api.failover_verify(
+        config,
+        args.before,
+        out=args.out,
+        source=args.source,
+        destination=args.destination,
+        engine=args.engine,
+    )
+    return print_result(result, args.output)
 
 
 def cmd_failback_readiness(args: argparse.Namespace) -> int:
-    from audit.failover_jobs import failback_readiness
+    from audit import api
 
-    cfg = _cluster_mirroring(args)
-    if args.config is None and args.source is None:
-        raise UsageError("give --config FILE (live clusters) or --source DIR --destination DIR (snapshots)")
-    outcome = failback_readiness(cfg, args.out, args.source, args.destination, args.engine)
-    print_outcome(outcome.summary, outcome.report)
-    return outcome.exit_code
+    config = config_of(args) if args.config is not None else None
+    result = api.failback_readiness(
+        config, out=args.out, source=args.source, destination=args.destination, engine=args.engine
+    )
+    return print_result(result, args.output)
 
 
 def add_commands(sub: Any) -> None:
@@ -64,6 +64,7 @@ def add_commands(sub: Any) -> None:
     add_snapshot_dirs(p)
     add_out(p, False, "run directory (default: a new timestamped directory under output.root)")
     add_engine(p, "local")
+    add_output(p)
     p.set_defaults(handler=cmd_failover_verify)
 
     fb = sub.add_parser("failback", help="before mirroring back: what it would truncate on the old source")
@@ -77,4 +78,5 @@ def add_commands(sub: Any) -> None:
     add_snapshot_dirs(p)
     add_out(p, False, "run directory (default: a new timestamped directory under output.root)")
     add_engine(p, "local")
+    add_output(p)
     p.set_defaults(handler=cmd_failback_readiness)

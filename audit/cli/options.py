@@ -8,7 +8,6 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from audit.compare.engines import EngineName
 from audit.config import AuditConfig
 from audit.config_file import load_config
 from audit.errors import UsageError
@@ -97,8 +96,15 @@ def add_engine(p: argparse.ArgumentParser, default: str) -> None:
     )
 
 
-def engine_of(args: argparse.Namespace, cfg: AuditConfig) -> EngineName:
-    return args.engine  # type: ignore[no-any-return]
+def add_output(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="what goes to stdout: 'text' (the short table a person reads; the default) or 'json' "
+        "(one object: outcome - PASS, WARN, FAIL, GO, NO-GO or 'not drained' -, exit_code, run_dir, "
+        "report and the run's summary.json; the exit codes stay 0, 1, 2)",
+    )
 
 
 def int_in(low: int, high: int | None = None) -> Callable[[str], int]:

@@ -8,13 +8,58 @@ instead of acting on the operator's terminal.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from audit.display import visible
 from audit.validate.coverage import row_label
 from audit.validate.readiness import shown
+
+if TYPE_CHECKING:
+    from audit.api import NotDrained, Result
+
+
+def print_result(result: Result | NotDrained, output: str = "text") -> int:
+    """A job's result on stdout, as text (``print_outcome``) or as one JSON object
+    (``--output json``); returns its exit code."""
+    from audit.api import NotDrained
+
+    if output == "json":
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2, default=str))
+    elif isinstance(result, NotDrained):
+        print_not_drained(result)
+    else:
+        drained = result.summary["run"].get("drained")
+        if drained:
+            print(
+                f"drained: {drained['partitions']} partitions, source quiet, after "
+                f"{drained['waited_seconds']:.0f}s"
+            )
+        print_outcome(dict(result.summary), result.report)
+    return result.exit_code
+
+
+def print_not_drained(result: NotDrained) -> None:
+    """``readiness --wait-drained`` timed out: what is left, partition by partition."""
+    status = result.status
+    print(
+        f"not drained after {status.elapsed_seconds:.0f}s: {status.lag_records} records left on "
+        f"{status.partitions - status.drained_partitions} of {status.partitions} partitions"
+        + ("" if status.source_quiet else "; the source is still being written to")
+        + (
+            f"; {status.unknown_partitions} partitions unknown (an input was missing: never drained)"
+            if status.unknown_partitions
+            else ""
+        )
+    )
+    for lag in status.lagging:
+        txn = " (transaction open on the source)" if lag.open_transaction else ""
+        if lag.open_transaction is None:
+            txn = " (open transactions unknown)"
+        count = "unknown" if lag.lag_records is None else str(lag.lag_records)
+        print(f"  {visible(lag.topic)}-{lag.partition}: {count} records{txn}")
 
 
 def print_outcome(summary: dict[str, object], report: Path) -> None:

@@ -19,7 +19,15 @@ from audit.jobs import READINESS
 from audit.pipeline import audit_snapshots
 from tests.cli import run_cli
 from tests.run_files import unchecked_keys
-from tests.snapshots import group, mirror, offset, part, write_pair
+from tests.snapshots import (
+    after_stop_without_last_mirrored_offset,
+    before_stop_pair,
+    group,
+    mirror,
+    offset,
+    part,
+    write_pair,
+)
 
 CFG = parse_config("", env={})
 
@@ -113,32 +121,10 @@ def test_an_accepted_gap_gives_go_and_is_said_on_the_run(
 
 
 def _readiness_before(root: Path, engine: Engine) -> Path:
-    src, dst = write_pair(
-        root / "before",
-        [part("orders", 0, high_watermark=100)],
-        [part("orders", 0, high_watermark=90, leader_epoch=8)],
-        src_groups=[group("g1")],
-        dst_groups=[group("g1")],
-        src_offsets=[offset("g1", 95)],
-        dst_offsets=[offset("g1", 90)],
-    )
+    src, dst = before_stop_pair(root / "before")
     run = root / "readiness"
     audit_snapshots(src, dst, run, CFG, job=READINESS, engine=engine)
     return run
-
-
-def _after_stop_without_last_mirrored_offset(root: Path) -> Path:
-    """The destination after the stop, its mirror state as the CLI's --describe --json rows
-    give it: no LastMirrorOffset."""
-    _, dst = write_pair(
-        root / "after",
-        [],
-        [part("orders", 0, high_watermark=91, last_stable_offset=91, leader_epoch=9)],
-        dst_groups=[group("g1")],
-        dst_offsets=[offset("g1", 90)],
-        dst_mirror=[mirror("orders", 0, last_offset=None, last_epoch=8, source_offset=104)],
-    )
-    return dst
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -148,7 +134,7 @@ def test_verify_without_the_last_mirrored_offset_cannot_verify_and_its_loss_is_u
     """The issue's reproduction: it said PASS, CM-FAILOVER-2 pass and 0 records lost."""
     engine = _engine(engine, request)
     before = _readiness_before(tmp_path, engine)
-    dst = _after_stop_without_last_mirrored_offset(tmp_path)
+    dst = after_stop_without_last_mirrored_offset(tmp_path / "after")
     outcome = failover_verify(CFG, before, tmp_path / "verify", destination=dst, engine=engine)
     summary = outcome.summary
     assert summary["invariants"]["CM-FAILOVER-2"]["status"] != "pass"
