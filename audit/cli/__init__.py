@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK
 """The ``mirror-audit`` command line: thin on top of the pipeline modules.
 
 Each option is declared once (``options``), each command is a small function returning an
@@ -20,6 +21,7 @@ from audit.cli.output import print_outcome
 from audit.display import visible
 from audit.errors import AuditError, ExitCode
 from audit.logs import mask_secrets, setup_logging
+from audit.progress import set_progress_every
 from audit.run_dirs import WRITE_REFUSED
 
 log = logging.getLogger("audit.cli")
@@ -46,6 +48,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="log lines on stderr: text (ISO 8601 time with the zone, level, logger, message; the "
         "default) or json (one object a line, for log collectors)",
     )
+    parser.add_argument(
+        "--progress-every",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="the progress of a records or segments scan: rewritten in place on a terminal; "
+        "elsewhere a log line every SECONDS (default 30; 0: none)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     audit_commands.add_commands(sub)
     check_commands.add_commands(sub)
@@ -58,8 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    _complete(parser)
     args = parser.parse_args(argv)
     setup_logging(args.verbose, args.log_format)
+    set_progress_every(args.progress_every)
     handler: Handler = args.handler
     try:
         return int(handler(args))
@@ -82,6 +94,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     # An error may name a group id or a client's message: escaped, so it stays one inert line.
     print(f"mirror-audit: error: {visible(mask_secrets(message))}", file=sys.stderr)
     return ExitCode.ERROR
+
+
+def _complete(parser: argparse.ArgumentParser) -> None:
+    """Shell completion (argcomplete): answers and exits when the shell's completion hook
+    called the command (it sets ``_ARGCOMPLETE``), does nothing otherwise. Enable it with
+    ``eval "$(register-python-argcomplete mirror-audit)"`` (README, "Shell completion")."""
+    if "_ARGCOMPLETE" in os.environ:
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
 
 
 def _os_error_message(exc: OSError) -> str:

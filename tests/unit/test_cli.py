@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,34 @@ def test_sandbox_mirror_commands_need_a_running_sandbox(
 ) -> None:
     assert main(["sandbox", action, "--workdir", str(tmp_path)]) == 2
     assert "sandbox is not running" in capsys.readouterr().err
+
+
+def _complete(line: str, tmp_path: Path) -> list[str]:
+    """What the shell's completion hook gets for ``line`` (the cursor at its end), asked of
+    the installed ``mirror-audit`` as bash's argcomplete hook asks it."""
+    import os
+    import shutil
+    import subprocess
+
+    answers = tmp_path / "completions"
+    env = {
+        **os.environ,
+        "_ARGCOMPLETE": "1",
+        "_ARGCOMPLETE_SHELL": "bash",
+        "_ARGCOMPLETE_IFS": "\n",
+        "_ARGCOMPLETE_STDOUT_FILENAME": str(answers),
+        "COMP_LINE": line,
+        "COMP_POINT": str(len(line)),
+        "COMP_TYPE": "9",
+    }
+    exe = shutil.which("mirror-audit", path=str(Path(sys.executable).parent))
+    assert exe is not None
+    proc = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return answers.read_text().split()
+
+
+def test_shell_completion_offers_commands_options_and_choices(tmp_path: Path) -> None:
+    assert {"readiness", "records", "failover", "check"} <= set(_complete("mirror-audit ", tmp_path))
+    assert "--wait-drained" in _complete("mirror-audit readiness --wa", tmp_path)
+    assert set(_complete("mirror-audit readiness --output ", tmp_path)) == {"text", "json"}

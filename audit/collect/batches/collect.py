@@ -194,7 +194,10 @@ def write_batch_scan(
 
 def _run(spark: Any, scan: BatchScan, staging: Path) -> dict[str, Any]:
     """Run the scan (one pass over the data) and write its three tables into ``staging``."""
-    scan.rows.write.mode("overwrite").parquet(str(staging / "batches.parquet"))
+    from audit.progress import spark_progress
+
+    with spark_progress(spark, "batch scan"):
+        scan.rows.write.mode("overwrite").parquet(str(staging / "batches.parquet"))
     issues = scan.collected_issues() + backwards_offsets(spark, staging)
     _write_issues(issues, staging)
     _write_markers(spark, staging)

@@ -24,6 +24,7 @@ from audit.collect.records.plan import RecordPlan, common_ranges, plan_records
 from audit.collect.records.read import resolve_reader, scan_records
 from audit.config import AuditConfig
 from audit.fsutil import atomic_write_json, replace_path
+from audit.progress import spark_progress
 from audit.snapshot import PartitionRecord, read_manifest, read_records, read_table
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,8 @@ def collect_records(
         reader = resolve_reader(clients, cfg.records)
         rows, issues = scan_records(spark, plan, clients, cfg.records, reader)
         clock = time.monotonic()
-        rows.write.partitionBy("side").mode("overwrite").parquet(str(staging / "chunks"))
+        with spark_progress(spark, "records scan"):
+            rows.write.partitionBy("side").mode("overwrite").parquet(str(staging / "chunks"))
         log.info("records: both sides read and checksummed in %.1fs", time.monotonic() - clock)
         scan = BatchScan(rows, issues)
         problems = scan.collected_issues()
@@ -78,7 +80,9 @@ def collect_records(
         divergences = staging / "record_divergences.parquet"
         if mismatches.limit(1).count():
             clock = time.monotonic()
-            narrow(spark, mismatches, clients, cfg.records).write.mode("overwrite").parquet(str(divergences))
+            with spark_progress(spark, "records narrowing"):
+                narrowed_rows = narrow(spark, mismatches, clients, cfg.records)
+                narrowed_rows.write.mode("overwrite").parquet(str(divergences))
             log.info("records: mismatching chunks narrowed in %.1fs", time.monotonic() - clock)
         else:
             _empty(spark, "record_divergences", divergences)
