@@ -35,7 +35,9 @@ def set_progress_every(seconds: float) -> None:
 
 @dataclass(frozen=True)
 class Progress:
-    """Tasks of a stage's Spark jobs: done, running and known so far."""
+    """Tasks of a stage's Spark jobs: done, running and known so far (a stage that runs
+    several jobs, such as the narrowing of mismatching chunks, adds each job's tasks as
+    the job starts)."""
 
     done: int
     running: int
@@ -43,8 +45,10 @@ class Progress:
     elapsed: float
 
     def line(self, what: str) -> str:
+        if not self.total:
+            return f"{what}: starting, {_clock(self.elapsed)} elapsed"
         rate = self.done / self.elapsed if self.elapsed > 0 else 0.0
-        pct = f" ({100 * self.done // self.total}%)" if self.total else ""
+        pct = f" ({100 * self.done // self.total}%)"
         return (
             f"{what}: {self.done}/{self.total} tasks done{pct}, {self.running} running, "
             f"{rate:.2f} tasks/s, {_clock(self.elapsed)} elapsed"
