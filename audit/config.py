@@ -14,6 +14,7 @@ from typing import Any, Literal
 from urllib.parse import quote, unquote
 
 from audit import regex
+from audit.collect.logins import TOKEN_PROVIDER
 from audit.errors import ConfigError
 
 Mode = Literal["cluster-mirroring", "mm2"]
@@ -106,10 +107,19 @@ class ClusterConfig:
     timeout_seconds: float = 30.0
     # Bound on concurrent per-group admin calls (list_consumer_group_offsets is one group a call).
     max_concurrent_requests: int = 8
+    # An OAUTHBEARER login's token source for both clients: a Python callable
+    # "module:function" returning (token, expiry seconds since the epoch); see
+    # audit/collect/logins.py (audit.collect.logins:aws_msk_iam for Amazon MSK's IAM).
+    token_provider: str | None = None
 
     def client_settings(self) -> dict[str, str]:
-        """Settings for a confluent-kafka client, secrets included: never log the result."""
-        return {"bootstrap.servers": self.bootstrap_servers, **self.properties}
+        """Settings for a client, secrets included: never log the result. A token provider
+        travels under ``logins.TOKEN_PROVIDER``; ``logins.librdkafka_config`` resolves it
+        for confluent-kafka, ``transactions.kafka_python_from`` for kafka-python."""
+        settings = {"bootstrap.servers": self.bootstrap_servers, **self.properties}
+        if self.token_provider:
+            settings[TOKEN_PROVIDER] = self.token_provider
+        return settings
 
     def redacted(self) -> dict[str, Any]:
         return {
@@ -117,6 +127,7 @@ class ClusterConfig:
             "properties": redact_properties(self.properties),
             "timeout_seconds": self.timeout_seconds,
             "max_concurrent_requests": self.max_concurrent_requests,
+            "token_provider": self.token_provider,
         }
 
 

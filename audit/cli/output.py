@@ -177,3 +177,5 @@ def print_status(state: object) -> None:
     ca = tls_ca(state)
     if ca is not None:
         print(f"SASL listeners use TLS: trust {ca} (ssl.ca.location)")
+    if sasl:
+        print("SASL mechanisms: PLAIN, and OAUTHBEARER with unsecured JWTs (sub: the user name)")

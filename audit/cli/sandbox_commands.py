@@ -279,9 +279,10 @@ def add_sandbox(sub: Any) -> None:
         type=sasl_user,
         action="append",
         metavar="NAME:PASSWORD",
-        help="also listen with SASL_PLAINTEXT (mechanism PLAIN) on a port of each broker's own, for "
-        "this login (repeatable); a local test login: the brokers' server.properties in the work "
-        "dir hold it",
+        help="also listen with SASL_PLAINTEXT on a port of each broker's own, for this login "
+        "(repeatable): mechanism PLAIN, and OAUTHBEARER with unsecured JWTs whose sub is NAME (Kafka's "
+        "test validator; audit/sandbox/token_endpoint.py issues them); a local test login: the "
+        "brokers' server.properties in the work dir hold it",
     )
     p.add_argument(
         "--tls",

@@ -114,11 +114,20 @@ def check_sasl_users(users: dict[str, str]) -> None:
 
 
 def _sasl_properties(users: dict[str, str], protocol: str) -> dict[str, str]:
+    """PLAIN for the users given, and OAUTHBEARER validated by Kafka's unsecured JWT
+    validator (the broker's default for OAUTHBEARER when no validator class is configured;
+    meant for tests): a token whose ``sub`` is a user name logs in as ``User:<name>``, under
+    the same ACLs as its PLAIN login. The sandbox's token endpoint (``token_endpoint``)
+    issues such tokens to the users' client credentials."""
     logins = " ".join(f'user_{name}="{password}"' for name, password in users.items())
+    listener = f"listener.name.{protocol.lower()}"
     return {
-        "sasl.enabled.mechanisms": "PLAIN",
-        f"listener.name.{protocol.lower()}.plain.sasl.jaas.config": (
+        "sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER",
+        f"{listener}.plain.sasl.jaas.config": (
             f"org.apache.kafka.common.security.plain.PlainLoginModule required {logins};"
+        ),
+        f"{listener}.oauthbearer.sasl.jaas.config": (
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
         ),
     }
 

@@ -14,6 +14,7 @@ empty PASS.
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import uuid
 from pathlib import Path
@@ -31,7 +32,7 @@ from audit.sandbox.jars import find_java
 from audit.sandbox.mirror import mirror_once, wait_transactions_settled
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, commit_offsets, produce
-from tests.cli import run_cli
+from tests.cli import run_cli, run_in_process
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -50,26 +51,29 @@ def _sasl_bootstrap(sandbox: SandboxState, name: str) -> str:
 def _config(
     tmp: Path,
     sandbox: SandboxState,
-    login: tuple[str, str],
+    user_password: tuple[str, str],
     topic: str,
     *,
     source: str = "source",
     group: str | None = None,
     ca: Path | None = None,
     extra: str = "",
+    login: str | None = None,
 ) -> Path:
     """A configuration that reads ``topic`` over SASL_SSL; ``source`` names the sandbox
     cluster given as the source (the destination, to point the config at the wrong cluster),
-    ``ca`` the certificate to trust (default: the sandbox's)."""
-    user, password = login
+    ``ca`` the certificate to trust (default: the sandbox's), ``login`` the cluster's lines
+    after ``ssl.ca.location`` instead of SASL/PLAIN with ``user_password``."""
+    user, password = user_password
     ca = ca or tls_ca(sandbox)
     assert ca is not None, "the test sandbox was started without TLS"
 
     def cluster(name: str) -> str:
+        plain = f"    sasl.mechanism: PLAIN\n    sasl.username: {user}\n    sasl.password: {password}\n"
         return (
             f"  bootstrap_servers: {_sasl_bootstrap(sandbox, name)}\n  timeout_seconds: 5\n"
-            "  properties:\n    security.protocol: SASL_SSL\n    sasl.mechanism: PLAIN\n"
-            f"    sasl.username: {user}\n    sasl.password: {password}\n    ssl.ca.location: {ca}\n"
+            f"  properties:\n    security.protocol: SASL_SSL\n    ssl.ca.location: {ca}\n"
+            + (plain if login is None else login)
         )
 
     groups = f"'{group}'" if group else ""
@@ -347,3 +351,134 @@ def test_check_passes_with_the_readme_permissions_and_names_one_withheld(
         last
     )
     assert "Traceback" not in proc.stderr
+
+
+def _oidc(endpoint: str, client_id: str, secret: str) -> str:
+    return (
+        "    sasl.mechanism: OAUTHBEARER\n    sasl.oauthbearer.method: oidc\n"
+        f"    sasl.oauthbearer.token.endpoint.url: {endpoint}\n"
+        f"    sasl.oauthbearer.client.id: {client_id}\n    sasl.oauthbearer.client.secret: {secret}\n"
+    )
+
+
+def test_an_oidc_login_reads_every_part_over_oauthbearer_and_writes_no_secret(
+    sandbox: SandboxState, sasl_login: tuple[str, str], tmp_path: Path
+) -> None:
+    """OAUTHBEARER with OIDC client credentials against the sandbox's token endpoint:
+    librdkafka fetches its tokens itself, kafka-python through the auditor's provider; a
+    nightly run with records and a wire fetch reads everything (snapshot, batched
+    ListOffsets, transactions, wire fetch, the batch reader), then readiness says GO."""
+    from audit.sandbox.token_endpoint import token_endpoint
+
+    user, secret = sasl_login
+    topic = _mirrored_topic(sandbox)
+    extra = (
+        "records:\n  enabled: true\nsegments:\n  source:\n    read: wire\n  destination:\n    read: wire\n"
+    )
+    with token_endpoint({user: secret}) as endpoint:
+        login = _oidc(endpoint.url, user, secret)
+        cfg = _config(tmp_path / "cfg", sandbox, sasl_login, topic, extra=extra, login=login)
+        run = tmp_path / "run"
+        proc = run_in_process("nightly", "--config", str(cfg), "--out", str(run))
+        assert proc.returncode in (0, 1), proc.stderr[-3000:]
+        ready = run_in_process("readiness", "--config", str(cfg), "--out", str(tmp_path / "ready"))
+        issued = dict(endpoint.issued.tokens)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["invariants"]["CM-DATA-1"]["status"] == "pass", summary["invariants"]["CM-DATA-1"]
+    for side in ("source", "destination"):
+        notes = json.loads((run / side / "manifest.json").read_text())["notes"]
+        assert notes["open_transactions"].startswith("collected"), notes["open_transactions"]  # kafka-python
+        assert notes["records"]["reader"] == "batches" and notes["records"]["unreadable_ranges"] == 0
+        assert notes["batches"]["read"] == "wire" and notes["batches"]["batch_scan_issues"] == 0
+        assert notes["batches"]["markers"] == 1, notes["batches"]
+    assert ready.returncode == 0, ready.stdout + ready.stderr[-3000:]
+    assert "readiness: GO" in ready.stdout
+    # Tokens for the auditor's client id only; librdkafka's and kafka-python's both.
+    assert list(issued) == [user] and issued[user] >= 2, issued
+    written = {**_files(run), **_files(tmp_path / "ready")}
+    assert [name for name, data in written.items() if secret.encode() in data] == []
+    assert secret not in proc.stdout + proc.stderr + ready.stdout + ready.stderr
+
+
+def test_wrong_oidc_client_credentials_are_one_line_naming_the_endpoint(
+    sandbox: SandboxState, sasl_login: tuple[str, str], tmp_path: Path
+) -> None:
+    from audit.sandbox.token_endpoint import token_endpoint
+
+    user, secret = sasl_login
+    topic = _topic_on_both(sandbox)
+    with token_endpoint({user: secret}) as endpoint:
+        login = _oidc(endpoint.url, user, "wrong-" + secret)
+        cfg = _config(tmp_path / "cfg", sandbox, sasl_login, topic, login=login)
+        proc = run_cli("readiness", "--config", str(cfg), "--out", str(tmp_path / "ready"))
+        refused = endpoint.issued.refused
+    assert proc.returncode == 2, proc.stdout + proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("mirror-audit: error: destination cluster"), last
+    assert "Traceback" not in proc.stderr and "wrong-" + secret not in proc.stdout + proc.stderr
+    assert refused >= 1
+    assert not (tmp_path / "ready").exists()
+
+
+def test_a_named_token_provider_logs_both_clients_in(
+    sandbox: SandboxState, sasl_login: tuple[str, str], tmp_path: Path
+) -> None:
+    """``token_provider: tests.tokens:auditor``: librdkafka's oauth_cb and kafka-python's
+    provider call it (readiness reads offsets in batches and open transactions with
+    kafka-python, everything else with librdkafka) and the answer is GO."""
+    from tests import tokens
+
+    topic = _mirrored_topic(sandbox)
+    login = "    sasl.mechanism: OAUTHBEARER\n  token_provider: tests.tokens:auditor\n"
+    cfg = _config(tmp_path / "cfg", sandbox, sasl_login, topic, login=login)
+    tokens.ISSUED.clear()
+    ready = run_in_process("readiness", "--config", str(cfg), "--out", str(tmp_path / "ready"))
+    assert ready.returncode == 0, ready.stdout + ready.stderr[-3000:]
+    for side in ("source", "destination"):
+        notes = json.loads((tmp_path / "ready" / side / "manifest.json").read_text())["notes"]
+        assert notes["open_transactions"].startswith("collected"), notes["open_transactions"]
+    assert len(tokens.ISSUED) >= 4  # both clients, both clusters
+
+
+def test_an_msk_iam_token_from_awss_signer_reaches_both_clients(
+    sandbox: SandboxState,
+    sasl_login: tuple[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As far as a machine without AWS goes: AWS's signer makes the token from static
+    credentials, both clients send it to a real OAUTHBEARER listener, and the broker (which
+    is not MSK and validates JWTs) refuses it: an authentication error, said in one line."""
+    import base64
+
+    from audit.collect.metadata.transactions import kafka_python_admin, kafka_python_settings
+    from audit.config_file import load_config
+    from tests import tokens
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEEXAMPLE00")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "example-secret-not-a-real-key-0000000000")
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    topic = _topic_on_both(sandbox)
+    login = "    sasl.mechanism: OAUTHBEARER\n  token_provider: tests.tokens:msk_signed\n"
+    path = _config(tmp_path / "cfg", sandbox, sasl_login, topic, login=login)
+    cluster = load_config(path).cluster("source")
+
+    tokens.ISSUED.clear()
+    proc = run_in_process("check", "--config", str(path))  # librdkafka first, as every job
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Authentication failed" in proc.stdout + proc.stderr or "authentication" in proc.stdout.lower()
+    assert tokens.ISSUED, "librdkafka never asked the provider"
+    url = base64.urlsafe_b64decode(tokens.ISSUED[0] + "=" * (-len(tokens.ISSUED[0]) % 4)).decode()
+    assert url.startswith("https://kafka.eu-west-1.amazonaws.com/?Action=kafka-cluster%3AConnect"), url
+    assert "X-Amz-Signature=" in url
+
+    tokens.ISSUED.clear()
+    settings = kafka_python_settings(cluster)
+    assert isinstance(settings, dict), settings
+    refused = pytest.raises(Exception)  # kafka-python's own error, whatever it wraps it in
+    with caplog.at_level(logging.WARNING, logger="kafka"), refused, kafka_python_admin(settings) as admin:
+        admin.list_topics()
+    assert tokens.ISSUED, "kafka-python never asked the provider"
+    # The broker read the token and refused it as a token (not a connection problem).
+    assert 'SaslAuthenticationFailedError: {"status":"invalid_token"}' in caplog.text

@@ -32,6 +32,7 @@ from confluent_kafka.admin import (
     OffsetSpec,
 )
 
+from audit.collect.logins import librdkafka_config
 from audit.collect.metadata.permissions import permissions_summary
 from audit.config import ClusterConfig
 from audit.errors import ClusterError
@@ -131,7 +132,7 @@ class KafkaAdmin:
             "logger": _SILENT,
         }
         try:
-            self._admin = AdminClient(settings)
+            self._admin = AdminClient(librdkafka_config(settings))
         except KafkaException as exc:
             raise ClusterError(f"{role} cluster: invalid client settings: {_describe(exc)}") from exc
         except (TypeError, ValueError) as exc:
@@ -551,7 +552,7 @@ class KafkaAdmin:
             "auto.offset.reset": "error",
             "logger": logging.getLogger(f"audit.collect.rdkafka.{self.role}"),
         }
-        return Consumer(settings)
+        return Consumer(librdkafka_config(settings))
 
     def read_topic(self, topic: str) -> list[RawRecord] | None:
         """Every record of ``topic`` from log start to the high watermark at call time, or

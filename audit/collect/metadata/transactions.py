@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from audit.collect.logins import TOKEN_PROVIDER
 from audit.config import ClusterConfig
 from audit.snapshot import OpenTransactionRecord
 
@@ -35,6 +36,9 @@ _PROPERTY_MAP = {
     "ssl.key.password": "ssl_password",
 }
 _SUPPORTED_SASL = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+# An OAUTHBEARER login's settings beyond sasl.oauthbearer.*: the named token provider, and
+# the CA of an https token endpoint (librdkafka's name).
+_OAUTH_PROPERTIES = frozenset({TOKEN_PROVIDER, "https.ca.location"})
 _OPEN_STATES = ["Ongoing", "PrepareCommit", "PrepareAbort"]
 
 
@@ -58,13 +62,22 @@ def kafka_python_from(
         # an unreachable cluster or a refused login should cost the configured timeout only.
         "bootstrap_timeout_ms": int(timeout_seconds * 1000),
     }
+    mechanism = str(client.get("sasl.mechanism") or client.get("sasl.mechanisms") or "").upper()
     for key, value in client.items():
         if key in _PROPERTY_MAP:
             settings[_PROPERTY_MAP[key]] = value
+        elif mechanism == "OAUTHBEARER" and (key in _OAUTH_PROPERTIES or key.startswith("sasl.oauthbearer.")):
+            continue  # the token provider's (below)
         elif ignored is not None and key != "bootstrap.servers" and key not in ignored:
             return f"the property {key} has no kafka-python equivalent"
-    mechanism = str(settings.get("sasl_mechanism", "")).upper()
-    if mechanism and mechanism not in _SUPPORTED_SASL:
+    if mechanism == "OAUTHBEARER":
+        from audit.collect.logins import kafka_python_oauth
+
+        provider = kafka_python_oauth(client)
+        if isinstance(provider, str):
+            return provider
+        settings["sasl_oauth_token_provider"] = provider
+    elif mechanism and mechanism not in _SUPPORTED_SASL:
         return f"SASL mechanism {mechanism} is not supported by kafka-python here"
     return settings
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from audit.collect.batches.format import ScanSink
 from audit.collect.batches.scan import issue_accumulator
+from audit.collect.logins import librdkafka_config
 from audit.collect.records import native as native_reader
 from audit.collect.records.batch_reader import BatchWaves
 from audit.collect.records.chunks import RangeChunker
@@ -64,7 +65,7 @@ class RangeReader:
     def __init__(self, settings: dict[str, Any], timeout: float) -> None:
         from confluent_kafka import Consumer
 
-        self.consumer = Consumer(settings)
+        self.consumer = Consumer(librdkafka_config(settings))
         self.timeout = timeout
 
     def read(self, topic: str, partition: int, start: int, end: int) -> Iterator[list[Any]]:
@@ -197,7 +198,7 @@ class _PythonWaves:
     def __init__(self, settings: dict[str, Any]) -> None:
         from confluent_kafka import Consumer
 
-        self.consumer = Consumer(settings)
+        self.consumer = Consumer(librdkafka_config(settings))
 
     def read_wave(
         self, wave: list[Range], size: int, timeout: float
