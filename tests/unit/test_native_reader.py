@@ -75,6 +75,18 @@ def test_settings_the_build_lacks_fall_back_on_auto_and_fail_on_native(
         native_reader.resolve("native", settings)
 
 
+def test_a_token_provider_login_takes_the_batch_reader_never_the_compiled_librdkafka_one() -> None:
+    """librdkafka's token callback is a Python callable: the batch reader (kafka-python's
+    provider) and confluent-kafka can log in with it, the compiled librdkafka reader cannot."""
+    from audit.collect.logins import TOKEN_PROVIDER
+
+    login = {**NOWHERE, "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER"}
+    settings = _both({**login, TOKEN_PROVIDER: "tests.tokens:auditor"})
+    assert native_reader.resolve("auto", settings) == "batches"
+    with pytest.raises(ConfigError, match=r"records.reader is native .*\(a token_provider login"):
+        native_reader.resolve("native", settings)
+
+
 def test_a_missing_package_falls_back_on_auto_and_fails_on_native(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(native_reader, "load", lambda: None)
     assert native_reader.resolve("auto", _both(NOWHERE)) == "python"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal
 
+from audit.collect.logins import TOKEN_PROVIDER
 from audit.config import REDACTED, is_secret_key
 from audit.errors import ConfigError
 
@@ -57,6 +58,9 @@ def open_native(settings: dict[str, Any]) -> Any:
     module = load()
     if module is None:
         raise ImportError(f"{MODULE} is not installed: {INSTALL}")
+    if TOKEN_PROVIDER in settings:
+        # librdkafka's token callback is a Python callable: the compiled reader has none.
+        raise ValueError("a token_provider login (its token callback runs in Python)")
     try:
         return module.Reader(as_strings(settings))
     except module.SettingsError as exc:
