@@ -180,6 +180,9 @@ class Thresholds:
     max_lag_seconds: float = 300.0
     epoch_headroom: int = 3
     group_sync_tolerance_records: int = 0
+    # CM-GROUP-4: records one group partition would never see after a failover (not yet
+    # processed, already deleted on the destination, still on the source).
+    max_unseen_records: int = 0
     max_open_txn_seconds: float = 900.0
     # CM-FAILBACK-1: records mirroring back may truncate from a partition of the old source.
     max_failback_truncation_records: int = 0

@@ -332,6 +332,8 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("dst_offset_in_range", "boolean"),
         _c("commit_epoch_headroom", "int32"),
         _c("sync_candidate", "boolean"),
+        _c("src_log_start_offset", "int64"),
+        _c("unseen_records", "int64"),
     ),
     "groups": (
         _c("group_id", "string"),

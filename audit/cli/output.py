@@ -83,6 +83,11 @@ def print_outcome(summary: dict[str, object], report: Path) -> None:
             f"  expected reprocessing: {shown(summary, 'expected_reprocess_records')} records "
             "(group offsets behind)"
         )
+    if "expected_unseen_records" in summary:
+        print(
+            f"  never seen by groups:  {shown(summary, 'expected_unseen_records')} records "
+            "(below the destination's log start; not in the loss)"
+        )
     if "failback_truncation_records" in summary:
         truncated = shown(summary, "failback_truncation_records")
         print(f"  mirroring back would truncate {truncated} records on the old source")

@@ -160,8 +160,18 @@ SELECT clamped.*,
   -- A commit the mirror should have synced. Not conditioned on the destination partition
   -- being known: without it the clamp is unknown and the row unchecked, never passed.
   topic_in_scope AND group_in_scope AND NOT dst_active
-    AND src_committed_offset IS NOT NULL AS sync_candidate
+    AND src_committed_offset IS NOT NULL AS sync_candidate,
+  sp.log_start_offset AS src_log_start_offset,
+  -- Records the group has not processed that the destination no longer holds (below its
+  -- log start) while the source still does: its consumers never see them after a
+  -- failover. Unknown without either log start (greatest skips nulls: guarded, or a
+  -- missing destination partition would read as 0 records unseen).
+  CASE WHEN src_committed_offset IS NOT NULL AND dst_log_start_offset IS NOT NULL
+      AND sp.log_start_offset IS NOT NULL
+    THEN greatest(0, dst_log_start_offset - greatest(src_committed_offset, sp.log_start_offset))
+  END AS unseen_records
 FROM clamped
+LEFT JOIN {{src_partitions}} sp ON sp.topic = clamped.topic AND sp.partition = clamped.partition
 """,
     shown=(
         "src_committed_offset",
@@ -170,6 +180,7 @@ FROM clamped
         "dst_log_start_offset",
         "dst_high_watermark",
         "dst_active",
+        "unseen_records",
     ),
 )
 

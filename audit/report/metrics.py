@@ -183,6 +183,12 @@ RUN_FIGURES: tuple[tuple[str, str, str], ...] = (
         "expected_reprocess_records",
     ),
     (
+        "mirror_audit_expected_unseen_records",
+        "Records groups would never see after a failover now: not yet processed, already deleted on the "
+        "destination (readiness).",
+        "expected_unseen_records",
+    ),
+    (
         "mirror_audit_min_epoch_headroom",
         "Smallest destination-minus-source leader epoch of a partition.",
         "min_epoch_headroom",

@@ -41,7 +41,10 @@ class Figures:
 # Readiness (DESIGN.md): expected_loss_records = the sum over in-scope partitions of
 # max(0, source LEO - destination LEO), a partition missing on the destination losing
 # everything the source still retains; expected_reprocess_records = the sum over synced
-# (group, partition) pairs of max(0, clamp(source committed) - destination committed).
+# (group, partition) pairs of max(0, clamp(source committed) - destination committed);
+# expected_unseen_records = the sum over them of max(0, destination log start -
+# max(source committed, source log start)): records the group has not processed that the
+# destination no longer holds and the source still does (CM-GROUP-4).
 CLUSTER_MIRRORING_FIGURES: FigureQueries = {
     "expected_loss_records": Figure(
         "partitions",
@@ -56,6 +59,15 @@ CLUSTER_MIRRORING_FIGURES: FigureQueries = {
         "sync_candidate AND dst_committed_offset IS NOT NULL",
         "synced group partitions",
         "the clamp (destination log start or high watermark)",
+    ),
+    # Beside expected_loss_records, never added to it: records past what was mirrored are the
+    # mirror's lag (counted there); these are below the destination's log start.
+    "expected_unseen_records": Figure(
+        "group_offsets",
+        "unseen_records",
+        "sync_candidate",
+        "synced group partitions",
+        "a log start offset (source or destination)",
     ),
 }
 

@@ -391,3 +391,37 @@ def test_the_readmes_python_api_example_runs_against_the_sandbox(
     assert json.loads(result.summary_path.read_text()) == result.summary
     out = capsys.readouterr().out
     assert f"0 records would be lost; report: {result.report}" in out
+
+
+def test_readiness_counts_what_a_group_behind_the_destinations_log_start_never_sees(
+    sandbox: SandboxState, tmp_path: Path
+) -> None:
+    """Real brokers: the destination deleted records 0-99 (DeleteRecords), the group is at
+    40 on the source and synced to 100 (the clamp). CM-GROUP-1 passes, CM-GROUP-4 warns,
+    and readiness counts exactly the 60 records its consumers would never see."""
+    topic = f"unseen-{uuid.uuid4().hex[:8]}"
+    _mirror_topic(sandbox, topic, 200, [[1, 2]])
+    destination = sandbox.cluster("destination").bootstrap
+    admin = AdminClient({"bootstrap.servers": destination})
+    (deleted,) = admin.delete_records([TopicPartition(topic, 0, 100)]).values()
+    assert deleted.result(timeout=30).low_watermark == 100  # the destination's new log start
+    group = f"g-{topic}"
+    _commit(sandbox.cluster("source").bootstrap, group, topic, 40)
+    _commit(destination, group, topic, 100)
+    scope = f"scope:\n  topics:\n    include: ['{topic}']\n  groups:\n    include: ['{group}']\n"
+    cfg = _config(tmp_path, sandbox, scope)
+    ready = run_in_process(
+        "readiness", "--config", str(cfg), "--out", str(tmp_path / "ready"), "--output", "json"
+    )
+    assert ready.returncode == 0, ready.stdout + ready.stderr[-3000:]
+    summary = json.loads(ready.stdout)["summary"]
+    assert summary["readiness"] == "GO", summary["readiness_reasons"]
+    assert (summary["expected_unseen_records"], summary["expected_loss_records"]) == (60, 0)
+    inv = summary["invariants"]
+    assert inv["CM-GROUP-1"]["status"] == "pass" and inv["CM-GROUP-4"]["status"] == "warn"
+    (example,) = inv["CM-GROUP-4"]["examples"]
+    assert (example["group_id"], example["unseen_records"], example["dst_log_start_offset"]) == (
+        group,
+        60,
+        100,
+    )

@@ -150,3 +150,68 @@ def test_report_is_self_contained_and_escapes_names(
     assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in text
     assert outcome.summary["invariants"]["CM-TOPIC-1"]["status"] == "fail"
+
+
+def _behind_the_destinations_log_start(root: Path, extra_src: list[Any] = ()) -> tuple[Path, Path]:  # type: ignore[assignment]
+    """orders-0: the destination deleted up to 100, g committed at 40 on the source and
+    synced to 100 (the clamp: right) -> 60 it never sees; orders-1: the source itself starts
+    at 30 and the destination at 100, g committed at 10 -> 70 (the 20 below the source's log
+    start are gone everywhere, not the failover's doing); h on orders-0 is past both."""
+    end = {"high_watermark": 200, "last_stable_offset": 200}
+    src_parts = [part("orders", 0, **end), part("orders", 1, log_start_offset=30, **end)]
+    dst_parts = [part("orders", p, log_start_offset=100, leader_epoch=8, **end) for p in range(2)]
+    return write_pair(
+        root,
+        src_parts + list(extra_src),
+        dst_parts,
+        src_groups=[group("g"), group("h")],
+        dst_groups=[group("g"), group("h")],
+        src_offsets=[offset("g", 40), offset("g", 10, partition=1), offset("h", 150)]
+        + [offset("g", 5, topic=p.topic) for p in extra_src],
+        dst_offsets=[
+            offset("g", 100, epoch=8),
+            offset("g", 100, partition=1, epoch=8),
+            offset("h", 150, epoch=8),
+        ],
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_group_behind_the_destinations_log_start_warns_and_counts_what_it_never_sees(
+    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """CM-GROUP-4 and expected_unseen_records: the clamp moved g's offsets right (CM-GROUP-1
+    passes), yet its consumers would never see 130 records the source still holds. Beside
+    the loss (0 here), never in it; a warning, so the answer stays GO."""
+    if engine == "spark":
+        request.getfixturevalue("spark")
+    src, dst = _behind_the_destinations_log_start(tmp_path / "snaps")
+    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, job=READINESS, engine=engine).summary
+    inv = summary["invariants"]["CM-GROUP-4"]
+    assert (inv["status"], inv["violations"], inv["evaluated"]) == ("warn", 2, 3), inv
+    assert {(e["group_id"], e["partition"], e["unseen_records"]) for e in inv["examples"]} == {
+        ("g", 0, 60),
+        ("g", 1, 70),
+    }
+    assert summary["invariants"]["CM-GROUP-1"]["status"] == "pass"
+    assert (summary["expected_unseen_records"], summary["expected_loss_records"]) == (130, 0)
+    assert summary["readiness"] == "GO", summary["readiness_reasons"]
+
+    tolerant = parse_config("thresholds:\n  max_unseen_records: 70\n", env={})
+    summary = audit_snapshots(src, dst, tmp_path / "tolerant", tolerant, job=READINESS, engine=engine).summary
+    assert summary["invariants"]["CM-GROUP-4"]["status"] == "pass"
+    assert summary["expected_unseen_records"] == 130  # the figure is what it is
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unseen_records_without_the_destination_partition_are_unknown_never_0(
+    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    if engine == "spark":
+        request.getfixturevalue("spark")
+    src, dst = _behind_the_destinations_log_start(tmp_path / "snaps", [part("only-on-source")])
+    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, job=READINESS, engine=engine).summary
+    assert summary["expected_unseen_records"] is None
+    assert summary["unknown_figures"]["expected_unseen_records"]["rows_unknown"] == 1
+    assert summary["invariants"]["CM-GROUP-4"]["status"] != "pass"
+    assert summary["invariants"]["CM-GROUP-4"]["unchecked"] == 1

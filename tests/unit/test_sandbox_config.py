@@ -28,10 +28,15 @@ def test_a_sasl_listener_is_added_beside_plaintext_and_brokers_keep_plaintext_be
     assert props["advertised.listeners"] == "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9094"
     assert "SASL_PLAINTEXT:SASL_PLAINTEXT" in props["listener.security.protocol.map"].split(",")
     assert props["inter.broker.listener.name"] == "PLAINTEXT"
-    assert props["sasl.enabled.mechanisms"] == "PLAIN"
+    assert props["sasl.enabled.mechanisms"] == "PLAIN,OAUTHBEARER"
     assert props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] == (
         'org.apache.kafka.common.security.plain.PlainLoginModule required user_auditor="pw1";'
     )
+    # OAUTHBEARER with no validator class configured: Kafka's unsecured JWT validator.
+    assert props["listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config"] == (
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+    )
+    assert not any("callback.handler" in k for k in props)
 
 
 def test_without_sasl_users_there_is_no_sasl_listener() -> None:

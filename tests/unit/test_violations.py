@@ -3,6 +3,7 @@ GX rejects, and a key is one text whatever a group id holds and whichever engine
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -10,6 +11,7 @@ import duckdb
 import pytest
 
 from audit.compare.tables import KEY_COLUMNS, ROWS
+from audit.config import Thresholds
 from audit.schemas import COMPARISON_TABLES
 from audit.validate.gx import shipped_expectations_dir
 from audit.validate.violations import key_sql, parse_key, row_key, unexpected_rows_sql
@@ -31,8 +33,7 @@ HOSTILE = [
 
 
 def test_every_shipped_expectation_has_a_sql_form() -> None:
-    params = {"max_lag_records": 10, "max_lag_seconds": 5.0, "epoch_headroom": 2, "max_open_txn_seconds": 60}
-    params |= {"group_sync_tolerance_records": 0, "max_failback_truncation_records": 0}
+    params = dataclasses.asdict(Thresholds())  # every threshold a suite may name
     for path in sorted(shipped_expectations_dir().glob("*.json")):
         for e in json.loads(path.read_text())["expectations"]:
             assert unexpected_rows_sql(e["type"], e["kwargs"], params) is not None, (path.name, e["type"])

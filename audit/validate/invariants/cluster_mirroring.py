@@ -142,6 +142,26 @@ GROUP_2 = Invariant(
 )
 
 
+GROUP_4 = Invariant(
+    "CM-GROUP-4",
+    statement=(
+        "warn when a synced group would never see more than max_unseen_records records of a partition: "
+        "records it has not processed that the destination no longer holds (below its log start) while "
+        "the source still does"
+    ),
+    needs="group_offsets",
+    remediation=(
+        "The group is behind the destination's log start: its consumers would resume at the destination's "
+        "earliest record after a failover and never see the records in between, which the source still "
+        "holds. Let the group catch up on the source before the failover, or raise the destination topic's "
+        "retention (`kafka-configs --alter --entity-type topics --entity-name T --add-config "
+        "retention.ms=...`) so the mirror keeps what its groups have not read; the records already deleted "
+        "on the destination can be read from the source until it drops them."
+    ),
+    inputs=("src:partitions", "dst:partitions"),
+)
+
+
 GROUP_3 = Invariant(
     "CM-GROUP-3",
     statement=(
@@ -288,6 +308,7 @@ CLUSTER_MIRRORING: tuple[Invariant, ...] = (
     GROUP_1,
     GROUP_2,
     GROUP_3,
+    GROUP_4,
     TXN_1,
     SCOPE_1,
     DATA_1,
