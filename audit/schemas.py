@@ -474,6 +474,7 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("resume_in_range", "boolean"),
         _c("skipped_records", "int64"),
         _c("reprocessed_records", "int64"),
+        _c("unseen_records", "int64"),
     ),
     # failback readiness: what mirroring back would truncate on the old source.
     "failback_partitions": (

@@ -97,6 +97,11 @@ def print_outcome(summary: dict[str, object], report: Path) -> None:
             f"failover: {shown(failover, 'realized_loss_records')} records lost at the stop "
             f"(readiness predicted {shown(failover, 'predicted_loss_records')}); consumers skip "
             f"{shown(failover, 'skipped_records')}, reprocess {shown(failover, 'reprocessed_records')}"
+            + (
+                f", never see {shown(failover, 'unseen_records')} (below the destination's log start)"
+                if "unseen_records" in failover
+                else ""
+            )
         )
     plan = summary.get("failover_plan")
     if isinstance(plan, dict):

@@ -133,8 +133,11 @@ FROM realized
 
 # failover verify: per synced group partition, where its consumers resume on the destination
 # (its committed offset there) against what the group had processed on the source: records
-# it will skip (resuming past them) and read again (resuming behind), counted only where the
-# destination holds them (below the last mirrored offset; what was never mirrored is loss).
+# it will skip (resuming past them: the sync's fault) and read again (resuming behind),
+# counted only where the destination holds them (from its log start to the last mirrored
+# offset; what was never mirrored is loss), and apart from those, the records it will never
+# see because the destination no longer holds them (below its log start: retention's doing,
+# CM-GROUP-4's count before the stop), never counted as skipped.
 FAILOVER_GROUPS = Comparison(
     "failover_groups",
     ("group_id", "topic", "partition"),
@@ -156,12 +159,17 @@ SELECT placed.*,
   -- Unknown without the last mirrored offset (least() and greatest() skip nulls: guarded).
   CASE WHEN resume_offset IS NULL OR mirrored_end IS NULL THEN NULL
     WHEN {offset_in_range("resume_offset", "dst_log_start_offset", "dst_high_watermark")}
-    THEN greatest(0, least(resume_offset, mirrored_end) - src_committed_offset) ELSE 0 END
-    AS skipped_records,
+    THEN greatest(0, least(resume_offset, mirrored_end)
+                     - greatest(src_committed_offset, dst_log_start_offset))
+    ELSE 0 END AS skipped_records,
   CASE WHEN resume_offset IS NULL OR mirrored_end IS NULL THEN NULL
     WHEN {offset_in_range("resume_offset", "dst_log_start_offset", "dst_high_watermark")}
     THEN greatest(0, least(src_committed_offset, mirrored_end) - resume_offset) ELSE 0 END
-    AS reprocessed_records
+    AS reprocessed_records,
+  CASE WHEN resume_offset IS NULL OR dst_log_start_offset IS NULL THEN NULL
+    WHEN {offset_in_range("resume_offset", "dst_log_start_offset", "dst_high_watermark")}
+    THEN greatest(0, dst_log_start_offset - src_committed_offset) ELSE 0 END
+    AS unseen_records
 FROM placed
 """,
     shown=(
@@ -171,6 +179,7 @@ FROM placed
         "dst_high_watermark",
         "skipped_records",
         "reprocessed_records",
+        "unseen_records",
     ),
 )
 

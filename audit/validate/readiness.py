@@ -141,6 +141,14 @@ FAILOVER_FIGURES: FigureQueries = {
         "synced group partitions",
         "the last mirrored offset (mirror state field LastMirrorOffset) or the destination partition",
     ),
+    # Below the destination's log start at the stop: retention's doing, not the sync's.
+    "unseen_records": Figure(
+        "failover_groups",
+        "unseen_records",
+        "in_scope",
+        "synced group partitions",
+        "the destination partition",
+    ),
 }
 
 # failback readiness: what mirroring back would truncate, summed over the old source.

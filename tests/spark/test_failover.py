@@ -214,13 +214,22 @@ def _readiness_run(root: Path, engine: Engine) -> Path:
     return run
 
 
-def _after_stop(root: Path, source_offset: int | None, g2: int = 40, g3: int = 30) -> Path:
+def _after_stop(
+    root: Path, source_offset: int | None, g2: int = 40, g3: int = 30, log_start_1: int = 0
+) -> Path:
     _, dst = write_pair(
         root / "after",
         [],
         [
             part("orders", 0, high_watermark=91, last_stable_offset=91, leader_epoch=9),
-            part("orders", 1, high_watermark=51, last_stable_offset=51, leader_epoch=9),
+            part(
+                "orders",
+                1,
+                log_start_offset=log_start_1,
+                high_watermark=51,
+                last_stable_offset=51,
+                leader_epoch=9,
+            ),
         ],
         dst_groups=[group("g1"), group("g2"), group("g3")],
         dst_offsets=[offset("g1", 90), offset("g2", g2, partition=1), offset("g3", g3, partition=1)],
@@ -273,6 +282,33 @@ def test_verify_passes_a_failover_that_lost_what_readiness_predicted(
     assert outcome.exit_code == 0, _statuses(outcome.summary)
     assert outcome.summary["failover"]["realized_loss_records"] == 10
     assert outcome.summary["failover"]["reprocessed_records"] == 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_verify_counts_what_retention_took_as_never_seen_not_as_skipped(
+    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """The destination deleted orders-1 up to 45 before the stop; g2 had processed up to 40
+    and resumes at 45 (the clamp: the sync did right). Its consumers never see 40-44, which
+    is retention's doing: ``unseen_records`` 5, not skipped, CM-FAILOVER-3 passes. g3
+    (processed 30) resumes at 47: 2 skipped past the log start (the sync's fault), 15 unseen."""
+    engine = _engine(engine, request)
+    before = _readiness_run(tmp_path, engine)
+    dst = _after_stop(tmp_path, source_offset=None, g2=45, g3=47, log_start_1=45)
+    outcome = failover_verify(CFG, before, tmp_path / "verify", destination=dst, engine=engine)
+    failover = outcome.summary["failover"]
+    assert (failover["skipped_records"], failover["unseen_records"]) == (2, 5 + 15)
+    assert _examples(outcome.summary, "CM-FAILOVER-3", "group_id", "skipped_records", "unseen_records") == {
+        ("g3", 2, 15)
+    }
+
+    dst = _after_stop(tmp_path / "clean", source_offset=None, g2=45, g3=45, log_start_1=45)
+    outcome = failover_verify(CFG, before, tmp_path / "verify-clean", destination=dst, engine=engine)
+    assert _statuses(outcome.summary)["CM-FAILOVER-3"] == "pass"
+    assert (
+        outcome.summary["failover"]["skipped_records"],
+        outcome.summary["failover"]["unseen_records"],
+    ) == (0, 20)
 
 
 # --------------------------------------------------------------------------- failback
