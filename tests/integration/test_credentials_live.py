@@ -382,7 +382,9 @@ def test_an_oidc_login_reads_every_part_over_oauthbearer_and_writes_no_secret(
         proc = run_in_process("nightly", "--config", str(cfg), "--out", str(run))
         assert proc.returncode in (0, 1), proc.stderr[-3000:]
         ready = run_in_process("readiness", "--config", str(cfg), "--out", str(tmp_path / "ready"))
+        check = run_in_process("check", "--config", str(cfg))
         issued = dict(endpoint.issued.tokens)
+    assert check.returncode == 0, check.stdout + check.stderr[-3000:]
     summary = json.loads((run / "summary.json").read_text())
     assert summary["invariants"]["CM-DATA-1"]["status"] == "pass", summary["invariants"]["CM-DATA-1"]
     for side in ("source", "destination"):
