@@ -246,6 +246,25 @@ def result_of(outcome: RunOutcome) -> Result:
     )
 
 
+def _told(cfg: AuditConfig, job: str, out: Path | None, run: Callable[[], RunOutcome]) -> Result:
+    """Run a job; a run that ends in an error (an ``AuditError``: exit 2) is a notice too
+    (``notify``), its message masked, before the error goes on to the caller."""
+    try:
+        return result_of(run())
+    except AuditError as exc:
+        _notify_unfinished(cfg, job, out, "ERROR", str(exc))
+        raise
+
+
+def _notify_unfinished(cfg: AuditConfig, job: str, out: Path | None, outcome: str, error: str | None) -> None:
+    from audit.logs import mask_secrets
+    from audit.paths import local_path
+    from audit.report.notices import notify_unfinished
+
+    root = out.parent if out is not None else local_path(cfg.output.root)
+    notify_unfinished(cfg, job, root, outcome, None if error is None else mask_secrets(error))
+
+
 def _snapshot_pair(source: Path | None, destination: Path | None) -> tuple[Path, Path] | None:
     """Both snapshot directories, or neither (live clusters); one alone is a usage error."""
     if source is None and destination is None:
@@ -267,7 +286,8 @@ def audit(
     root's lock): the verdict, no GO / NO-GO."""
     from audit.pipeline import audit_offline
 
-    return result_of(audit_offline(source, destination, _config(config), out, engine=engine))
+    cfg = _config(config)
+    return _told(cfg, "audit", out, lambda: audit_offline(source, destination, cfg, out, engine=engine))
 
 
 def nightly(
@@ -278,7 +298,8 @@ def nightly(
     configuration enables run too (``full_records``: every record, not only the new ones)."""
     from audit.pipeline import nightly as run
 
-    return result_of(run(_config(config), out, engine=engine, full_records=full_records))
+    cfg = _config(config)
+    return _told(cfg, "nightly", out, lambda: run(cfg, out, engine=engine, full_records=full_records))
 
 
 def readiness(
@@ -298,10 +319,12 @@ def readiness(
     cfg = _config(config)
     pair = _snapshot_pair(source, destination)
     if pair is not None:
-        return result_of(audit_offline(*pair, cfg, out, readiness=True, engine=engine))
+        return _told(
+            cfg, "readiness", out, lambda: audit_offline(*pair, cfg, out, readiness=True, engine=engine)
+        )
     if config is None:
         raise UsageError("readiness needs --config FILE (live clusters) or --source DIR --destination DIR")
-    return result_of(run(cfg, out, readiness=True, engine=engine))
+    return _told(cfg, "readiness", out, lambda: run(cfg, out, readiness=True, engine=engine))
 
 
 def readiness_when_drained(
@@ -323,9 +346,16 @@ def readiness_when_drained(
     if config is None:
         raise UsageError("--wait-drained polls the live clusters: give --config FILE")
     cfg = _config(config)
-    with run_directory(cfg, out, lock_as=None) as run_dir:
-        status, outcome = drained_readiness(cfg, run_dir, timeout, poll_interval, progress, engine)
-    return NotDrained(status, run_dir) if outcome is None else result_of(outcome)
+    try:
+        with run_directory(cfg, out, lock_as=None) as run_dir:
+            status, outcome = drained_readiness(cfg, run_dir, timeout, poll_interval, progress, engine)
+    except AuditError as exc:
+        _notify_unfinished(cfg, "readiness", out, "ERROR", str(exc))
+        raise
+    if outcome is None:
+        _notify_unfinished(cfg, "readiness", run_dir, "not drained", None)
+        return NotDrained(status, run_dir)
+    return result_of(outcome)
 
 
 def _offset_preserving(cfg: AuditConfig) -> AuditConfig:
@@ -354,7 +384,7 @@ def failover_verify(
     if config is None and destination is None:
         raise UsageError("give --config FILE (live clusters) or --destination DIR [--source DIR] (snapshots)")
     cfg = _offset_preserving(_config(config))
-    return result_of(run(cfg, before, out, source, destination, engine))
+    return _told(cfg, "failover verify", out, lambda: run(cfg, before, out, source, destination, engine))
 
 
 def failback_readiness(
@@ -372,4 +402,4 @@ def failback_readiness(
     if config is None and (source is None or destination is None):
         raise UsageError("give --config FILE (live clusters) or --source DIR --destination DIR (snapshots)")
     cfg = _offset_preserving(_config(config))
-    return result_of(run(cfg, out, source, destination, engine))
+    return _told(cfg, "failback readiness", out, lambda: run(cfg, out, source, destination, engine))

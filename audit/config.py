@@ -366,6 +366,32 @@ class OutputConfig:
 
 
 @dataclass(frozen=True)
+class WebhookConfig:
+    """Where a notice is POSTed: a generic JSON webhook, or Slack's incoming-webhook format.
+    The URL is a secret (a Slack webhook URL is its own credential): redacted and masked."""
+
+    url: str
+    format: Literal["json", "slack"] = "json"
+
+
+@dataclass(frozen=True)
+class NotifyConfig:
+    """Notices to people (audit/report/notices.py): one for every run that ends FAIL, NO-GO,
+    not drained or in an error; one on recovery (the first PASS or GO after one that was
+    not); none for a PASS after a PASS; WARN per ``on_warn``. A failed notice is logged and
+    counted (summary.json, metrics) and never changes the verdict or the exit code."""
+
+    webhooks: tuple[WebhookConfig, ...] = ()
+    # WARN: "change" (when the run before was not a WARN), "always", or "never".
+    on_warn: Literal["change", "always", "never"] = "change"
+    timeout_seconds: float = 10.0
+    retries: int = 2
+    # Shown instead of the report's path: this URL + the report's path under the output
+    # root (where the output root is served over HTTP).
+    report_base_url: str | None = None
+
+
+@dataclass(frozen=True)
 class ValidationConfig:
     """Where the Great Expectations suites come from: an operator's own directory of
     ``cm_*.json`` / ``mm2_*.json`` suites, or (None) ``$MIRROR_AUDIT_EXPECTATIONS``, else
@@ -401,6 +427,7 @@ class AuditConfig:
     output: OutputConfig = field(default_factory=OutputConfig)
     validation: ValidationConfig = field(default_factory=ValidationConfig)
     readiness: ReadinessConfig = field(default_factory=ReadinessConfig)
+    notify: NotifyConfig = field(default_factory=NotifyConfig)
 
     def cluster(self, role: Literal["source", "destination"]) -> ClusterConfig:
         """The named cluster, or a config error saying which section to add."""
@@ -441,7 +468,7 @@ class AuditConfig:
 # The one redaction rule for what leaves the process (report, summary.json, manifests, Data
 # Docs, metrics, logs, error lines): every setting that can hold a secret, by the kind of
 # value it holds. A new secret-bearing setting (a webhook URL, say) joins this table.
-SecretKind = Literal["properties", "spark_conf", "uri", "uris", "url"]
+SecretKind = Literal["properties", "spark_conf", "uri", "uris", "url", "webhooks"]
 
 
 @dataclass(frozen=True)
@@ -458,6 +485,7 @@ SECRET_SETTINGS: tuple[SecretSetting, ...] = (
     SecretSetting(("segments", "source", "paths"), "uris"),
     SecretSetting(("segments", "destination", "paths"), "uris"),
     SecretSetting(("output", "pushgateway_url"), "url"),
+    SecretSetting(("notify", "webhooks"), "webhooks"),
 )
 
 
@@ -475,12 +503,32 @@ def _url_secrets(url: str, cfg: AuditConfig) -> list[str]:
     return ([password] if password else []) + uri_secrets(url)
 
 
+def webhook_shown(url: str) -> str:
+    """A webhook URL as it may be shown: scheme and host, the rest (the credential of a
+    Slack or Teams webhook) redacted."""
+    scheme, _, rest = url.partition("://")
+    host = rest.split("/", 1)[0].rpartition("@")[2]
+    return f"{scheme}://{host}/{REDACTED}"
+
+
+def _webhook_secrets(hooks: Any, _cfg: AuditConfig) -> list[str]:
+    """Each URL whole, and its path and query: a client error may quote either."""
+    out: list[str] = []
+    for hook in hooks:
+        url = hook["url"] if isinstance(hook, dict) else hook.url
+        rest = url.partition("://")[2]
+        path = rest.partition("/")[2]
+        out += [url, *([f"/{path}"] if len(path) >= 8 else []), *uri_secrets(url)]
+    return out
+
+
 _SHOWN: dict[str, Callable[[Any, AuditConfig], Any]] = {
     "properties": lambda v, _: redact_properties(v),
     "spark_conf": _spark_conf_shown,
     "uri": lambda v, _: redact_uri(v),
     "uris": lambda v, _: [redact_uri(p) for p in v],
     "url": lambda v, _: redact_url(v),
+    "webhooks": lambda v, _: [{**h, "url": webhook_shown(h["url"])} for h in v],
 }
 _SECRETS: dict[str, Callable[[Any, AuditConfig], list[str]]] = {
     "properties": lambda v, _: [val for k, val in v.items() if is_secret_key(k)],
@@ -488,6 +536,7 @@ _SECRETS: dict[str, Callable[[Any, AuditConfig], list[str]]] = {
     "uri": lambda v, _: uri_secrets(v),
     "uris": lambda v, _: [s for p in v for s in uri_secrets(p)],
     "url": _url_secrets,
+    "webhooks": _webhook_secrets,
 }
 
 

@@ -26,6 +26,7 @@ from audit.config import (
     BatchSourceConfig,
     ClusterConfig,
     Mm2Config,
+    NotifyConfig,
     OutputConfig,
     PatternSet,
     ReadinessConfig,
@@ -34,6 +35,7 @@ from audit.config import (
     SparkConfig,
     Thresholds,
     TopicRecordScope,
+    WebhookConfig,
     redact_url,
     split_url_credentials,
 )
@@ -368,6 +370,14 @@ def _check(obj: Any, path: str) -> None:
             raise _KeyProblem(_join(path, "lock_wait_seconds"), "must not be negative (0: do not wait)")
         if obj.history_runs < 1:
             raise _KeyProblem(_join(path, "history_runs"), "must be at least 1")
+    elif isinstance(obj, WebhookConfig):
+        if not obj.url.lower().startswith(("https://", "http://")):
+            raise _KeyProblem(_join(path, "url"), "must be an http:// or https:// URL")
+    elif isinstance(obj, NotifyConfig):
+        if obj.timeout_seconds <= 0:
+            raise _KeyProblem(_join(path, "timeout_seconds"), "must be positive")
+        if obj.retries < 0:
+            raise _KeyProblem(_join(path, "retries"), "must not be negative")
     elif isinstance(obj, ClusterConfig):
         if not obj.bootstrap_servers.strip():
             raise _KeyProblem(_join(path, "bootstrap_servers"), "must not be empty")

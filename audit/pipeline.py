@@ -180,6 +180,7 @@ def _finish(
     from audit.report.history import annotate_since, changes, load_history, pair_of
     from audit.report.html import render_report
     from audit.report.metrics import write_metrics
+    from audit.report.notices import notify_run
     from audit.report.summary import write_summary
 
     shared = shared_state_root(run_dir)
@@ -203,6 +204,8 @@ def _finish(
     summary["run"]["stage_seconds"] = dict(clock.stages)
     summary["run"]["finished_at"] = _now()
     summary["run"]["duration_seconds"] = round(clock.elapsed(), 3)
+    # The notice before the metrics: a failed one is counted there (never in the verdict).
+    summary["notices"] = notify_run(cfg, summary, report, shared)
     write_metrics(run_dir, summary, history, cfg.output)
     write_summary(run_dir, summary)
     return RunOutcome(run_dir, summary, report)

@@ -79,6 +79,13 @@ def build_registry(
     _add_lag(metrics, run, summary.get("lag_by_topic") or [])
     _add_durations(metrics, run)
     _add_timestamps(metrics, summary, run, history)
+    notices = summary.get("notices")
+    if isinstance(notices, Mapping) and notices.get("kind"):
+        metrics.set(
+            "mirror_audit_notices_failed",
+            "Notices of this run that no webhook took (logged; the verdict stands).",
+            _number(notices.get("failed")),
+        )
     return metrics.registry
 
 
