@@ -5,7 +5,8 @@ directly. The rule is the one on-call people expect of an alerting system: one n
 every run that ends FAIL, NO-GO, not drained or in an error; one on recovery (the first
 PASS or GO after a run that was not); none for a PASS after a PASS; a WARN when it is new
 (``notify.on_warn``: change, always or never). What the run before ended with is kept per
-job and cluster pair in the output root (``notices.json``, beside the runs it summarises).
+job in the output root (``notices-<job>.json``, beside the runs), only where notices are
+configured.
 
 A notice is best effort: bounded timeouts and retries, a failure logged (the URL redacted:
 it is the webhook's credential) and counted in summary.json and the metrics, never a
@@ -31,7 +32,6 @@ from audit.fsutil import atomic_write_json, json_loads
 
 log = logging.getLogger(__name__)
 
-STATE_FILE = "notices.json"
 BAD = frozenset({"FAIL", "NO-GO", "ERROR", "not drained"})
 GOOD = frozenset({"PASS", "GO"})
 Kind = Literal["alert", "recovery"]
@@ -160,25 +160,20 @@ def _report_link(report: Path, root: Path | None, cfg: NotifyConfig) -> str:
 # -- what the run before ended with -------------------------------------------------------
 
 
-def _key(job: str) -> str:
-    """Per job: a run that ended in an error knows no cluster pair, and the run after it
-    must still see it (an output root serves one pair in practice)."""
-    return job
-
-
-def _state(root: Path) -> dict[str, Any]:
-    try:
-        data = json_loads((root / STATE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+def state_file(root: Path, job: str) -> Path:
+    """One file per job, so two jobs finishing at once (a readiness check beside a nightly
+    run, which holds the lock) never write over each other's outcome."""
+    return root / f"notices-{job.replace(' ', '-')}.json"
 
 
 def previous_outcome(root: Path | None, job: str) -> str | None:
     if root is None:
         return None
-    entry = _state(root).get(_key(job))
-    outcome = entry.get("outcome") if isinstance(entry, dict) else None
+    try:
+        data = json_loads(state_file(root, job).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    outcome = data.get("outcome") if isinstance(data, dict) else None
     return outcome if isinstance(outcome, str) else None
 
 
@@ -187,13 +182,11 @@ def record_outcome(root: Path | None, job: str, outcome: str) -> None:
     take it costs the next run its recovery notice, never this run's result."""
     if root is None or not root.is_dir():
         return
-    state = _state(root)
     at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    state[_key(job)] = {"outcome": outcome, "at": at}
     try:
-        atomic_write_json(root / STATE_FILE, state)
+        atomic_write_json(state_file(root, job), {"job": job, "outcome": outcome, "at": at})
     except OSError as exc:
-        log.warning("notices: could not keep this run's outcome in %s: %s", root / STATE_FILE, exc)
+        log.warning("notices: could not keep this run's outcome in %s: %s", state_file(root, job), exc)
 
 
 # -- sending ------------------------------------------------------------------------------
@@ -238,10 +231,12 @@ def notify_run(
     cfg: AuditConfig, summary: Mapping[str, Any], report: Path, root: Path | None
 ) -> dict[str, Any]:
     """A finished run's notice, if the rule says one; returns summary.json's ``notices``."""
+    if not cfg.notify.webhooks:
+        return {"kind": None, "sent": 0, "failed": 0}  # and nothing kept: no notices wanted
     job = str((summary.get("run") or {}).get("job") or "")
     outcome = outcome_of(summary)
     previous = previous_outcome(root, job)
-    kind = decide(outcome, previous, cfg.notify.on_warn) if cfg.notify.webhooks else None
+    kind = decide(outcome, previous, cfg.notify.on_warn)
     sent = failed = 0
     if kind is not None:
         sent, failed = send(notice_of_run(kind, summary, previous, report, cfg.notify, root), cfg.notify)
@@ -253,9 +248,10 @@ def notify_unfinished(
     cfg: AuditConfig, job: str, root: Path | None, outcome: str, error: str | None = None
 ) -> None:
     """A run that ended without a summary: in an error (``ERROR``), or not drained."""
+    if not cfg.notify.webhooks:
+        return
     previous = previous_outcome(root, job)
-    if cfg.notify.webhooks:
-        kind = decide(outcome, previous, cfg.notify.on_warn)
-        if kind is not None:
-            send(Notice(kind, job, outcome, previous, None, None, error=error), cfg.notify)
+    kind = decide(outcome, previous, cfg.notify.on_warn)
+    if kind is not None:
+        send(Notice(kind, job, outcome, previous, None, None, error=error), cfg.notify)
     record_outcome(root, job, outcome)
