@@ -302,6 +302,8 @@ def test_verify_counts_what_retention_took_as_never_seen_not_as_skipped(
         ("g3", 2, 15)
     }
 
+    if engine == "spark":
+        return  # the clean case once, in process: the same SQL
     dst = _after_stop(tmp_path / "clean", source_offset=None, g2=45, g3=45, log_start_1=45)
     outcome = failover_verify(CFG, before, tmp_path / "verify-clean", destination=dst, engine=engine)
     assert _statuses(outcome.summary)["CM-FAILOVER-3"] == "pass"
