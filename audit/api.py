@@ -45,6 +45,7 @@ from audit.errors import (
     OutputError,
     UsageError,
 )
+from audit.jobs import AUDIT, DRAINED_READINESS, FAILBACK_READINESS, FAILOVER_VERIFY, NIGHTLY, READINESS
 
 if TYPE_CHECKING:
     from audit.compare.engines import EngineName
@@ -129,15 +130,11 @@ class Result:
     # where unknown, never 0; the reason for each unknown one in ``unknown_figures``.
     figures: Mapping[str, int | None]
     unknown_figures: Mapping[str, Any]
+    # The CLI's exit code: 1 for FAIL and for NO-GO, else 0 (WARN included).
+    exit_code: int
     run_dir: Path
     report: Path
     summary: Mapping[str, Any] = field(repr=False)
-
-    @property
-    def exit_code(self) -> int:
-        """The CLI's exit code: 1 for FAIL and for NO-GO, else 0 (WARN included)."""
-        failed = self.verdict == "FAIL" or self.readiness == "NO-GO"
-        return int(ExitCode.FAILED if failed else ExitCode.OK)
 
     @property
     def outcome(self) -> str:
@@ -178,7 +175,7 @@ class NotDrained:
         return {
             "outcome": self.outcome,
             "exit_code": self.exit_code,
-            "job": "readiness",
+            "job": DRAINED_READINESS.name,
             "run_dir": str(self.run_dir),
             "drain": {
                 "elapsed_seconds": round(s.elapsed_seconds, 1),
@@ -202,30 +199,9 @@ class NotDrained:
         }
 
 
-def _figure_names() -> frozenset[str]:
-    from audit.validate.readiness import (
-        CLUSTER_MIRRORING_FIGURES,
-        FAILBACK_FIGURES,
-        FAILOVER_FIGURES,
-        MM2_FIGURES,
-    )
-
-    queries = (CLUSTER_MIRRORING_FIGURES, MM2_FIGURES, FAILOVER_FIGURES, FAILBACK_FIGURES)
-    return frozenset(name for q in queries for name in q)
-
-
 def result_of(outcome: RunOutcome) -> Result:
     """A pipeline run's outcome as the API's ``Result``."""
     summary = outcome.summary
-    # Figures sit at the top level or under their job's key (``failover``): wherever a
-    # block carries ``unknown_figures``.
-    blocks = [summary, *(v for v in summary.values() if isinstance(v, dict) and "unknown_figures" in v)]
-    names = _figure_names()
-    figures: dict[str, int | None] = {}
-    unknown: dict[str, Any] = {}
-    for block in blocks:
-        figures.update({k: v for k, v in block.items() if k in names})
-        unknown.update(block.get("unknown_figures") or {})
     cov = summary["coverage"]
     return Result(
         job=str(summary["run"]["job"]),
@@ -238,8 +214,9 @@ def result_of(outcome: RunOutcome) -> Result:
             )
             for k, v in summary["invariants"].items()
         },
-        figures=figures,
-        unknown_figures=unknown,
+        figures=dict(outcome.figures.values),
+        unknown_figures=dict(outcome.figures.unknown),
+        exit_code=int(outcome.exit_code),
         run_dir=outcome.run_dir,
         report=outcome.report,
         summary=summary,
@@ -287,7 +264,7 @@ def audit(
     from audit.pipeline import audit_offline
 
     cfg = _config(config)
-    return _told(cfg, "audit", out, lambda: audit_offline(source, destination, cfg, out, engine=engine))
+    return _told(cfg, AUDIT.name, out, lambda: audit_offline(source, destination, cfg, out, engine=engine))
 
 
 def nightly(
@@ -299,7 +276,7 @@ def nightly(
     from audit.pipeline import nightly as run
 
     cfg = _config(config)
-    return _told(cfg, "nightly", out, lambda: run(cfg, out, engine=engine, full_records=full_records))
+    return _told(cfg, NIGHTLY.name, out, lambda: run(cfg, out, engine=engine, full_records=full_records))
 
 
 def readiness(
@@ -320,11 +297,13 @@ def readiness(
     pair = _snapshot_pair(source, destination)
     if pair is not None:
         return _told(
-            cfg, "readiness", out, lambda: audit_offline(*pair, cfg, out, readiness=True, engine=engine)
+            cfg, READINESS.name, out, lambda: audit_offline(*pair, cfg, out, readiness=True, engine=engine)
         )
-    if config is None:
-        raise UsageError("readiness needs --config FILE (live clusters) or --source DIR --destination DIR")
-    return _told(cfg, "readiness", out, lambda: run(cfg, out, readiness=True, engine=engine))
+    if cfg.source is None or cfg.destination is None:
+        raise UsageError(
+            "readiness needs --config FILE naming both clusters (live) or --source DIR --destination DIR"
+        )
+    return _told(cfg, READINESS.name, out, lambda: run(cfg, out, readiness=True, engine=engine))
 
 
 def readiness_when_drained(
@@ -350,10 +329,10 @@ def readiness_when_drained(
         with run_directory(cfg, out, lock_as=None) as run_dir:
             status, outcome = drained_readiness(cfg, run_dir, timeout, poll_interval, progress, engine)
     except AuditError as exc:
-        _notify_unfinished(cfg, "readiness", out, "ERROR", str(exc))
+        _notify_unfinished(cfg, DRAINED_READINESS.name, out, "ERROR", str(exc))
         raise
     if outcome is None:
-        _notify_unfinished(cfg, "readiness", run_dir, "not drained", None)
+        _notify_unfinished(cfg, DRAINED_READINESS.name, run_dir, "not drained", None)
         return NotDrained(status, run_dir)
     return result_of(outcome)
 
@@ -384,7 +363,7 @@ def failover_verify(
     if config is None and destination is None:
         raise UsageError("give --config FILE (live clusters) or --destination DIR [--source DIR] (snapshots)")
     cfg = _offset_preserving(_config(config))
-    return _told(cfg, "failover verify", out, lambda: run(cfg, before, out, source, destination, engine))
+    return _told(cfg, FAILOVER_VERIFY.name, out, lambda: run(cfg, before, out, source, destination, engine))
 
 
 def failback_readiness(
@@ -402,4 +381,4 @@ def failback_readiness(
     if config is None and (source is None or destination is None):
         raise UsageError("give --config FILE (live clusters) or --source DIR --destination DIR (snapshots)")
     cfg = _offset_preserving(_config(config))
-    return _told(cfg, "failback readiness", out, lambda: run(cfg, out, source, destination, engine))
+    return _told(cfg, FAILBACK_READINESS.name, out, lambda: run(cfg, out, source, destination, engine))

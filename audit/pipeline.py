@@ -27,6 +27,7 @@ from audit.snapshot import SnapshotPair, read_pair
 
 if TYPE_CHECKING:
     from audit.validate.gx import SuiteFile
+    from audit.validate.readiness import Figures
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,9 @@ class RunOutcome:
     run_dir: Path
     summary: dict[str, Any]
     report: Path
+    # The job's figures: its own (readiness, failover verify, failback readiness), else the
+    # loss and reprocessing every run computes; None where unknown, with the reason.
+    figures: Figures
 
     @property
     def exit_code(self) -> int:
@@ -169,11 +173,11 @@ def audit_snapshots(
     summary["lag_by_topic"] = [dict(r) for r in data.topic_lag]
     if plan is not None:
         summary["failover_plan"] = plan
-    return _finish(summary, data, cfg, run_dir, clock)
+    return _finish(summary, data, cfg, run_dir, clock, figures if figures is not None else loss)
 
 
 def _finish(
-    summary: dict[str, Any], data: Any, cfg: AuditConfig, run_dir: Path, clock: StageClock
+    summary: dict[str, Any], data: Any, cfg: AuditConfig, run_dir: Path, clock: StageClock, figures: Figures
 ) -> RunOutcome:
     """What the runs before say (since when, what changed), the report, the metrics, and
     summary.json last: a run directory without it is not a finished run."""
@@ -208,7 +212,7 @@ def _finish(
     summary["notices"] = notify_run(cfg, summary, report, shared)
     write_metrics(run_dir, summary, history, cfg.output)
     write_summary(run_dir, summary)
-    return RunOutcome(run_dir, summary, report)
+    return RunOutcome(run_dir, summary, report, figures)
 
 
 def _failover_plan(

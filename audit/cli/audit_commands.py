@@ -54,9 +54,8 @@ def cmd_readiness(args: argparse.Namespace) -> int:
         raise UsageError("--timeout is how long --wait-drained waits: give --wait-drained too")
     cfg = config_of(args)
     if not args.wait_drained:
-        config = cfg if args.config is not None else None
         result = api.readiness(
-            config, source=args.source, destination=args.destination, out=args.out, engine=args.engine
+            cfg, source=args.source, destination=args.destination, out=args.out, engine=args.engine
         )
         return print_result(result, args.output)
     if args.source is not None or args.destination is not None:
