@@ -388,16 +388,13 @@ def _check(obj: Any, path: str) -> None:
         if "bootstrap.servers" in obj.properties:
             raise _KeyProblem(_join(path, "properties.bootstrap.servers"), "set bootstrap_servers instead")
         if obj.token_provider is not None:
-            from audit.collect.logins import check_spec
+            from audit.collect.logins import check_spec, sasl_mechanism
 
             try:
                 check_spec(obj.token_provider, _join(path, "token_provider"))
             except ConfigError as exc:
                 raise _KeyProblem(_join(path, "token_provider"), str(exc).partition(": ")[2]) from None
-            mechanism = str(
-                obj.properties.get("sasl.mechanism") or obj.properties.get("sasl.mechanisms") or ""
-            )
-            if mechanism.upper() != "OAUTHBEARER":
+            if sasl_mechanism(obj.properties) != "OAUTHBEARER":
                 raise _KeyProblem(
                     _join(path, "token_provider"),
                     "is an OAUTHBEARER login: set properties.sasl.mechanism: OAUTHBEARER",

@@ -49,6 +49,12 @@ _SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 TokenFunction = Callable[[], tuple[str, float]]
 
 
+def sasl_mechanism(properties: Mapping[str, Any]) -> str:
+    """The SASL mechanism librdkafka properties name, upper case ('' for none): librdkafka
+    takes ``sasl.mechanism`` and ``sasl.mechanisms`` alike, so both are read."""
+    return str(properties.get("sasl.mechanism") or properties.get("sasl.mechanisms") or "").upper()
+
+
 def check_spec(spec: str, where: str) -> None:
     """``module:function``, importable and callable: refused at load, naming ``where``."""
     load_provider(spec, where)

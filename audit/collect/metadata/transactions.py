@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from audit.collect.logins import TOKEN_PROVIDER
+from audit.collect.logins import TOKEN_PROVIDER, sasl_mechanism
 from audit.config import ClusterConfig
 from audit.snapshot import OpenTransactionRecord
 
@@ -62,7 +62,7 @@ def kafka_python_from(
         # an unreachable cluster or a refused login should cost the configured timeout only.
         "bootstrap_timeout_ms": int(timeout_seconds * 1000),
     }
-    mechanism = str(client.get("sasl.mechanism") or client.get("sasl.mechanisms") or "").upper()
+    mechanism = sasl_mechanism(client)
     for key, value in client.items():
         if key in _PROPERTY_MAP:
             settings[_PROPERTY_MAP[key]] = value
