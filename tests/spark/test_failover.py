@@ -302,10 +302,15 @@ def test_verify_counts_what_retention_took_as_never_seen_not_as_skipped(
         ("g3", 2, 15)
     }
 
-    if engine == "spark":
-        return  # the clean case once, in process: the same SQL
+
+def test_verify_where_every_group_resumes_at_the_log_start_passes_and_counts_only_the_unseen(
+    tmp_path: Path,
+) -> None:
+    """The same deletion, both groups resuming at orders-1's log start: nothing skipped
+    (CM-FAILOVER-3 passes), 5 + 15 unseen. On the in-process engine: the same SQL."""
+    before = _readiness_run(tmp_path, "local")
     dst = _after_stop(tmp_path / "clean", source_offset=None, g2=45, g3=45, log_start_1=45)
-    outcome = failover_verify(CFG, before, tmp_path / "verify-clean", destination=dst, engine=engine)
+    outcome = failover_verify(CFG, before, tmp_path / "verify-clean", destination=dst, engine="local")
     assert _statuses(outcome.summary)["CM-FAILOVER-3"] == "pass"
     assert (
         outcome.summary["failover"]["skipped_records"],
