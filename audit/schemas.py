@@ -51,7 +51,8 @@ SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
         _c("group_id", "string", False),
         _c("group_type", "string", False),
         _c("state", "string", False),
-        _c("member_count", "int32", False),
+        # Null where no client here can describe the group (a streams group).
+        _c("member_count", "int32"),
     ),
     "group_offsets": (
         _c("group_id", "string", False),
@@ -340,6 +341,7 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("group_in_scope", "boolean"),
         _c("group_excluded", "boolean"),
         _c("dst_active", "boolean"),
+        _c("src_group_type", "string"),
         _c("src_state", "string"),
         _c("dst_state", "string"),
         _c("dst_member_count", "int32"),

@@ -43,9 +43,11 @@ class PartitionRecord:
 @dataclass(frozen=True)
 class GroupRecord:
     group_id: str
-    group_type: str  # consumer | classic | share | unknown
-    state: str  # STABLE, EMPTY, DEAD, PREPARING_REBALANCING, COMPLETING_REBALANCING, UNKNOWN
-    member_count: int
+    group_type: str  # consumer | classic | share | streams | unknown
+    # STABLE, EMPTY, DEAD, PREPARING_REBALANCING, COMPLETING_REBALANCING, ASSIGNING,
+    # RECONCILING, NOT_READY (a streams group), UNKNOWN
+    state: str
+    member_count: int | None  # None: the group could not be described (a streams group)
 
 
 @dataclass(frozen=True)

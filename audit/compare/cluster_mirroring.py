@@ -193,6 +193,7 @@ WITH per_group AS (
     bool_or(group_in_scope) AS group_in_scope,
     bool_or(group_excluded) AS group_excluded,
     bool_or(dst_active) AS dst_active,
+    max(src_group_type) AS src_group_type,
     max(src_state) AS src_state,
     max(dst_state) AS dst_state,
     max(dst_member_count) AS dst_member_count,
@@ -201,7 +202,8 @@ WITH per_group AS (
   FROM {group_offsets} GROUP BY group_id
 ),
 -- A Kafka Streams application's group id is its application.id, the prefix of its
--- <application.id>-...-changelog / -repartition topics.
+-- <application.id>-...-changelog / -repartition topics; a streams group (KIP-1071) is one
+-- by its type, whatever its topics are called or whether they are in scope.
 streams_apps AS (
   SELECT DISTINCT g.group_id
   FROM per_group g
@@ -210,7 +212,7 @@ streams_apps AS (
 ),
 classified AS (
   SELECT per_group.*,
-    a.group_id IS NOT NULL AS streams_application,
+    a.group_id IS NOT NULL OR coalesce(src_group_type = 'streams', FALSE) AS streams_application,
     CASE WHEN dst_active THEN 'active-on-destination'
       WHEN group_excluded THEN 'excluded'
       WHEN NOT group_in_scope THEN 'out-of-scope'
@@ -225,6 +227,7 @@ FROM classified
 """,
     shown=(
         "classification",
+        "src_group_type",
         "src_state",
         "dst_state",
         "dst_member_count",

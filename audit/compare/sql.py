@@ -86,7 +86,15 @@ def in_list(values: tuple[str, ...]) -> str:
 
 # States in which a group has (or is getting) live members: such a group on the destination
 # is a running application there, never a target of offset sync.
-ACTIVE_STATES = ("STABLE", "PREPARING_REBALANCING", "COMPLETING_REBALANCING", "ASSIGNING", "RECONCILING")
+# NOT_READY: a streams group with members whose topics are not ready yet.
+ACTIVE_STATES = (
+    "STABLE",
+    "PREPARING_REBALANCING",
+    "COMPLETING_REBALANCING",
+    "ASSIGNING",
+    "RECONCILING",
+    "NOT_READY",
+)
 
 
 def group_active(member_count: str, state: str) -> str:

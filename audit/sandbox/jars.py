@@ -187,6 +187,24 @@ def ensure_mm2_jars(broker_version: str, root: Path | None = None) -> tuple[str,
     return version, target
 
 
+def ensure_streams_jars(version: str | None = None, root: Path | None = None) -> Path:
+    """Kafka Streams ``version``'s jars (kafka-streams and its tree, kafka-clients
+    included), for a Streams application of the sandbox's own; fetched once, like the
+    brokers' (``ensure_kafka_jars``)."""
+    version = version or kafka_version()
+    return _cached(
+        root or cache_root(),
+        f"streams-{version}",
+        lambda target: _maven_copy(
+            f"Kafka Streams {version}",
+            "streams-pom.xml",
+            {"kafka.version": version},
+            "kafka-streams-*.jar",
+            target,
+        ),
+    )
+
+
 def mm2_candidates(broker_version: str) -> list[str]:
     """``broker_version`` itself, then every release of ``KAFKA_RELEASES`` below it, newest
     first, down to the oldest supported line."""

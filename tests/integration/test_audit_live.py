@@ -68,6 +68,17 @@ def _commit(bootstrap: str, group_id: str, topic: str, offset: int) -> None:
     commit_offsets(bootstrap, group_id, {(topic, 0): offset})
 
 
+def _go_readiness(tmp: Path, sandbox: SandboxState, topic: str, group: str) -> dict[str, Any]:
+    """A live readiness check scoped to one topic and one group, which must exit 0: its
+    summary (``--output json``)."""
+    scope = f"scope:\n  topics:\n    include: ['{topic}']\n  groups:\n    include: ['{group}']\n"
+    cfg = _config(tmp, sandbox, scope)
+    ready = run_in_process("readiness", "--config", str(cfg), "--out", str(tmp / "ready"), "--output", "json")
+    assert ready.returncode == 0, ready.stdout + ready.stderr[-3000:]
+    summary: dict[str, Any] = json.loads(ready.stdout)["summary"]
+    return summary
+
+
 def test_snapshot_is_read_only(sandbox: SandboxState, tmp_path: Path) -> None:
     topic = f"ro-{uuid.uuid4().hex[:8]}"
     _mirror_topic(sandbox, topic, 20, [[1, 2]])
@@ -408,13 +419,7 @@ def test_readiness_counts_what_a_group_behind_the_destinations_log_start_never_s
     group = f"g-{topic}"
     _commit(sandbox.cluster("source").bootstrap, group, topic, 40)
     _commit(destination, group, topic, 100)
-    scope = f"scope:\n  topics:\n    include: ['{topic}']\n  groups:\n    include: ['{group}']\n"
-    cfg = _config(tmp_path, sandbox, scope)
-    ready = run_in_process(
-        "readiness", "--config", str(cfg), "--out", str(tmp_path / "ready"), "--output", "json"
-    )
-    assert ready.returncode == 0, ready.stdout + ready.stderr[-3000:]
-    summary = json.loads(ready.stdout)["summary"]
+    summary = _go_readiness(tmp_path, sandbox, topic, group)
     assert summary["readiness"] == "GO", summary["readiness_reasons"]
     assert (summary["expected_unseen_records"], summary["expected_loss_records"]) == (60, 0)
     inv = summary["invariants"]
@@ -425,3 +430,56 @@ def test_readiness_counts_what_a_group_behind_the_destinations_log_start_never_s
         60,
         100,
     )
+
+
+def test_a_real_kafka_streams_group_is_collected_and_named_by_cm_scope_1_from_its_type(
+    sandbox: SandboxState, tmp_path: Path
+) -> None:
+    """A Kafka Streams application (group.protocol=streams, KIP-1071) run on the source
+    from Maven Central's kafka-streams: librdkafka's group listing leaves its group out; the
+    snapshot has it (type streams, its state, its commits), and CM-SCOPE-1 names it by its
+    type though none of its internal topics (repartition, changelog) is in scope."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    from audit.sandbox.streams_app import streams_application
+
+    run = uuid.uuid4().hex[:8]
+    topic, app = f"events-{run}", f"ledger{run}"
+    _mirror_topic(sandbox, topic, 20, [[1, 2]])
+    source, destination = sandbox.cluster("source").bootstrap, sandbox.cluster("destination").bootstrap
+    admin = AdminClient({"bootstrap.servers": source})
+
+    def committed() -> int | None:
+        (future,) = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(app)]).values()
+        found = {(tp.topic, tp.partition): tp.offset for tp in future.result(timeout=30).topic_partitions}
+        return found.get((topic, 0))
+
+    with streams_application(source, app, topic, tmp_path / "streams"):
+        deadline = time.monotonic() + 60
+        while committed() != 20 and time.monotonic() < deadline:
+            time.sleep(0.5)
+    assert committed() == 20
+    assert app not in {g.group_id for g in admin.list_consumer_groups().result(timeout=30).valid}
+    # Its commits carry metadata a Java client wrote (no terminating NUL): read alone, as a
+    # snapshot of a cluster with one group reads it, it is the same text every time.
+    from kafka.admin import KafkaAdminClient
+
+    from audit.collect.metadata.kafka_admin import KafkaAdmin
+    from audit.config import ClusterConfig
+
+    oracle = KafkaAdminClient(bootstrap_servers=source)
+    (written,) = {om.metadata for om in oracle.list_group_offsets([app])[app].values()}
+    oracle.close()
+    ours = KafkaAdmin("source", ClusterConfig(source))
+    for _ in range(5):
+        assert {c.metadata for c in ours.committed_offsets([app])[app]} == {written}
+    _commit(destination, app, topic, 20)  # synced, as the mirror would
+    summary = _go_readiness(tmp_path, sandbox, topic, app)
+    inv = summary["invariants"]
+    assert inv["CM-GROUP-1"]["status"] == "pass", inv["CM-GROUP-1"]
+    assert inv["CM-SCOPE-1"]["status"] == "warn"
+    examples = [e for c in inv["CM-SCOPE-1"]["checks"] for e in c["examples"]]
+    assert [(e["group_id"], e["src_group_type"], e["src_state"]) for e in examples] == [
+        (app, "streams", "EMPTY")
+    ]
+    assert summary["readiness"] == "GO"  # CM-SCOPE-1 warns; it does not gate

@@ -17,6 +17,7 @@ from audit.errors import InputError
 from audit.jobs import READINESS
 from audit.pipeline import audit_snapshots, compare_snapshots
 from audit.profiles import profile
+from audit.snapshot import GroupRecord
 from audit.validate.invariants import CLUSTER_MIRRORING
 from audit.validate.results import MAX_EXAMPLES
 from tests.run_files import kept_keys, unchecked_keys
@@ -60,13 +61,21 @@ def _edge_pair(root: Path) -> tuple[Path, Path]:
         root,
         src,
         dst,
-        src_groups=[group("g1"), group("g-private-1"), group("app", "STABLE", 3)],
+        # g-streams: a Kafka Streams group (KIP-1071) by its type alone, its member count
+        # unknown (no client here describes a streams group).
+        src_groups=[
+            group("g1"),
+            group("g-private-1"),
+            group("app", "STABLE", 3),
+            GroupRecord("g-streams", "streams", "NOT_READY", None),
+        ],
         dst_groups=[group("g1", "COMPLETING_REBALANCING"), group("h", "STABLE", 0), group("app")],
         src_offsets=[
             offset("g1", 5),
             offset("g1", 500, partition=1),
             offset("g-private-1", 1),
             offset("app", 7, topic="app-x-repartition"),
+            offset("g-streams", 6),
             offset("g1", 3, topic="only-src"),
             offset("nobody", 1, topic="unknown-topic"),
         ],
@@ -222,6 +231,7 @@ def test_edge_scenario_covers_the_null_cases(tmp_path: Path) -> None:
     groups = local.frames["groups"].set_index("group_id")
     assert set(groups["classification"]) == {"active-on-destination", "excluded", "out-of-scope", "synced"}
     assert groups.loc["app", "streams_application"]
+    assert groups.loc["g-streams", "streams_application"] and not groups.loc["g1", "streams_application"]
     offsets = local.frames["group_offsets"]
     assert offsets["expected_offset"].isna().any()
     assert offsets["sync_delta"].isna().any()

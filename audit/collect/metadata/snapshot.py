@@ -98,7 +98,7 @@ def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapsh
     # other until now). The partitions' error, when both fail, is the one reported.
     groups_read = _Beside(lambda: _groups(admin)) if plan.reads_groups else None
     partitions, open_positions = _partitions(admin, infos)
-    groups, committed = groups_read.result() if groups_read is not None else ([], {})
+    groups, committed, streams_note = groups_read.result() if groups_read is not None else ([], {}, None)
     group_rows = [GroupRecord(g.group_id, g.group_type, g.state, g.member_count) for g in groups]
     offset_rows = [
         GroupOffsetRecord(gid, c.topic, c.partition, c.offset, c.leader_epoch, c.metadata)
@@ -110,6 +110,8 @@ def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapsh
     else:
         txns, txn_note = None, "not read: offsets only (a drain poll)"
     notes: dict[str, object] = {"open_transactions": txn_note}
+    if streams_note is not None:
+        notes["streams_groups"] = streams_note
     if not plan.reads_groups:
         notes["groups"] = "not read: offsets only (a drain poll)"
     elif not admin.may_describe_cluster():
@@ -179,11 +181,14 @@ class _Beside:
         return self._result
 
 
-def _groups(admin: KafkaAdmin) -> tuple[list[GroupInfo], dict[str, list[CommittedOffset]]]:
+def _groups(admin: KafkaAdmin) -> tuple[list[GroupInfo], dict[str, list[CommittedOffset]], str | None]:
     """Every group, not only in-scope ones (CM-GROUP-3 must see excluded groups that were
-    synced), and their committed offsets."""
+    synced), Kafka Streams groups among them, and their committed offsets; and why streams
+    groups could not be listed, where they could not."""
     groups = admin.list_groups()
-    return groups, admin.committed_offsets([g.group_id for g in groups])
+    streams, note = admin.streams_groups({g.group_id for g in groups})
+    groups = [*groups, *streams]
+    return groups, admin.committed_offsets([g.group_id for g in groups]), note
 
 
 def _partitions(
