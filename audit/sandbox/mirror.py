@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from confluent_kafka import (
-    ConsumerGroupTopicPartitions,
     IsolationLevel,
     Producer,
     TopicPartition,
@@ -250,18 +249,23 @@ def sync_group_offsets(
     groups: list[str],
     adjust: Callable[[str, str, int, int], int] | None = None,
 ) -> int:
-    """Set each inactive destination group to clamp(source committed) (the syncer's promise).
+    """Set each inactive destination group to clamp(source committed) as the KIP-1279
+    prototype's syncer writes it (showuon/kafka, MirrorSourceSyncer): an offset the clamp
+    left alone carries the source commit's leader epoch and metadata; one it moved to the
+    destination's log start or end carries the destination's epoch there (ListOffsets
+    earliest / latest, the prototype's fallback to its log's epoch cache) and no metadata,
+    and a partition without that epoch is not synced.
 
     ``adjust(group, topic, partition, clamped)`` lets the demo inject a faulty value.
     Groups with members on the destination are left alone. Returns offsets written.
     """
-    src_admin = AdminClient(client_conf(src_bootstrap))
     dst_admin = AdminClient(client_conf(dst_bootstrap))
-    return sum(_sync_group(src_admin, dst_admin, gid, adjust) for gid in groups)
+    return sum(_sync_group(src_bootstrap, dst_bootstrap, dst_admin, gid, adjust) for gid in groups)
 
 
 def _sync_group(
-    src_admin: AdminClient,
+    src_bootstrap: str,
+    dst_bootstrap: str,
     dst_admin: AdminClient,
     gid: str,
     adjust: Callable[[str, str, int, int], int] | None,
@@ -273,31 +277,92 @@ def _sync_group(
     if desc.members:
         log.info("group %s is active on the destination: not synced", gid)
         return 0
-    res = retry_group_call(
-        f"reading offsets of group {gid}",
-        lambda: src_admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(gid)])[gid].result(
-            timeout=30
-        ),
+    committed = retry_group_call(
+        f"reading offsets of group {gid}", lambda: _source_commits(src_bootstrap, gid)
     )
-    committed = [tp for tp in res.topic_partitions or [] if tp.offset is not None and tp.offset >= 0]
     if not committed:
         return 0
-    tps = [TopicPartition(tp.topic, tp.partition) for tp in committed]
-    start = offsets_by_tp(dst_admin, tps, OffsetSpec.earliest())
-    end = offsets_by_tp(dst_admin, tps, OffsetSpec.latest())
-    targets = []
-    for tp in committed:
-        key = (tp.topic, tp.partition)
-        clamped = max(start[key], min(int(tp.offset), end[key]))
-        value = adjust(gid, tp.topic, tp.partition, clamped) if adjust else clamped
-        targets.append(TopicPartition(tp.topic, tp.partition, value))
-    retry_group_call(
-        f"syncing group {gid}",
-        lambda: dst_admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(gid, targets)])[
-            gid
-        ].result(timeout=30),
-    )
+    tps = [TopicPartition(topic, partition) for topic, partition in committed]
+    start = ends_by_tp(dst_admin, tps, OffsetSpec.earliest())
+    end = ends_by_tp(dst_admin, tps, OffsetSpec.latest())
+    targets = {}
+    for key, (offset, src_epoch, src_metadata) in sorted(committed.items()):
+        (low, low_epoch), (high, high_epoch) = start[key], end[key]
+        clamped = max(low, min(offset, high))
+        epoch, metadata = src_epoch, src_metadata
+        if clamped != offset:  # moved by the clamp: the destination's epoch there, no metadata
+            epoch, metadata = (low_epoch if clamped == low else high_epoch), ""
+            if epoch is None:
+                continue
+        targets[key] = (adjust(gid, key[0], key[1], clamped) if adjust else clamped, epoch, metadata)
+    retry_group_call(f"syncing group {gid}", lambda: _write_commits(dst_bootstrap, gid, targets))
     return len(targets)
+
+
+Commits = dict[tuple[str, int], tuple[int, int | None, str | None]]
+
+
+def _write_commits(bootstrap: str, gid: str, commits: Commits) -> None:
+    """Commit through kafka-python, which writes metadata byte for byte (confluent-kafka
+    adds a NUL and refuses one inside), as the prototype's Java Admin does."""
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import NoError
+    from kafka.structs import OffsetAndMetadata
+    from kafka.structs import TopicPartition as KafkaPartition
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="mirror-audit-sandbox-syncer")
+    try:
+        errors = admin.alter_group_offsets(
+            gid,
+            {KafkaPartition(t, p): OffsetAndMetadata(o, m, e) for (t, p), (o, e, m) in commits.items()},
+        )
+    finally:
+        admin.close()
+    failed = {tp: err for tp, err in errors.items() if err is not NoError}
+    if failed:
+        raise SandboxError(f"syncing group {gid}: {failed}")
+
+
+def _source_commits(bootstrap: str, gid: str) -> Commits:
+    """A group's commits on the source: offset, leader epoch (None: none) and metadata as
+    the committer wrote it, read through kafka-python (confluent-kafka runs past the end of
+    metadata a Java client committed)."""
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="mirror-audit-sandbox-syncer")
+    try:
+        fetched = admin.list_group_offsets([gid]).get(gid) or {}
+    finally:
+        admin.close()
+    return {
+        (tp.topic, tp.partition): (
+            int(om.offset),
+            om.leader_epoch if om.leader_epoch is not None and om.leader_epoch >= 0 else None,
+            om.metadata,
+        )
+        for tp, om in fetched.items()
+        if om.offset is not None and om.offset >= 0
+    }
+
+
+def ends_by_tp(
+    admin: AdminClient,
+    tps: list[TopicPartition],
+    spec: OffsetSpec,
+    level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+) -> dict[tuple[str, int], tuple[int, int | None]]:
+    """Each partition's offset for ``spec`` and the leader epoch ListOffsets gives with it
+    (None: none)."""
+    futures = admin.list_offsets({tp: spec for tp in tps}, isolation_level=level, request_timeout=30)
+    out = {}
+    for tp, future in futures.items():
+        info = future.result(timeout=30)
+        epoch = info.leader_epoch
+        out[(tp.topic, tp.partition)] = (
+            int(info.offset),
+            epoch if epoch is not None and epoch >= 0 else None,
+        )
+    return out
 
 
 def offsets_by_tp(
@@ -306,5 +371,4 @@ def offsets_by_tp(
     spec: OffsetSpec,
     level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
 ) -> dict[tuple[str, int], int]:
-    futures = admin.list_offsets({tp: spec for tp in tps}, isolation_level=level, request_timeout=30)
-    return {(tp.topic, tp.partition): int(f.result(timeout=30).offset) for tp, f in futures.items()}
+    return {key: offset for key, (offset, _) in ends_by_tp(admin, tps, spec, level).items()}

@@ -483,3 +483,51 @@ def test_a_real_kafka_streams_group_is_collected_and_named_by_cm_scope_1_from_it
         (app, "streams", "EMPTY")
     ]
     assert summary["readiness"] == "GO"  # CM-SCOPE-1 warns; it does not gate
+
+
+def test_the_mirror_emulator_syncs_a_commit_as_the_prototype_writes_it(sandbox: SandboxState) -> None:
+    """The sandbox's syncer (audit/sandbox/mirror.py) as KIP-1279's prototype writes a synced
+    commit: left alone by the clamp, the source commit's leader epoch and metadata; moved to
+    the destination's log start or end, the destination's epoch there and no metadata."""
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import OffsetSpec
+    from kafka.admin import KafkaAdminClient
+
+    from audit.sandbox.mirror import ends_by_tp, sync_group_offsets
+
+    topic = f"sync-{uuid.uuid4().hex[:8]}"
+    _mirror_topic(sandbox, topic, 200, [[1, 2]])
+    source, destination = sandbox.cluster("source").bootstrap, sandbox.cluster("destination").bootstrap
+    dst_admin = AdminClient({"bootstrap.servers": destination})
+    (deleted,) = dst_admin.delete_records([TopicPartition(topic, 0, 100)]).values()
+    deleted.result(timeout=30)
+    (src_end,) = ends_by_tp(
+        AdminClient({"bootstrap.servers": source}), [TopicPartition(topic, 0)], OffsetSpec.latest()
+    ).values()
+    tp = [TopicPartition(topic, 0)]
+    (low,) = ends_by_tp(dst_admin, tp, OffsetSpec.earliest()).values()
+    (high,) = ends_by_tp(dst_admin, tp, OffsetSpec.latest()).values()
+    assert low[0] == 100 and high[0] == 200 and low[1] is not None and high[1] is not None
+    groups = {"kept": 150, "early": 40, "late": 250}  # inside, below the log start, past the end
+    run = uuid.uuid4().hex[:6]
+    for name, offset in groups.items():
+        c = Consumer({"bootstrap.servers": source, "group.id": f"{name}-{run}", "enable.auto.commit": False})
+        c.commit(
+            offsets=[TopicPartition(topic, 0, offset, metadata=f"from-{name}", leader_epoch=src_end[1])],
+            asynchronous=False,
+        )
+        c.close()
+    assert sync_group_offsets(source, destination, [f"{name}-{run}" for name in groups]) == 3
+
+    def commits(bootstrap: str, name: str) -> tuple[int, int | None, str | None]:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            ((_, om),) = admin.list_group_offsets([f"{name}-{run}"])[f"{name}-{run}"].items()
+        finally:
+            admin.close()
+        return om.offset, om.leader_epoch, om.metadata
+
+    assert commits(destination, "kept") == commits(source, "kept")
+    assert commits(source, "kept")[1:] == (src_end[1], "from-kept\x00")  # librdkafka's NUL, kept as committed
+    assert commits(destination, "early") == (100, low[1], "")
+    assert commits(destination, "late") == (200, high[1], "")
