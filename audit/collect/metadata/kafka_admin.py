@@ -515,6 +515,7 @@ class KafkaAdmin:
 
         settings = kafka_python_settings(self.cfg)
         if isinstance(settings, str):
+            log.info("%s: batched OffsetFetch not used (%s): one group per request", self.role, settings)
             return None
         out: dict[str, list[CommittedOffset]] = {}
         try:
