@@ -40,11 +40,29 @@ def wait_in_sync(bootstrap: str, tps: Sequence[TopicPartition], timeout: float =
     admin = AdminClient(client_conf(bootstrap))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        md = admin.list_topics(timeout=10)
-        if all(len(md.topics[tp.topic].partitions[tp.partition].isrs) >= 2 for tp in tps):
+        md = admin.list_topics(timeout=10).topics
+        isrs = {(t, p): info.isrs for t, m in md.items() for p, info in m.partitions.items()}
+        if all(len(isrs.get((tp.topic, tp.partition), ())) >= 2 for tp in tps):
             return
         time.sleep(0.3)
     raise SandboxError("replicas did not rejoin the ISR in time")
+
+
+def _replicas(
+    admin: AdminClient, tps: Sequence[TopicPartition], timeout: float = 60
+) -> dict[tuple[str, int], list[int]]:
+    """Each partition's replica list, once the metadata answer holds every one of them: a
+    topic created a moment ago may not be in the answering broker's metadata yet."""
+    deadline = time.monotonic() + timeout
+    while True:
+        md = admin.list_topics(timeout=10).topics
+        known = {(t, p): list(info.replicas) for t, m in md.items() for p, info in m.partitions.items()}
+        missing = [f"{tp.topic}-{tp.partition}" for tp in tps if (tp.topic, tp.partition) not in known]
+        if not missing:
+            return {(tp.topic, tp.partition): known[(tp.topic, tp.partition)] for tp in tps}
+        if time.monotonic() > deadline:
+            raise SandboxError(f"{', '.join(missing)} not in the cluster's metadata within {timeout:.0f}s")
+        time.sleep(0.3)
 
 
 def move_leaders(bootstrap: str, tps: Sequence[TopicPartition], times: int = 1) -> None:
@@ -56,9 +74,7 @@ def move_leaders(bootstrap: str, tps: Sequence[TopicPartition], times: int = 1) 
 
     if not tps:
         return
-    admin = AdminClient(client_conf(bootstrap))
-    md = admin.list_topics(timeout=30).topics
-    replicas = {(tp.topic, tp.partition): list(md[tp.topic].partitions[tp.partition].replicas) for tp in tps}
+    replicas = _replicas(AdminClient(client_conf(bootstrap)), tps)
     single = sorted(f"{t}-{p}" for (t, p), r in replicas.items() if len(r) < 2)
     if single:
         raise SandboxError(
