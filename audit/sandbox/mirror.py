@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import (
     IsolationLevel,
@@ -243,6 +244,11 @@ def wait_transactions_settled(bootstrap: str, topics: list[str], timeout: float 
     raise SandboxError(f"transactions on {bootstrap} did not settle within {timeout:.0f}s")
 
 
+# A group's commits: offset, leader epoch (None: none), metadata, by (topic, partition).
+Commits = dict[tuple[str, int], tuple[int, int | None, str | None]]
+SYNCER_ID = "mirror-audit-sandbox-syncer"
+
+
 def sync_group_offsets(
     src_bootstrap: str,
     dst_bootstrap: str,
@@ -259,13 +265,25 @@ def sync_group_offsets(
     ``adjust(group, topic, partition, clamped)`` lets the demo inject a faulty value.
     Groups with members on the destination are left alone. Returns offsets written.
     """
+    from kafka.admin import KafkaAdminClient
+
     dst_admin = AdminClient(client_conf(dst_bootstrap))
-    return sum(_sync_group(src_bootstrap, dst_bootstrap, dst_admin, gid, adjust) for gid in groups)
+    # One kafka-python client a side for the whole call (the continuous mirror syncs every
+    # cycle): it reads and writes commits byte for byte, as the prototype's Java Admin does.
+    src_commits = KafkaAdminClient(bootstrap_servers=src_bootstrap, client_id=SYNCER_ID)
+    try:
+        dst_commits = KafkaAdminClient(bootstrap_servers=dst_bootstrap, client_id=SYNCER_ID)
+        try:
+            return sum(_sync_group(src_commits, dst_commits, dst_admin, gid, adjust) for gid in groups)
+        finally:
+            dst_commits.close()
+    finally:
+        src_commits.close()
 
 
 def _sync_group(
-    src_bootstrap: str,
-    dst_bootstrap: str,
+    src_commits: Any,
+    dst_commits: Any,
     dst_admin: AdminClient,
     gid: str,
     adjust: Callable[[str, str, int, int], int] | None,
@@ -277,9 +295,7 @@ def _sync_group(
     if desc.members:
         log.info("group %s is active on the destination: not synced", gid)
         return 0
-    committed = retry_group_call(
-        f"reading offsets of group {gid}", lambda: _source_commits(src_bootstrap, gid)
-    )
+    committed = retry_group_call(f"reading offsets of group {gid}", lambda: _source_commits(src_commits, gid))
     if not committed:
         return 0
     tps = [TopicPartition(topic, partition) for topic, partition in committed]
@@ -295,45 +311,30 @@ def _sync_group(
             if epoch is None:
                 continue
         targets[key] = (adjust(gid, key[0], key[1], clamped) if adjust else clamped, epoch, metadata)
-    retry_group_call(f"syncing group {gid}", lambda: _write_commits(dst_bootstrap, gid, targets))
+    retry_group_call(f"syncing group {gid}", lambda: _write_commits(dst_commits, gid, targets))
     return len(targets)
 
 
-Commits = dict[tuple[str, int], tuple[int, int | None, str | None]]
-
-
-def _write_commits(bootstrap: str, gid: str, commits: Commits) -> None:
-    """Commit through kafka-python, which writes metadata byte for byte (confluent-kafka
-    adds a NUL and refuses one inside), as the prototype's Java Admin does."""
-    from kafka.admin import KafkaAdminClient
+def _write_commits(admin: Any, gid: str, commits: Commits) -> None:
+    """Commit through kafka-python's admin ``admin``, which writes metadata byte for byte
+    (confluent-kafka adds a NUL and refuses one inside)."""
     from kafka.errors import NoError
     from kafka.structs import OffsetAndMetadata
     from kafka.structs import TopicPartition as KafkaPartition
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="mirror-audit-sandbox-syncer")
-    try:
-        errors = admin.alter_group_offsets(
-            gid,
-            {KafkaPartition(t, p): OffsetAndMetadata(o, m, e) for (t, p), (o, e, m) in commits.items()},
-        )
-    finally:
-        admin.close()
+    errors = admin.alter_group_offsets(
+        gid, {KafkaPartition(t, p): OffsetAndMetadata(o, m, e) for (t, p), (o, e, m) in commits.items()}
+    )
     failed = {tp: err for tp, err in errors.items() if err is not NoError}
     if failed:
         raise SandboxError(f"syncing group {gid}: {failed}")
 
 
-def _source_commits(bootstrap: str, gid: str) -> Commits:
+def _source_commits(admin: Any, gid: str) -> Commits:
     """A group's commits on the source: offset, leader epoch (None: none) and metadata as
-    the committer wrote it, read through kafka-python (confluent-kafka runs past the end of
-    metadata a Java client committed)."""
-    from kafka.admin import KafkaAdminClient
-
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="mirror-audit-sandbox-syncer")
-    try:
-        fetched = admin.list_group_offsets([gid]).get(gid) or {}
-    finally:
-        admin.close()
+    the committer wrote it, read through kafka-python's admin ``admin`` (confluent-kafka
+    runs past the end of metadata a Java client committed)."""
+    fetched = admin.list_group_offsets([gid]).get(gid) or {}
     return {
         (tp.topic, tp.partition): (
             int(om.offset),
