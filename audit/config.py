@@ -412,6 +412,16 @@ class ReadinessConfig:
 
 
 @dataclass(frozen=True)
+class JavaConfig:
+    """Kafka's Java client, for what no Python client reads (share groups' start offsets):
+    ``kafka_classpath`` is a Kafka installation's ``libs/`` directory or ``:``-separated
+    jars; ``auto`` looks in ``$KAFKA_HOME/libs``, then in this tool's jar cache; ``off``
+    never starts a JVM (share groups are then listed, not read, and counted unchecked)."""
+
+    kafka_classpath: str = "auto"
+
+
+@dataclass(frozen=True)
 class AuditConfig:
     """The whole configuration. Clusters are optional: an offline audit needs none."""
 
@@ -428,6 +438,7 @@ class AuditConfig:
     validation: ValidationConfig = field(default_factory=ValidationConfig)
     readiness: ReadinessConfig = field(default_factory=ReadinessConfig)
     notify: NotifyConfig = field(default_factory=NotifyConfig)
+    java: JavaConfig = field(default_factory=JavaConfig)
 
     def cluster(self, role: Literal["source", "destination"]) -> ClusterConfig:
         """The named cluster, or a config error saying which section to add."""

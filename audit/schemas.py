@@ -62,6 +62,18 @@ SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
         _c("committed_leader_epoch", "int32"),
         _c("metadata", "string"),
     ),
+    # Optional: share groups' start offsets (KIP-932: the share-partition start offset, below
+    # which every record is acknowledged), read with Kafka's Java Admin where the cluster
+    # lists share groups (audit/collect/metadata/java_admin.py); the groups themselves are
+    # rows of ``groups`` (group_type "share"). Absent where they could not be read.
+    "share_group_offsets": (
+        _c("group_id", "string", False),
+        _c("topic", "string", False),
+        _c("partition", "int32", False),
+        _c("start_offset", "int64", False),
+        _c("leader_epoch", "int32"),  # the share partition's, as the share coordinator stored it
+        _c("lag", "int64"),  # as the broker computes it (kafka-share-groups --describe --offsets)
+    ),
     # Optional: open transactions as the transaction coordinator and the partition leaders
     # describe them (kafka-python admin calls), where the cluster allows them.
     "open_transactions": (
@@ -347,6 +359,8 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("dst_member_count", "int32"),
         _c("src_committed_partitions", "int64"),
         _c("dst_committed_partitions", "int64"),
+        # Null for a share group whose start offsets a side could not give.
+        _c("offsets_compared", "boolean"),
         _c("streams_application", "boolean"),
         _c("classification", "string"),
         _c("excluded_but_synced", "boolean"),
@@ -604,6 +618,8 @@ AUX_TABLES: dict[str, tuple[Column, ...]] = {
         _c("preserves_batch_epochs", "boolean", False),
         _c("sync_group_offsets", "boolean", False),
         _c("dst_markers_collected", "boolean", False),
+        _c("src_share_offsets_read", "boolean", False),
+        _c("dst_share_offsets_read", "boolean", False),
     ),
 }
 

@@ -61,6 +61,16 @@ class GroupOffsetRecord:
 
 
 @dataclass(frozen=True)
+class ShareGroupOffsetRecord:
+    group_id: str
+    topic: str
+    partition: int
+    start_offset: int
+    leader_epoch: int | None
+    lag: int | None
+
+
+@dataclass(frozen=True)
 class OpenTransactionRecord:
     side: str  # coordinator | partition
     transactional_id: str | None
@@ -106,6 +116,8 @@ class Snapshot:
     groups: tuple[GroupRecord, ...] = ()
     group_offsets: tuple[GroupOffsetRecord, ...] = ()
     open_transactions: tuple[OpenTransactionRecord, ...] | None = None
+    # None when share groups' start offsets were not read (no Kafka Java client here).
+    share_group_offsets: tuple[ShareGroupOffsetRecord, ...] | None = None
     # mode mm2, on the cluster that holds the topic: None when not collected here.
     mm2_offset_syncs: tuple[Mm2OffsetSyncRecord, ...] | None = None
     mm2_checkpoints: tuple[Mm2CheckpointRecord, ...] | None = None
@@ -157,6 +169,7 @@ def write_snapshot(directory: str | Path, snap: Snapshot) -> Path:
         write_table(tmp, "group_offsets", snap.group_offsets)
         for table, rows in (
             ("open_transactions", snap.open_transactions),
+            ("share_group_offsets", snap.share_group_offsets),
             ("mm2_offset_syncs", snap.mm2_offset_syncs),
             ("mm2_checkpoints", snap.mm2_checkpoints),
             ("mirror_partitions", snap.mirror_partitions),

@@ -46,6 +46,7 @@ SHARED_SERVICE_MODULES = frozenset(
         "tests/integration/test_records_live.py",
         "tests/integration/test_sandbox.py",
         "tests/integration/test_scale_smoke.py",
+        "tests/integration/test_share_groups_live.py",
         "tests/integration/test_segments_live.py",
         "tests/spark/test_standalone_cluster.py",
     }

@@ -12,6 +12,7 @@ from audit.snapshot import (
     Mm2OffsetSyncRecord,
     OpenTransactionRecord,
     PartitionRecord,
+    ShareGroupOffsetRecord,
     Snapshot,
     make_manifest,
     write_snapshot,
@@ -48,6 +49,12 @@ def offset(
     return GroupOffsetRecord(group_id, topic, partition, committed, epoch, None)
 
 
+def share(group_id: str, start: int, topic: str = "orders", partition: int = 0) -> ShareGroupOffsetRecord:
+    """A share group's start offset on a partition (its leader epoch and lag as a broker
+    reports them: the epoch is not compared)."""
+    return ShareGroupOffsetRecord(group_id, topic, partition, start, 0, None)
+
+
 def write_pair(
     root: Path,
     src_parts: list[PartitionRecord],
@@ -60,7 +67,12 @@ def write_pair(
     src_syncs: list[Mm2OffsetSyncRecord] | None = None,
     dst_checkpoints: list[Mm2CheckpointRecord] | None = None,
     dst_mirror: list[MirrorPartitionRecord] | None = None,
+    src_share: list[ShareGroupOffsetRecord] | None = (),  # type: ignore[assignment]
+    dst_share: list[ShareGroupOffsetRecord] | None = (),  # type: ignore[assignment]
 ) -> tuple[Path, Path]:
+    """A snapshot pair; ``src_share``/``dst_share`` are the share groups' start offsets
+    (None: not read, as without a Kafka Java client)."""
+
     def manifest(role: str) -> dict[str, object]:
         return make_manifest(role, f"cluster-{role}", T0, T0, {}, {"bootstrap_servers": "x:9092"})  # type: ignore[arg-type]
 
@@ -73,6 +85,7 @@ def write_pair(
             tuple(src_offsets),
             None if src_txns is None else tuple(src_txns),
             mm2_offset_syncs=None if src_syncs is None else tuple(src_syncs),
+            share_group_offsets=None if src_share is None else tuple(src_share),
         ),
     )
     dst = write_snapshot(
@@ -84,6 +97,7 @@ def write_pair(
             tuple(dst_offsets),
             mm2_checkpoints=None if dst_checkpoints is None else tuple(dst_checkpoints),
             mirror_partitions=None if dst_mirror is None else tuple(dst_mirror),
+            share_group_offsets=None if dst_share is None else tuple(dst_share),
         ),
     )
     return src, dst

@@ -14,6 +14,24 @@ from audit.compare.sql import Comparison, group_active, in_list, offset_in_range
 
 _PARTITION_KEY = ("topic", "partition")
 _GROUP_OFFSET_KEY = ("group_id", "topic", "partition")
+# Share groups' start offsets count only where both sides' were read: with one side's
+# missing, a share group would look unsynced (or synced) for want of an input.
+_SHARE_READ = "p.src_share_offsets_read AND p.dst_share_offsets_read"
+
+
+def _offsets(prefix: str) -> str:
+    """One side's committed offsets and its share groups' start offsets (KIP-932) as one
+    table of ``group_offsets``' columns: a share group resumes at its start offset, which
+    KIP-1279 clamps and syncs as it does a committed offset. The share partition's leader
+    epoch is not a consumer's fencing epoch, so it is left out (CM-EPOCH-3 judges
+    consumers' commits)."""
+    return f"""SELECT group_id, topic, partition, committed_offset, committed_leader_epoch, metadata
+  FROM {{{prefix}_group_offsets}}
+  UNION ALL
+  SELECT group_id, topic, partition, start_offset, CAST(NULL AS INT), CAST(NULL AS STRING)
+  FROM {{{prefix}_share_group_offsets}} CROSS JOIN {{run_params}} p WHERE {_SHARE_READ}"""
+
+
 # A mirror that stopped or paused writes control records past its last mirrored offset.
 STOPPED = in_list(STOPPED_STATES)
 
@@ -114,11 +132,17 @@ GROUP_OFFSETS = Comparison(
     "group_offsets",
     _GROUP_OFFSET_KEY,
     f"""
-WITH joined AS (
+WITH src_offsets AS (
+  {_offsets("src")}
+),
+dst_offsets AS (
+  {_offsets("dst")}
+),
+joined AS (
   SELECT group_id, topic, partition,
     {side("s", "group_offsets", "src_", _GROUP_OFFSET_KEY)},
     {side("d", "group_offsets", "dst_", _GROUP_OFFSET_KEY)}
-  FROM {{src_group_offsets}} s FULL OUTER JOIN {{dst_group_offsets}} d USING (group_id, topic, partition)
+  FROM src_offsets s FULL OUTER JOIN dst_offsets d USING (group_id, topic, partition)
 ),
 placed AS (
   SELECT joined.*,
@@ -187,8 +211,8 @@ LEFT JOIN {{src_partitions}} sp ON sp.topic = clamped.topic AND sp.partition = c
 GROUPS = Comparison(
     "groups",
     ("group_id",),
-    """
-WITH per_group AS (
+    f"""
+WITH compared AS (
   SELECT group_id,
     bool_or(group_in_scope) AS group_in_scope,
     bool_or(group_excluded) AS group_excluded,
@@ -198,8 +222,31 @@ WITH per_group AS (
     max(dst_state) AS dst_state,
     max(dst_member_count) AS dst_member_count,
     count(src_committed_offset) AS src_committed_partitions,
-    count(dst_committed_offset) AS dst_committed_partitions
-  FROM {group_offsets} GROUP BY group_id
+    count(dst_committed_offset) AS dst_committed_partitions,
+    TRUE AS offsets_compared
+  FROM {{group_offsets}} GROUP BY group_id
+),
+-- Share groups either side lists whose start offsets a side could not give (no Kafka Java
+-- client there): their offsets were not compared, so their sync is unknown (null).
+unread AS (
+  SELECT group_id FROM {{src_groups}} CROSS JOIN {{run_params}} p
+  WHERE group_type = 'share' AND NOT ({_SHARE_READ})
+  UNION
+  SELECT group_id FROM {{dst_groups}} CROSS JOIN {{run_params}} p
+  WHERE group_type = 'share' AND NOT ({_SHARE_READ})
+),
+per_group AS (
+  SELECT * FROM compared
+  UNION ALL
+  SELECT u.group_id, gs.in_scope, gs.excluded,
+    {group_active("dg.member_count", "dg.state")},
+    sg.group_type, sg.state, dg.state, dg.member_count,
+    CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS BOOLEAN)
+  FROM unread u
+  LEFT JOIN {{src_groups}} sg ON sg.group_id = u.group_id
+  LEFT JOIN {{dst_groups}} dg ON dg.group_id = u.group_id
+  LEFT JOIN {{group_scope}} gs ON gs.group_id = u.group_id
+  WHERE u.group_id NOT IN (SELECT group_id FROM compared)
 ),
 -- A Kafka Streams application's group id is its application.id, the prefix of its
 -- <application.id>-...-changelog / -repartition topics; a streams group (KIP-1071) is one
@@ -207,7 +254,7 @@ WITH per_group AS (
 streams_apps AS (
   SELECT DISTINCT g.group_id
   FROM per_group g
-  JOIN (SELECT DISTINCT topic FROM {partitions} WHERE in_scope AND streams_internal_topic) st
+  JOIN (SELECT DISTINCT topic FROM {{partitions}} WHERE in_scope AND streams_internal_topic) st
     ON left(st.topic, length(g.group_id) + 1) = concat(g.group_id, '-')
 ),
 classified AS (
@@ -227,6 +274,7 @@ FROM classified
 """,
     shown=(
         "classification",
+        "offsets_compared",
         "src_group_type",
         "src_state",
         "dst_state",

@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 
 SIDES = (("src_", "source"), ("dst_", "destination"))
 SNAPSHOT_INPUTS = ("partitions", "groups", "group_offsets")
+# Snapshot tables a cluster may not have given (an empty stand-in then), read by every mode.
+OPTIONAL_INPUTS = ("share_group_offsets",)
 # Written only when the snapshots carry what they compare (record batches and markers
 # from a segments scan or a fetch, record chunks from a records scan); absent, their
 # invariants are skipped as not collected.
@@ -123,17 +125,21 @@ def run_compare(
     """Register both snapshots and the name verdicts, run ``comparisons`` in order (each may
     read the ones before it), then ``extra`` (the Spark-only batch and record tables)."""
     source, destination = pair.source, pair.destination
+    share_read = {}
     for prefix, role in SIDES:
         directory = source if role == "source" else destination
         for table in SNAPSHOT_INPUTS:
             load_snapshot_table(tables, prefix + table, directory, table)
+        share_read[role] = load_snapshot_table(
+            tables, prefix + "share_group_offsets", directory, "share_group_offsets"
+        )
     named = inputs.prepare(tables, source, destination)
     names = _names(
         [
             *[
                 (side, d, t)
-                for side, d in (("src", source), ("dst", destination))
-                for t in ("partitions", "group_offsets")
+                for side, d, role in (("src", source, "source"), ("dst", destination, "destination"))
+                for t in ("partitions", "group_offsets", *(["share_group_offsets"] * share_read[role]))
             ],
             *named,
         ],
@@ -150,7 +156,8 @@ def run_compare(
     tables.put("topic_scope", "topic_scope", topic_scope_rows(topics, inputs.topic_in_scope(cfg)))
     tables.put("group_scope", "group_scope", group_scope_rows(names["groups"], cfg))
     markers = check_table(destination, "markers")
-    tables.put("run_params", "run_params", params_row(cfg, started_ms(pair.src_manifest, source), markers))
+    src_started = started_ms(pair.src_manifest, source)
+    tables.put("run_params", "run_params", params_row(cfg, src_started, markers, share_read))
 
     out, tmp = run_dir / "compare", run_dir / ".compare.partial"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -200,6 +207,7 @@ def check_offsets(directory: Path) -> None:
     for table_name, columns in (
         ("partitions", ("log_start_offset", "high_watermark", "last_stable_offset")),
         ("group_offsets", ("committed_offset",)),
+        ("share_group_offsets", ("start_offset",)),
     ):
         if not check_table(directory, table_name):
             continue

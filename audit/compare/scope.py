@@ -50,9 +50,11 @@ def topic_name_rows(
 
 
 def params_row(
-    cfg: AuditConfig, src_started_at_ms: int, dst_markers_collected: bool
+    cfg: AuditConfig, src_started_at_ms: int, dst_markers_collected: bool, share_offsets_read: dict[str, bool]
 ) -> list[tuple[Any, ...]]:
-    """``run_params``: what the queries need of the configuration and the snapshots."""
+    """``run_params``: what the queries need of the configuration and the snapshots
+    (``share_offsets_read``: per role, whether its snapshot holds share groups' start
+    offsets)."""
     return [
         (
             src_started_at_ms,
@@ -60,5 +62,7 @@ def params_row(
             cfg.mirror.preserves_batch_epochs,
             cfg.mirror.mm2.sync_group_offsets,
             dst_markers_collected,
+            share_offsets_read["source"],
+            share_offsets_read["destination"],
         )
     ]

@@ -77,6 +77,12 @@ CAUSES: dict[str, tuple[Cause, ...]] = {
     ),
     "topics": _causes(("topic IDs (topic_id)", "src_topic_id IS NULL OR dst_topic_id IS NULL")),
     "group_offsets": _causes(_DST_PARTITION, _DST_EPOCH),
+    "groups": _causes(
+        (
+            "the share group start offsets (not read: see the share_groups note of the snapshot manifests)",
+            "offsets_compared IS NULL",
+        ),
+    ),
     "mirror_states": _causes(
         ("the mirror state of the partition (no row for it)", "state IS NULL"),
         ("the destination partition (absent from the snapshots)", "dst_high_watermark IS NULL"),

@@ -21,7 +21,7 @@ from audit.snapshot import GroupRecord
 from audit.validate.invariants import CLUSTER_MIRRORING
 from audit.validate.results import MAX_EXAMPLES
 from tests.run_files import kept_keys, unchecked_keys
-from tests.snapshots import faulty_pair, group, mirror, offset, part, write_pair
+from tests.snapshots import faulty_pair, group, mirror, offset, part, share, write_pair
 from tests.spark.test_mm2_invariants import CFG as MM2_CFG
 from tests.spark.test_mm2_invariants import _pair as mm2_pair
 
@@ -68,6 +68,8 @@ def _edge_pair(root: Path) -> tuple[Path, Path]:
             group("g-private-1"),
             group("app", "STABLE", 3),
             GroupRecord("g-streams", "streams", "NOT_READY", None),
+            # g-share: a share group (KIP-932), its start offset synced 4 past the clamp.
+            GroupRecord("g-share", "share", "STABLE", 1),
         ],
         dst_groups=[group("g1", "COMPLETING_REBALANCING"), group("h", "STABLE", 0), group("app")],
         src_offsets=[
@@ -86,6 +88,8 @@ def _edge_pair(root: Path) -> tuple[Path, Path]:
             offset("h", 2, topic="gone-from-dst"),  # no partition, no source commit: no clamp
             offset("app", 8, topic="app-x-repartition", epoch=1),
         ],
+        src_share=[share("g-share", 5)],
+        dst_share=[share("g-share", 9)],
     )
 
 
@@ -233,5 +237,7 @@ def test_edge_scenario_covers_the_null_cases(tmp_path: Path) -> None:
     assert groups.loc["app", "streams_application"]
     assert groups.loc["g-streams", "streams_application"] and not groups.loc["g1", "streams_application"]
     offsets = local.frames["group_offsets"]
+    shared = offsets.set_index("group_id").loc["g-share"]
+    assert (shared["src_group_type"], shared["sync_delta"]) == ("share", 4)
     assert offsets["expected_offset"].isna().any()
     assert offsets["sync_delta"].isna().any()

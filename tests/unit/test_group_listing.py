@@ -32,7 +32,7 @@ def test_streams_is_a_group_type_and_an_unknown_type_stays_unknown() -> None:
     assert _type_word("SOMETHING_NEW") == "unknown"
 
 
-def test_without_a_usable_kafka_python_client_the_note_says_streams_groups_were_not_listed() -> None:
+def test_without_a_usable_kafka_python_client_the_note_says_typed_groups_were_not_listed() -> None:
     cfg = ClusterConfig(
         "127.0.0.1:9",
         timeout_seconds=1,
@@ -43,6 +43,7 @@ def test_without_a_usable_kafka_python_client_the_note_says_streams_groups_were_
             "enable.sasl.oauthbearer.unsecure.jwt": "true",
         },
     )
-    groups, note = KafkaAdmin("source", cfg).streams_groups(set())
-    assert groups == []
-    assert note is not None and note.startswith("streams groups not listed: ") and "token_provider" in note
+    streams, share, note = KafkaAdmin("source", cfg).groups_by_type(set())
+    assert streams == [] and share == []
+    assert note is not None and note.startswith("streams and share groups not listed: ")
+    assert "token_provider" in note

@@ -467,29 +467,34 @@ class KafkaAdmin:
                     types[gid] = _type_word(desc.type)
         return [GroupInfo(g, types[g], states[g], members.get(g, 0)) for g in ids]
 
-    def streams_groups(self, known: Collection[str]) -> tuple[list[GroupInfo], str | None]:
-        """Kafka Streams groups (KIP-1071, ``group.protocol=streams``): librdkafka's group
-        listing leaves them out, so the same ListGroups is asked through kafka-python, whose
-        answer carries each group's type (ListGroups v5, brokers 4.0+). Their committed
-        offsets are read like any group's. Returns the groups and, where they could not be
-        listed, why (a manifest note: the group checks then cannot see them)."""
+    def groups_by_type(self, known: Collection[str]) -> tuple[list[GroupInfo], list[GroupInfo], str | None]:
+        """Kafka Streams groups (KIP-1071, ``group.protocol=streams``) and share groups
+        (KIP-932): librdkafka's group listing leaves both out, so the same ListGroups is
+        asked through kafka-python, whose answer carries each group's type (ListGroups v5,
+        brokers 4.0+). A streams group's committed offsets are read like any group's; a
+        share group's start offsets only the Java client reads (``java_admin.py``), so its
+        member count is left unknown here. Returns the streams groups, the share groups and,
+        where they could not be listed, why (a manifest note: the group checks then cannot
+        see them)."""
         from audit.collect.metadata.transactions import kafka_python_admin, kafka_python_settings
 
         settings = kafka_python_settings(self.cfg)
         if isinstance(settings, str):
-            return [], f"streams groups not listed: {settings}"
+            return [], [], f"streams and share groups not listed: {settings}"
         try:
             with kafka_python_admin(settings) as admin:
                 listed = admin.list_groups()
         except Exception as exc:  # any failure is the note, never the snapshot's end
-            log.warning("%s: streams groups could not be listed: %s", self.role, _describe(exc))
-            return [], f"streams groups not listed: {_describe(exc)}"
-        found = [
-            GroupInfo(str(g["group_id"]), "streams", _state_word(str(g.get("group_state") or "")), None)
-            for g in listed
-            if g.get("group_type") == "streams" and g["group_id"] not in known
-        ]
-        return sorted(found, key=lambda g: g.group_id), None
+            log.warning("%s: streams and share groups could not be listed: %s", self.role, _describe(exc))
+            return [], [], f"streams and share groups not listed: {_describe(exc)}"
+        by_type: dict[str, list[GroupInfo]] = {"streams": [], "share": []}
+        for g in listed:
+            kind = g.get("group_type")
+            if kind in by_type and g["group_id"] not in known:
+                state = _state_word(str(g.get("group_state") or ""))
+                by_type[kind].append(GroupInfo(str(g["group_id"]), kind, state, None))
+        streams, share = (sorted(by_type[k], key=lambda g: g.group_id) for k in ("streams", "share"))
+        return streams, share, None
 
     def committed_offsets(self, group_ids: Sequence[str]) -> dict[str, list[CommittedOffset]]:
         """Committed offsets per group: many groups per OffsetFetch request where the

@@ -28,6 +28,7 @@ from audit.snapshot import (
     GroupOffsetRecord,
     GroupRecord,
     PartitionRecord,
+    ShareGroupOffsetRecord,
     Snapshot,
     make_manifest,
     write_snapshot,
@@ -96,9 +97,10 @@ def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapsh
     # thousands of groups their DescribeGroups and OffsetFetch round trips cost as much as
     # the partitions' ListOffsets (at 5,000 partitions: 5.1 s beside 13.5 s, one after the
     # other until now). The partitions' error, when both fail, is the one reported.
-    groups_read = _Beside(lambda: _groups(admin)) if plan.reads_groups else None
+    groups_read = _Beside(lambda: _groups(admin, cfg.java.kafka_classpath)) if plan.reads_groups else None
     partitions, open_positions = _partitions(admin, infos)
-    groups, committed, streams_note = groups_read.result() if groups_read is not None else ([], {}, None)
+    read = groups_read.result() if groups_read is not None else _GroupsRead([], {}, None, {})
+    groups, committed = read.groups, read.committed
     group_rows = [GroupRecord(g.group_id, g.group_type, g.state, g.member_count) for g in groups]
     offset_rows = [
         GroupOffsetRecord(gid, c.topic, c.partition, c.offset, c.leader_epoch, c.metadata)
@@ -109,9 +111,7 @@ def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapsh
         txns, txn_note = collect_open_transactions(role, cluster_cfg, [tp for tp in open_positions])
     else:
         txns, txn_note = None, "not read: offsets only (a drain poll)"
-    notes: dict[str, object] = {"open_transactions": txn_note}
-    if streams_note is not None:
-        notes["streams_groups"] = streams_note
+    notes: dict[str, object] = {"open_transactions": txn_note, **read.notes}
     if not plan.reads_groups:
         notes["groups"] = "not read: offsets only (a drain poll)"
     elif not admin.may_describe_cluster():
@@ -152,6 +152,7 @@ def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapsh
         groups=tuple(group_rows),
         group_offsets=tuple(offset_rows),
         open_transactions=None if txns is None else tuple(txns),
+        share_group_offsets=read.share_offsets,
         mm2_offset_syncs=mm2.offset_syncs if mm2 else None,
         mm2_checkpoints=mm2.checkpoints if mm2 else None,
     )
@@ -181,14 +182,60 @@ class _Beside:
         return self._result
 
 
-def _groups(admin: KafkaAdmin) -> tuple[list[GroupInfo], dict[str, list[CommittedOffset]], str | None]:
+@dataclass(frozen=True)
+class _GroupsRead:
+    groups: list[GroupInfo]
+    committed: dict[str, list[CommittedOffset]]
+    # None where share groups' start offsets were not read (the note says why).
+    share_offsets: tuple[ShareGroupOffsetRecord, ...] | None
+    notes: dict[str, str]
+
+
+def _groups(admin: KafkaAdmin, java_classpath: str) -> _GroupsRead:
     """Every group, not only in-scope ones (CM-GROUP-3 must see excluded groups that were
-    synced), Kafka Streams groups among them, and their committed offsets; and why streams
-    groups could not be listed, where they could not."""
+    synced), Kafka Streams and share groups among them, the committed offsets of all but
+    the share groups, and the share groups' start offsets where the Java client can read
+    them; and manifest notes on what could not be listed or read."""
     groups = admin.list_groups()
-    streams, note = admin.streams_groups({g.group_id for g in groups})
-    groups = [*groups, *streams]
-    return groups, admin.committed_offsets([g.group_id for g in groups]), note
+    streams, share, note = admin.groups_by_type({g.group_id for g in groups})
+    notes: dict[str, str] = {} if note is None else {"streams_groups": note, "share_groups": note}
+    committed = admin.committed_offsets([g.group_id for g in [*groups, *streams]])
+    share_offsets: tuple[ShareGroupOffsetRecord, ...] | None = ()
+    if note is None and not share:
+        notes["share_groups"] = "nothing in scope: the cluster lists no share group"
+    elif share:
+        read = _share_groups(admin, share, java_classpath)
+        if isinstance(read, str):
+            notes["share_groups"] = f"{len(share)} share groups listed, their start offsets not read: {read}"
+            log.warning("%s: %s", admin.role, notes["share_groups"])
+            share_offsets = None
+        else:
+            share, share_offsets = read
+            notes["share_groups"] = f"{len(share)} share groups, start offsets read with Kafka's Java Admin"
+    return _GroupsRead([*groups, *streams, *share], committed, share_offsets, notes)
+
+
+def _share_groups(
+    admin: KafkaAdmin, listed: list[GroupInfo], java_classpath: str
+) -> tuple[list[GroupInfo], tuple[ShareGroupOffsetRecord, ...]] | str:
+    """The listed share groups as the Java Admin describes them, and their start offsets;
+    or why they could not be read."""
+    from audit.collect.metadata.java_admin import java_admin, java_error
+
+    with java_admin(admin.cfg, java_classpath) as java:
+        if isinstance(java, str):
+            return java
+        try:
+            described = java.share_groups([g.group_id for g in listed])
+        except Exception as exc:  # a refusal (ACLs) or a timeout: the note, not the snapshot's end
+            return java_error(exc)
+    groups = [GroupInfo(g.group_id, "share", g.state, g.member_count) for g in described]
+    offsets = tuple(
+        ShareGroupOffsetRecord(g.group_id, o.topic, o.partition, o.start_offset, o.leader_epoch, o.lag)
+        for g in described
+        for o in g.offsets
+    )
+    return groups, offsets
 
 
 def _partitions(

@@ -1,0 +1,381 @@
+"""Kafka's own Java Admin client, for what neither Python client reads: share groups.
+
+KIP-932 share groups keep per partition a share-partition start offset (SPSO) in the share
+coordinator. confluent-kafka has no share-group admin call and kafka-python only lists the
+groups, so their descriptions and start offsets are read with the Java Admin
+(``describeShareGroups``, ``listShareGroupOffsets``) of the Kafka client jar, in a JVM
+started for the purpose and driven through py4j (PySpark's own bridge to the JVM, already
+installed with it). The JVM starts in about a tenth of a second and is started only when
+the cluster lists a share group; it is stopped once the groups are read.
+
+Where the jar comes from (``java.kafka_classpath``): a Kafka installation's ``libs/``
+directory or jar paths; ``auto`` looks in ``$KAFKA_HOME/libs``, then in this tool's jar
+cache (what ``mirror-audit sandbox`` and ``make jars`` fetch from Maven Central); ``off``
+never starts a JVM. Without a JVM or the jar, share groups are listed but their offsets
+are not read: the snapshot's manifest says so and the group checks count the groups as
+unchecked, never as passed.
+
+The login is the cluster's, translated from its librdkafka properties (PLAINTEXT, SSL,
+SASL PLAIN and SCRAM); the secrets go to the JVM over py4j's authenticated loopback
+socket, never on a command line or in a file. Only reads are called.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from audit.collect.logins import sasl_mechanism
+from audit.collect.metadata.kafka_admin import _state_word
+from audit.config import ClusterConfig
+
+log = logging.getLogger(__name__)
+
+_JAAS_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+# librdkafka properties the Java client takes under the same name.
+_SAME_NAME = frozenset({"security.protocol", "client.id"})
+_TAKEN_ABOVE = frozenset(
+    {"bootstrap.servers", "sasl.mechanism", "sasl.mechanisms", "sasl.username", "sasl.password"}
+)
+# librdkafka's PEM files -> the Java client's PEM key store, given as the files' text.
+_PEM_KEYS = {
+    "ssl.certificate.location": "ssl.keystore.certificate.chain",
+    "ssl.key.location": "ssl.keystore.key",
+}
+# librdkafka properties that change nothing for a few admin reads.
+_IRRELEVANT = frozenset({"socket.keepalive.enable", "broker.address.family", "log_level", "debug"})
+
+
+@dataclass(frozen=True)
+class ShareOffset:
+    """A share group's start offset on one partition, as the share coordinator keeps it."""
+
+    topic: str
+    partition: int
+    start_offset: int
+    leader_epoch: int | None
+    lag: int | None
+
+
+@dataclass(frozen=True)
+class ShareGroup:
+    group_id: str
+    state: str
+    member_count: int
+    offsets: tuple[ShareOffset, ...]
+
+
+def classpath(setting: str) -> list[str] | str:
+    """The jars of the Kafka Java client for ``java.kafka_classpath``, or why there are none.
+
+    A directory gives its ``kafka-clients-*.jar`` and ``slf4j-api-*.jar``; a ``:``-separated
+    list of jars is taken as is. The client needs slf4j's API on the class path; where the
+    setting gives none, PySpark's copy is added."""
+    if setting == "off":
+        return "java.kafka_classpath is off"
+    if setting == "auto":
+        candidates = []
+        home = os.environ.get("KAFKA_HOME")
+        if home:
+            candidates.append(Path(home) / "libs")
+        from audit.sandbox.jars import cache_root
+
+        candidates += sorted(cache_root().glob("kafka-*/libs"), reverse=True)
+        for directory in candidates:
+            found = _jars_in(directory)
+            if found:
+                return _with_slf4j(found)
+        return (
+            "no Kafka Java client found (java.kafka_classpath auto: neither $KAFKA_HOME/libs nor the jar "
+            "cache holds kafka-clients-*.jar); set java.kafka_classpath to a Kafka installation's libs/"
+        )
+    jars: list[str] = []
+    for entry in setting.split(":"):
+        path = Path(entry).expanduser()
+        if path.is_dir():
+            jars += _jars_in(path)
+        elif path.is_file():
+            jars.append(str(path))
+        else:
+            return f"java.kafka_classpath: {entry} is neither a directory nor a jar"
+    if not any(Path(j).name.startswith("kafka-clients-") for j in jars):
+        return f"java.kafka_classpath ({setting}) holds no kafka-clients-*.jar"
+    return _with_slf4j(jars)
+
+
+def _jars_in(directory: Path) -> list[str]:
+    clients = sorted(glob.glob(str(directory / "kafka-clients-*.jar")))
+    return [*clients, *sorted(glob.glob(str(directory / "slf4j-api-*.jar")))] if clients else []
+
+
+def _with_slf4j(jars: list[str]) -> list[str]:
+    if any(Path(j).name.startswith("slf4j-api-") for j in jars):
+        return jars
+    import pyspark
+
+    return jars + sorted(glob.glob(str(Path(pyspark.__file__).parent / "jars" / "slf4j-api-*.jar")))[:1]
+
+
+def java_properties(client: Mapping[str, Any], timeout_seconds: float) -> dict[str, str] | str:
+    """The Java client's properties for librdkafka client properties (``bootstrap.servers``
+    and the cluster's own), or why they cannot be built."""
+    timeout_ms = str(int(timeout_seconds * 1000))
+    props = {
+        "bootstrap.servers": str(client["bootstrap.servers"]),
+        "client.id": "mirror-audit",
+        "request.timeout.ms": timeout_ms,
+        "default.api.timeout.ms": timeout_ms,
+    }
+    mechanism = sasl_mechanism(client)
+    if mechanism:
+        if mechanism not in _JAAS_MODULES:
+            return f"SASL mechanism {mechanism} is not supported for the Java client here"
+        user, password = client.get("sasl.username"), client.get("sasl.password")
+        if user is None or password is None:
+            return f"SASL {mechanism} needs sasl.username and sasl.password"
+        props["sasl.mechanism"] = mechanism
+        props["sasl.jaas.config"] = (
+            f'{_JAAS_MODULES[mechanism]} required username="{_jaas_quoted(str(user))}" '
+            f'password="{_jaas_quoted(str(password))}";'
+        )
+    for key, value in client.items():
+        if key in _TAKEN_ABOVE:
+            continue
+        if key in _SAME_NAME:
+            props[key] = str(value)
+        elif key == "ssl.ca.location":
+            props["ssl.truststore.type"] = "PEM"
+            props["ssl.truststore.location"] = str(value)
+        elif key in _PEM_KEYS:
+            pem = _read(str(value))
+            if pem is None:
+                return f"{key} {value} cannot be read"
+            props["ssl.keystore.type"] = "PEM"
+            props[_PEM_KEYS[key]] = pem
+        elif key == "ssl.key.password":
+            props["ssl.key.password"] = str(value)
+        elif key == "ssl.endpoint.identification.algorithm":
+            props[key] = "" if str(value).lower() == "none" else str(value)
+        elif key not in _IRRELEVANT:
+            return f"the property {key} has no Java client equivalent here"
+    return props
+
+
+def _jaas_quoted(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return None
+
+
+class JavaAdmin:
+    """The Java Admin client of one cluster, in a JVM of its own (``java_admin``)."""
+
+    def __init__(self, gateway: Any, admin: Any, timeout_seconds: float) -> None:
+        self._gateway = gateway
+        self._jvm = gateway.jvm
+        self._admin = admin
+        self._timeout_ms = int(timeout_seconds * 1000)
+
+    def _get(self, future: Any) -> Any:
+        return future.get(self._timeout_ms, self._jvm.java.util.concurrent.TimeUnit.MILLISECONDS)
+
+    def share_groups(self, group_ids: Sequence[str]) -> list[ShareGroup]:
+        """Each share group's state, member count and start offsets (every partition it has
+        state for; a partition without a start offset yet is left out). A group the cluster
+        does not know (deleted since it was listed, or never there) is left out."""
+        if not group_ids:
+            return []
+        futures = self._admin.describeShareGroups(list(group_ids)).describedGroups()
+        described = {}
+        for gid in group_ids:
+            try:
+                described[gid] = self._get(futures.get(gid))
+            except Exception as exc:
+                if _java_cause(exc) != "GroupIdNotFoundException":
+                    raise
+        if not described:
+            return []
+        spec = self._jvm.org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec
+        listed = self._admin.listShareGroupOffsets({g: spec() for g in described})
+        out = []
+        for gid, desc in described.items():
+            per_partition = self._get(listed.partitionsToOffsetInfo(gid))
+            rows = []
+            for tp in per_partition.keySet():
+                info = per_partition.get(tp)
+                if info is None:  # a partition the group has no state for yet
+                    continue
+                epoch = info.leaderEpoch()
+                lag = info.lag()
+                rows.append(
+                    ShareOffset(
+                        str(tp.topic()),
+                        int(tp.partition()),
+                        int(info.startOffset()),
+                        int(epoch.get()) if epoch.isPresent() and int(epoch.get()) >= 0 else None,
+                        int(lag.get()) if lag.isPresent() else None,
+                    )
+                )
+            out.append(
+                ShareGroup(
+                    gid,
+                    _state(str(desc.groupState().toString())),
+                    int(desc.members().size()),
+                    tuple(sorted(rows, key=lambda r: (r.topic, r.partition))),
+                )
+            )
+        return out
+
+    def set_group_config(self, group_id: str, key: str, value: str) -> None:
+        """Set one dynamic group config (the sandbox's share consumers only)."""
+        jvm = self._jvm
+        resource = jvm.org.apache.kafka.common.config.ConfigResource(
+            jvm.org.apache.kafka.common.config.ConfigResource.Type.GROUP, group_id
+        )
+        alter = jvm.org.apache.kafka.clients.admin.AlterConfigOp(
+            jvm.org.apache.kafka.clients.admin.ConfigEntry(key, value),
+            jvm.org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET,
+        )
+        self._get(self._admin.incrementalAlterConfigs({resource: [alter]}).all())
+
+    def alter_share_group_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Set a share group's start offsets (the sandbox's mirror emulator only: the auditor
+        never writes to an audited cluster).
+
+        The Admin call takes ``Map<TopicPartition, Long>``, and py4j hands a Python int
+        below 2**31 to Java as an Integer (and every Long back as an int), so the map is
+        filled inside the JVM: the offsets boxed there as Longs, each copied into the
+        arguments of ``HashMap.put`` with ``System.arraycopy``, never through Python."""
+        gateway, jvm = self._gateway, self._jvm
+        items = sorted(offsets.items())
+        longs = gateway.new_array(jvm.long, len(items))
+        for i, (_, offset) in enumerate(items):
+            longs[i] = offset
+        boxed = jvm.java.util.Arrays.stream(longs).boxed().toArray()
+        anything = jvm.java.lang.Class.forName("java.lang.Object")
+        types = gateway.new_array(jvm.java.lang.Class, 2)
+        types[0] = types[1] = anything
+        put = jvm.java.lang.Class.forName("java.util.HashMap").getMethod("put", types)
+        java_offsets = jvm.java.util.HashMap()
+        for i, ((topic, partition), _) in enumerate(items):
+            args = gateway.new_array(jvm.java.lang.Object, 2)
+            args[0] = jvm.org.apache.kafka.common.TopicPartition(topic, partition)
+            jvm.java.lang.System.arraycopy(boxed, i, args, 1, 1)
+            put.invoke(java_offsets, args)
+        self._get(self._admin.alterShareGroupOffsets(group_id, java_offsets).all())
+
+
+def _state(word: str) -> str:
+    """A Java GroupState (``Stable``, ``Empty``) in the snapshot's words (``STABLE``)."""
+    return _state_word(word)
+
+
+def _java_cause(exc: BaseException) -> str | None:
+    """The simple class name of a failed Java call's innermost cause (None: not a Java
+    error, or the JVM cannot say)."""
+    from py4j.protocol import Py4JJavaError
+
+    if not isinstance(exc, Py4JJavaError):
+        return None
+    try:
+        cause = exc.java_exception
+        while cause.getCause() is not None:
+            cause = cause.getCause()
+        return str(cause.getClass().getSimpleName())
+    except Exception:  # the JVM is gone
+        return None
+
+
+def java_error(exc: BaseException) -> str:
+    """A failed Java call in one line: the innermost cause's class and message (a future's
+    ExecutionException wraps the broker's answer), never the Java stack trace."""
+    from py4j.protocol import Py4JJavaError
+
+    if isinstance(exc, Py4JJavaError):
+        try:
+            cause = exc.java_exception
+            while cause.getCause() is not None:
+                cause = cause.getCause()
+            return f"{cause.getClass().getSimpleName()}: {cause.getMessage()}"
+        except Exception:  # the JVM is gone: only the Python side is left to say it
+            log.debug("reading a Java exception failed", exc_info=True)
+    first = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {first[0] if first else ''}"
+
+
+@contextmanager
+def java_gateway(jars: list[str]) -> Iterator[Any]:
+    """A JVM holding ``jars``, driven through py4j, stopped on the way out. Its output goes
+    nowhere: the Kafka client logs through slf4j, which here has no backend."""
+    from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
+
+    from audit.sandbox.jars import find_java
+
+    port, token = launch_gateway(
+        classpath=os.pathsep.join(jars), die_on_exit=True, enable_auth=True, java_path=find_java()
+    )
+    parameters = GatewayParameters(port=port, auth_token=token, auto_convert=True)
+    gateway = JavaGateway(gateway_parameters=parameters)
+    try:
+        yield gateway
+    finally:
+        try:
+            gateway.shutdown()
+        except Exception:  # a JVM already gone: nothing left to stop
+            log.debug("stopping the JVM failed", exc_info=True)
+
+
+@contextmanager
+def open_admin(gateway: Any, props: Mapping[str, str], timeout_seconds: float) -> Iterator[JavaAdmin]:
+    """A Java Admin client in ``gateway``'s JVM, closed on the way out."""
+    jprops = gateway.jvm.java.util.Properties()
+    for key, value in props.items():
+        jprops.setProperty(key, value)
+    admin = gateway.jvm.org.apache.kafka.clients.admin.Admin.create(jprops)
+    try:
+        yield JavaAdmin(gateway, admin, timeout_seconds)
+    finally:
+        try:
+            admin.close(gateway.jvm.java.time.Duration.ofSeconds(5))
+        except Exception:  # closing must not mask the reads' own result
+            log.debug("closing the Java admin client failed", exc_info=True)
+
+
+@contextmanager
+def java_admin(cfg: ClusterConfig, setting: str) -> Iterator[JavaAdmin | str]:
+    """The cluster's Java Admin client, or why there is none (no jar, no JVM, a login the
+    Java client cannot be given here)."""
+    jars = classpath(setting)
+    if isinstance(jars, str):
+        yield jars
+        return
+    props = java_properties(cfg.client_settings(), cfg.timeout_seconds)
+    if isinstance(props, str):
+        yield props
+        return
+    try:
+        gateway_cm = java_gateway(jars)
+        gateway = gateway_cm.__enter__()
+    except Exception as exc:  # no java, a JVM that does not start
+        yield f"no JVM for the Kafka Java client: {java_error(exc)}"
+        return
+    try:
+        with open_admin(gateway, props, cfg.timeout_seconds) as admin:
+            yield admin
+    finally:
+        gateway_cm.__exit__(None, None, None)

@@ -1,0 +1,130 @@
+"""Share groups (KIP-932) audited on real 4.4.0 brokers, against Kafka's own tool.
+
+Real share consumers (Kafka's KafkaShareConsumer) make the groups on the source, some
+records acknowledged and some held in flight; the sandbox's syncer sets their start
+offsets on the destination as KIP-1279 does (clamped, an active destination group left
+alone), one of them ahead of the clamp. The snapshot reads the groups with the Java
+Admin; ``kafka-share-groups.sh --describe --offsets`` (ShareGroupCommand, run as its own
+process) is the oracle for what it read.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from audit.sandbox.jars import find_java
+from audit.sandbox.share_groups import start_share_consumer, sync_share_group_offsets
+from audit.sandbox.state import SandboxState
+from tests.cli import run_in_process
+from tests.integration.test_audit_live import _config, _mirror_topic
+
+
+def _described(sandbox: SandboxState, cluster: str, group: str) -> set[tuple[str, str, int, int, int | None]]:
+    """``kafka-share-groups --describe --offsets --group G``: (group, topic, partition,
+    start offset, lag) per row with a start offset."""
+    out = subprocess.run(
+        [
+            find_java(),
+            "-cp",
+            f"{sandbox.jars}/*",
+            "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+            "--bootstrap-server",
+            sandbox.cluster(cluster).bootstrap,
+            "--describe",
+            "--offsets",
+            "--group",
+            group,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    rows = set()
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) == 5 and fields[0] == group and fields[3] != "-":
+            lag = None if fields[4] == "-" else int(fields[4])
+            rows.add((fields[0], fields[1], int(fields[2]), int(fields[3]), lag))
+    return rows
+
+
+def test_share_groups_are_read_as_kafka_share_groups_describes_them_and_audited_by_the_clamp(
+    sandbox: SandboxState, tmp_path: Path
+) -> None:
+    run = uuid.uuid4().hex[:8]
+    topic = f"shared-{run}"
+    _mirror_topic(sandbox, topic, 60, [[1, 2]])
+    source, destination = sandbox.cluster("source").bootstrap, sandbox.cluster("destination").bootstrap
+    synced, ahead, active = (f"{name}-{run}" for name in ("synced", "ahead", "active"))
+    consumers = [
+        start_share_consumer(source, synced, topic, acknowledge=20, hold=5),  # in flight: held
+        start_share_consumer(source, ahead, topic, acknowledge=20),
+        start_share_consumer(source, active, topic, acknowledge=20),
+    ]
+    try:
+        consumers.pop().close()  # its acknowledgements are committed; it stays a group
+        consumers.pop().close()
+        on_destination = start_share_consumer(destination, active, topic, acknowledge=1)
+        try:
+            written = sync_share_group_offsets(
+                source,
+                destination,
+                [synced, ahead, active],
+                adjust=lambda g, t, p, clamped: clamped + 7 if g == ahead else clamped,
+            )
+            assert written == 2  # the group active on the destination is left alone
+            cfg = _config(tmp_path, sandbox, f"scope:\n  topics:\n    include: ['{topic}']\n")
+            snap = tmp_path / "snap"
+            taken = run_in_process("snapshot", "--config", str(cfg), "--out", str(snap))
+            assert taken.returncode == 0, taken.stderr[-3000:]
+            for cluster in ("source", "destination"):
+                read = {
+                    (r["group_id"], r["topic"], r["partition"], r["start_offset"], r["lag"])
+                    for r in pq.read_table(snap / cluster / "share_group_offsets.parquet").to_pylist()
+                    if r["group_id"].endswith(run)
+                }
+                oracle = set().union(*(_described(sandbox, cluster, g) for g in (synced, ahead, active)))
+                assert read == oracle, cluster
+                assert read, f"no share group start offset on the {cluster}"
+            groups = {r["group_id"]: r for r in pq.read_table(snap / "source" / "groups.parquet").to_pylist()}
+            assert groups[synced]["group_type"] == "share" and groups[synced]["member_count"] == 1
+            audited = run_in_process(
+                "audit",
+                "--config",
+                str(cfg),
+                "--source",
+                str(snap / "source"),
+                "--destination",
+                str(snap / "destination"),
+                "--out",
+                str(tmp_path / "run"),
+                "--engine",
+                "local",
+                "--output",
+                "json",
+            )
+        finally:
+            on_destination.close()
+    finally:
+        for consumer in consumers:
+            consumer.close()
+    summary: dict[str, Any] = json.loads(audited.stdout)["summary"]
+    group_1 = summary["invariants"]["CM-GROUP-1"]
+    assert group_1["status"] == "fail", group_1
+    failing = [e for c in group_1["checks"] for e in c["examples"]]
+    assert {(e["group_id"], e["sync_delta"]) for e in failing if "sync_delta" in e} == {(ahead, 7)}
+    compared = {
+        r["group_id"]: r
+        for r in pq.read_table(tmp_path / "run" / "compare" / "groups.parquet").to_pylist()
+        if r["group_id"].endswith(run)
+    }
+    assert compared[active]["classification"] == "active-on-destination"
+    assert compared[synced]["classification"] == "synced" and compared[synced]["offsets_compared"]
+    assert summary["invariants"]["CM-GROUP-3"]["status"] == "pass"
