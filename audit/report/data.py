@@ -85,7 +85,7 @@ ORDER BY epoch_headroom ASC NULLS FIRST, topic, partition LIMIT {CHART_ROWS}
 """,
     group_positions=f"""
 SELECT group_id, topic, partition, dst_log_start_offset, dst_high_watermark, dst_committed_offset,
-  expected_offset, dst_active
+  expected_offset, dst_active, coalesce(src_group_type, dst_group_type) AS group_type
 FROM {{group_offsets}} WHERE topic_in_scope AND dst_partition_known
 ORDER BY abs(coalesce(sync_delta, 0)) DESC, group_id, topic, partition LIMIT {CHART_ROWS}
 """,

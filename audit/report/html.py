@@ -125,7 +125,11 @@ def _svg_positions(rows: tuple[dict[str, Any], ...]) -> Markup:
         def x(v: float, lo: int = lo, span: int = span) -> float:
             return left + (v - lo) / span * (width - left - 20)
 
-        label = f"{r['group_id']} {r['topic']}-{r['partition']}" + (" (active)" if r["dst_active"] else "")
+        # A share group's dot is its start offset (KIP-932), synced by the same clamp.
+        kind = " (share group)" if r.get("group_type") == "share" else ""
+        label = f"{r['group_id']} {r['topic']}-{r['partition']}{kind}" + (
+            " (active)" if r["dst_active"] else ""
+        )
         parts.append(
             f'<text x="{left - 6}" y="{y + 12}" font-size="11" text-anchor="end">{_label(label)}</text>'
         )

@@ -32,6 +32,7 @@ from audit.sandbox.cluster import SandboxOptions, default_workdir, down, start_n
 from audit.sandbox.injected import InjectedFaults
 from audit.sandbox.leaders import elect_preferred, wait_in_sync, wait_leader
 from audit.sandbox.mirror import SourceRecord, mirror_once, sync_group_offsets, wait_transactions_settled
+from audit.sandbox.share_groups import share_groups_supported, start_share_consumer, sync_share_group_offsets
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, client_conf, commit_offsets, produce, require_fresh_demo
 from audit.validate.invariants import cluster_mirroring as cm
@@ -40,6 +41,11 @@ log = logging.getLogger(__name__)
 
 TOPICS = {"orders": 3, "payments": 1, "audit-log": 3}
 GROUPS = ("billing", "analytics", "shipping")
+# A share group (KIP-932): real share consumers read payments; KIP-1279 syncs its start
+# offsets with the same clamp as the consumer groups'.
+# Two sessions acknowledge 20 records, then 10: the broker moves the start offset past the
+# first session's at the second's fetch, so the group's start offset shows its progress.
+SHARE_GROUP = ("notifications", "payments", (20, 10))  # group, topic, records acknowledged per session
 EPOCH_BUMPS = 3  # the destination leads the source's leader epochs by this much
 CORRUPTED = ("orders", 2, 42)  # the faulty demo's mirror writes this record differently
 # What the faults above make the audit say; CM-EPOCH-2 warns as a consequence of the epoch
@@ -183,6 +189,13 @@ def prepared(healthy: bool, workdir: Path | None = None, keep: bool = False) -> 
             return clamped
 
         sync_group_offsets(src, dst, list(GROUPS), faults)
+        if share_groups_supported(src):
+            share_group, share_topic, sessions = SHARE_GROUP
+            for acknowledged in sessions:
+                start_share_consumer(src, share_group, share_topic, acknowledge=acknowledged).close()
+            sync_share_group_offsets(src, dst, [share_group])
+        else:
+            log.info("Kafka %s has no share groups: the demo makes none", state.kafka_version)
         if not healthy:
             state = _move_leadership(state, "source", [TopicPartition("payments", 0)], 1)
             open_txn = Producer(client_conf(src, **{"transactional.id": "demo-left-open"}))

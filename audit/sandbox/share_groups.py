@@ -57,6 +57,13 @@ def _admins(*bootstraps: str) -> Iterator[list[JavaAdmin]]:
                 cm.__exit__(None, None, None)
 
 
+def share_groups_supported(bootstrap: str) -> bool:
+    """Whether the cluster has share groups on: its finalized ``share.version`` feature is
+    1 or more (4.2 and later by default; 4.1 as a preview turned on by hand; none before)."""
+    with _admins(bootstrap) as (admin,):
+        return admin.finalized_feature("share.version") >= 1
+
+
 @dataclass
 class ShareConsumer:
     """A running share consumer: acknowledged records are done; ``in_flight`` records it

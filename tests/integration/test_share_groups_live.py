@@ -11,13 +11,16 @@ process) is the oracle for what it read.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+import pytest
 
+from audit.collect.metadata.java_admin import classpath, java_gateway
 from audit.sandbox.jars import find_java
 from audit.sandbox.share_groups import start_share_consumer, sync_share_group_offsets
 from audit.sandbox.state import SandboxState
@@ -128,3 +131,15 @@ def test_share_groups_are_read_as_kafka_share_groups_describes_them_and_audited_
     assert compared[active]["classification"] == "active-on-destination"
     assert compared[synced]["classification"] == "synced" and compared[synced]["offsets_compared"]
     assert summary["invariants"]["CM-GROUP-3"]["status"] == "pass"
+
+
+def test_the_jvm_of_a_java_admin_ends_with_its_block() -> None:
+    """A snapshot starts a JVM only to read share groups; a nightly job or the sandbox's
+    mirror must not keep one alive per snapshot until the process exits."""
+    jars = classpath("auto")
+    assert not isinstance(jars, str), jars
+    with java_gateway(jars) as gateway:
+        pid = int(gateway.jvm.java.lang.ProcessHandle.current().pid())
+        os.kill(pid, 0)  # alive inside the block
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

@@ -28,7 +28,7 @@ import pytest
 
 from audit.pipeline import nightly
 from audit.sandbox import demo, demo_mm2
-from audit.sandbox.jars import DEFAULT_KAFKA_VERSION, TESTED_KAFKA_VERSIONS
+from audit.sandbox.jars import DEFAULT_KAFKA_VERSION, TESTED_KAFKA_VERSIONS, version_tuple
 from tests.cli import run_in_process
 
 pytestmark = pytest.mark.integration
@@ -65,6 +65,12 @@ def test_the_core_audit_runs_on_each_supported_release(
         assert state.kafka_version == version
         outcome = nightly(demo.demo_config(state, tmp_path / "reports"))
         assert demo.INJECTED.problems(outcome.summary) == [], outcome.summary["invariants"]
+        # Share groups: none before 4.2 (nothing in scope, never an error); the demo's from 4.2.
+        share_note = json.loads((outcome.run_dir / "source" / "manifest.json").read_text())["notes"]
+        if (version_tuple(version) or (0, 0, 0)) < (4, 2, 0):
+            assert share_note["share_groups"].startswith("nothing in scope"), share_note
+        else:
+            assert share_note["share_groups"].startswith("1 share groups, start offsets read"), share_note
 
         # The same source partitions from the log files and over the wire.
         topics = {"orders", "audit-log"}

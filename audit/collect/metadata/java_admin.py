@@ -241,6 +241,12 @@ class JavaAdmin:
             )
         return out
 
+    def finalized_feature(self, name: str) -> int:
+        """A cluster feature's finalized version level (0: not finalized, or unknown)."""
+        features = self._get(self._admin.describeFeatures().featureMetadata()).finalizedFeatures()
+        level = features.get(name)
+        return int(level.maxVersionLevel()) if level is not None else 0
+
     def set_group_config(self, group_id: str, key: str, value: str) -> None:
         """Set one dynamic group config (the sandbox's share consumers only)."""
         jvm = self._jvm
@@ -320,24 +326,40 @@ def java_error(exc: BaseException) -> str:
 
 @contextmanager
 def java_gateway(jars: list[str]) -> Iterator[Any]:
-    """A JVM holding ``jars``, driven through py4j, stopped on the way out. Its output goes
-    nowhere: the Kafka client logs through slf4j, which here has no backend."""
+    """A JVM holding ``jars``, driven through py4j, stopped on the way out: the gateway
+    closed, then the process ended (py4j's shutdown stops only its server, and the JVM would
+    otherwise live as long as this process). Its output goes nowhere: the Kafka client logs
+    through slf4j, which here has no backend."""
+    import subprocess
+
     from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 
     from audit.sandbox.jars import find_java
 
-    port, token = launch_gateway(
-        classpath=os.pathsep.join(jars), die_on_exit=True, enable_auth=True, java_path=find_java()
+    port, token, process = launch_gateway(
+        classpath=os.pathsep.join(jars),
+        die_on_exit=True,
+        enable_auth=True,
+        java_path=find_java(),
+        return_proc=True,
     )
-    parameters = GatewayParameters(port=port, auth_token=token, auto_convert=True)
-    gateway = JavaGateway(gateway_parameters=parameters)
     try:
-        yield gateway
-    finally:
+        parameters = GatewayParameters(port=port, auth_token=token, auto_convert=True)
+        gateway = JavaGateway(gateway_parameters=parameters)
         try:
-            gateway.shutdown()
-        except Exception:  # a JVM already gone: nothing left to stop
-            log.debug("stopping the JVM failed", exc_info=True)
+            yield gateway
+        finally:
+            try:
+                gateway.shutdown()
+            except Exception:  # a JVM already gone: nothing left to stop
+                log.debug("stopping the py4j gateway failed", exc_info=True)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 @contextmanager

@@ -122,7 +122,9 @@ GROUP_1 = Invariant(
         "skip records after a failover; behind it, they would reprocess. Check that the mirror's group "
         "offset sync runs and includes the group; an inactive group can be set with `kafka-consumer-groups "
         "--reset-offsets --group G --topic T:P --to-offset O --execute` on the destination, O = the "
-        "expected offset in the report."
+        "expected offset in the report (a share group: `kafka-share-groups --reset-offsets`, same options). "
+        "A share group left unchecked had its start offsets unread: set java.kafka_classpath (README, "
+        "Share groups)."
     ),
     inputs=("dst:partitions",),
 )
