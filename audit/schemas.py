@@ -566,6 +566,20 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("in_scope", "boolean"),
         _c("unclosed_below_lso", "boolean"),
     ),
+    # CM-EPOCH-3 where the destination's batches were read: each commit the sync moved up to
+    # the destination's log start, and the epoch of the batch holding that offset.
+    "commit_epochs": (
+        _c("group_id", "string"),
+        _c("topic", "string"),
+        _c("partition", "int32"),
+        _c("src_committed_offset", "int64"),
+        _c("dst_committed_offset", "int64"),
+        _c("dst_committed_leader_epoch", "int32"),
+        _c("batch_base_offset", "int64"),
+        _c("batch_leader_epoch", "int32"),
+        _c("in_scope", "boolean"),
+        _c("epoch_at_offset_matches", "boolean"),
+    ),
     "scan_issues": (
         *_side("", "batch_scan_issues"),
         _c("side", "string"),

@@ -83,7 +83,19 @@ SCAN_ISSUE_ROWS = TableRows(
     ),
 )
 
-ROWS = (BATCH_DIFF_ROWS, MARKER_DIFF_ROWS, TXN_CLOSURE_ROWS, SCAN_ISSUE_ROWS)
+COMMIT_EPOCH_ROWS = TableRows(
+    "commit_epochs",
+    ("group_id", "topic", "partition"),
+    shown=(
+        "src_committed_offset",
+        "dst_committed_offset",
+        "dst_committed_leader_epoch",
+        "batch_leader_epoch",
+        "batch_base_offset",
+    ),
+)
+
+ROWS = (BATCH_DIFF_ROWS, MARKER_DIFF_ROWS, TXN_CLOSURE_ROWS, SCAN_ISSUE_ROWS, COMMIT_EPOCH_ROWS)
 
 BATCH_FIELDS = ("last_offset", "crc", "producer_id", "producer_epoch", "attributes")
 
@@ -191,6 +203,63 @@ def compare_batches(
             "epochs_must_match",
             F.lit(cfg.mirror.preserves_batch_epochs) & F.col("src_present") & F.col("dst_present"),
         )
+    )
+
+
+def compare_commit_epochs(group_offsets: Any, dst_batches: Any) -> Any:
+    """CM-EPOCH-3 exactly, where the destination's batches were read: a commit the sync
+    moved up to the destination's log start (the source's committed offset lies below it)
+    carries the leader epoch of the destination batch holding that offset, as KIP-1279's
+    prototype writes a clamped commit (the epoch at the offset, from its log's epoch cache).
+    One row per such commit of the ``group_offsets`` comparison. A commit clamped to the
+    destination's LEO is not here: no batch holds that offset (records appended since
+    would carry a later epoch), so it keeps only the <= DLE check. A commit whose offset no
+    batch read holds leaves ``epoch_at_offset_matches`` null: unchecked, never passed.
+
+    The commits are few (one per group partition moved by the clamp) and broadcast; the
+    batches are streamed past them once."""
+    from pyspark.sql import functions as F
+
+    key = ["group_id", "topic", "partition"]
+    moved = group_offsets.where(
+        F.col("sync_candidate")
+        & (F.col("expected_offset") != F.col("src_committed_offset"))
+        & (F.col("dst_committed_offset") == F.col("expected_offset"))
+        & (F.col("dst_committed_offset") < F.col("dst_high_watermark"))
+    ).select(
+        *key,
+        "src_committed_offset",
+        "dst_committed_offset",
+        "dst_committed_leader_epoch",
+        F.col("topic_in_scope").alias("in_scope"),
+    )
+    batches = dst_batches.select(
+        F.col("topic").alias("b_topic"),
+        F.col("partition").alias("b_partition"),
+        "base_offset",
+        "last_offset",
+        "partition_leader_epoch",
+    )
+    holding = (
+        batches.join(
+            F.broadcast(moved.select(*key, "dst_committed_offset")),
+            (F.col("b_topic") == F.col("topic"))
+            & (F.col("b_partition") == F.col("partition"))
+            & (F.col("base_offset") <= F.col("dst_committed_offset"))
+            & (F.col("last_offset") >= F.col("dst_committed_offset")),
+        )
+        .groupBy(*key)
+        .agg(
+            F.max("base_offset").alias("batch_base_offset"),
+            F.max_by("partition_leader_epoch", "base_offset").alias("batch_leader_epoch"),
+        )
+    )
+    return moved.join(holding, key, "left").withColumn(
+        "epoch_at_offset_matches",
+        F.when(
+            F.col("batch_leader_epoch").isNotNull(),
+            F.coalesce(F.col("dst_committed_leader_epoch") == F.col("batch_leader_epoch"), F.lit(False)),
+        ),
     )
 
 

@@ -32,7 +32,7 @@ OPTIONAL_INPUTS = ("share_group_offsets",)
 # Written only when the snapshots carry what they compare (record batches and markers
 # from a segments scan or a fetch, record chunks from a records scan); absent, their
 # invariants are skipped as not collected.
-BATCH_TABLES = ("batch_diffs", "marker_diffs", "txn_closure", "scan_issues")
+BATCH_TABLES = ("batch_diffs", "marker_diffs", "txn_closure", "scan_issues", "commit_epochs")
 OPTIONAL_TABLES = (
     *BATCH_TABLES,
     "record_chunk_diffs",
@@ -294,6 +294,7 @@ def data_level_tables(
         return []
     from audit.compare.batches import (
         compare_batches,
+        compare_commit_epochs,
         compare_markers,
         compare_scan_issues,
         compare_transactions,
@@ -323,6 +324,8 @@ def data_level_tables(
         src_i, dst_i = optional(source, "batch_scan_issues"), optional(destination, "batch_scan_issues")
         if src_i is not None or dst_i is not None:
             written.append(write("scan_issues", compare_scan_issues(src_i, dst_i, scope)))
+    if dst_b is not None and tables.has("group_offsets"):
+        written.append(write("commit_epochs", compare_commit_epochs(tables.frame("group_offsets"), dst_b)))
     if src_b is not None or dst_b is not None:
         written.append(write("txn_closure", compare_transactions(src_b, dst_b, src_parts, dst_parts, scope)))
     src_c, dst_c = optional(source, "record_chunks"), optional(destination, "record_chunks")

@@ -120,6 +120,12 @@ CAUSES: dict[str, tuple[Cause, ...]] = {
         ("record leader epochs of the chunk (no record in it)", "dst_max_record_epoch IS NULL"),
     ),
     "batch_diffs": _causes(_DST_EPOCH),
+    "commit_epochs": _causes(
+        (
+            "the destination batch holding the committed offset (not among the batches read)",
+            "batch_leader_epoch IS NULL",
+        ),
+    ),
 }
 
 

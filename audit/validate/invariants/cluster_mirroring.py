@@ -98,13 +98,19 @@ EPOCH_2 = Invariant(
 
 EPOCH_3 = Invariant(
     "CM-EPOCH-3",
-    statement="every destination committed offset carries a leader epoch <= DLE of its partition",
-    needs="group_offsets",
+    statement=(
+        "every destination committed offset carries a leader epoch <= DLE of its partition; where the "
+        "destination's batches were read, a commit the sync moved to the destination's log start carries "
+        "the epoch of the batch there"
+    ),
+    needs="group_offsets (and, for the exact epoch, batches of the destination)",
     remediation=(
         "A destination group committed offset carries a leader epoch above its partition's: the commit was "
         "made on another cluster or before a truncation. Reset the group within the partition "
         "(`kafka-consumer-groups --reset-offsets --group G --topic T:P --to-offset O --execute`, with the "
-        "group stopped) so its next commit carries the current epoch."
+        "group stopped) so its next commit carries the current epoch. A clamped commit with another epoch "
+        "than the batch at its offset: the mirror's sync wrote a wrong epoch, and consumers validating "
+        "their position after a failover may reset; reset the group to the offset the same way."
     ),
     inputs=("dst:partitions.leader_epoch", "dst:partitions"),
 )
