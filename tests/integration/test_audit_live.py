@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
@@ -531,3 +532,75 @@ def test_the_mirror_emulator_syncs_a_commit_as_the_prototype_writes_it(sandbox: 
     assert commits(source, "kept")[1:] == (src_end[1], "from-kept\x00")  # librdkafka's NUL, kept as committed
     assert commits(destination, "early") == (100, low[1], "")
     assert commits(destination, "late") == (200, high[1], "")
+
+
+def test_a_commit_the_emulator_clamped_to_the_log_start_carries_the_epoch_of_the_batch_there(
+    sandbox: SandboxState, tmp_path: Path
+) -> None:
+    """CM-EPOCH-3 exactly, on real brokers: the destination deleted records 0-99 and moved
+    its leader (a new epoch for the records after); the emulator syncs a group at 40 to
+    100 with the destination's epoch there, as the prototype does; the destination's
+    batches are fetched over the wire, and the clamped commit's epoch is the batch's at 100.
+    A commit there with the newer epoch (still <= DLE) fails."""
+    from confluent_kafka.admin import OffsetSpec
+
+    from audit.sandbox.leaders import move_leaders
+    from audit.sandbox.mirror import ends_by_tp, sync_group_offsets
+
+    topic = f"clamped-{uuid.uuid4().hex[:8]}"
+    _mirror_topic(sandbox, topic, 150, [[1, 2]])
+    source, destination = sandbox.cluster("source").bootstrap, sandbox.cluster("destination").bootstrap
+    dst_admin = AdminClient({"bootstrap.servers": destination})
+    (deleted,) = dst_admin.delete_records([TopicPartition(topic, 0, 100)]).values()
+    deleted.result(timeout=30)
+    move_leaders(destination, [TopicPartition(topic, 0)], 1)
+    produce(destination, topic, [Record(b"k", b"after")], partition=0)
+    produce(source, topic, [Record(b"k", b"after")], partition=0)
+    # A client from before the move would ask with the old leader epoch (fenced).
+    dst_admin = AdminClient({"bootstrap.servers": destination})
+    (low,) = ends_by_tp(dst_admin, [TopicPartition(topic, 0)], OffsetSpec.earliest()).values()
+    (high,) = ends_by_tp(dst_admin, [TopicPartition(topic, 0)], OffsetSpec.latest()).values()
+    assert low[0] == 100 and high[1] is not None and low[1] is not None and high[1] > low[1]
+    run = uuid.uuid4().hex[:6]
+    right, wrong = f"right-{run}", f"wrong-{run}"
+    for group in (right, wrong):
+        _commit(source, group, topic, 40)
+    assert sync_group_offsets(source, destination, [right]) == 1
+    c = Consumer({"bootstrap.servers": destination, "group.id": wrong, "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition(topic, 0, 100, leader_epoch=high[1])], asynchronous=False)
+    c.close()
+    scope = f"scope:\n  topics:\n    include: ['{topic}']\n  groups:\n    include: ['{right}', '{wrong}']\n"
+    cfg = _config(tmp_path, sandbox, scope)
+    snap = tmp_path / "snap"
+    assert run_in_process("snapshot", "--config", str(cfg), "--out", str(snap)).returncode == 0
+    fetched = run_in_process(
+        "segments", "fetch", "--config", str(cfg), "--role", "destination", "--out", str(snap / "destination")
+    )
+    assert fetched.returncode == 0, fetched.stderr[-3000:]
+    audited = run_in_process(
+        "audit",
+        "--config",
+        str(cfg),
+        "--source",
+        str(snap / "source"),
+        "--destination",
+        str(snap / "destination"),
+        "--out",
+        str(tmp_path / "run"),
+        "--output",
+        "json",
+    )
+    summary: dict[str, Any] = json.loads(audited.stdout)["summary"]
+    epoch_3 = summary["invariants"]["CM-EPOCH-3"]
+    assert epoch_3["status"] == "fail", (epoch_3.get("unchecked_gaps"), epoch_3["checks"])
+    examples = [e for c in epoch_3["checks"] for e in c["examples"]]
+    assert [(e["group_id"], e["dst_committed_leader_epoch"], e["batch_leader_epoch"]) for e in examples] == [
+        (wrong, high[1], low[1])
+    ]
+    rows = {
+        r["group_id"]: r
+        for r in pq.read_table(tmp_path / "run" / "compare" / "commit_epochs.parquet").to_pylist()
+    }
+    assert (
+        rows[right]["epoch_at_offset_matches"] is True and rows[right]["dst_committed_leader_epoch"] == low[1]
+    )

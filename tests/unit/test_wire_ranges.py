@@ -144,6 +144,19 @@ def test_a_range_inside_one_batch_yields_nothing_and_asks_once() -> None:
     assert (len(sink), sink.issues, broker.asked) == (0, [], [111])
 
 
+def test_the_first_range_keeps_the_batch_holding_a_log_start_inside_it() -> None:
+    """DeleteRecords moved the log start to 111, inside the batch 110..115: the
+    partition's first range (keep_from) reads that batch, as a segment scan does; any
+    other range starting there leaves it to the range before."""
+    broker = FakeBroker(_log())
+    sink = ScanSink()
+    fetch_range(broker, "t", 3, 111, broker.high_watermark, sink, deep=False, max_bytes=1, keep_from=-1)
+    assert [r["base_offset"] for r in _without_position(sink)] == [110, 116, 118]
+    later = ScanSink()
+    fetch_range(FakeBroker(_log()), "t", 3, 111, broker.high_watermark, later, deep=False, max_bytes=1)
+    assert [r["base_offset"] for r in _without_position(later)] == [116, 118]
+
+
 class _Issues:
     """Stands in for the Spark accumulator a task reports its issues on."""
 
@@ -177,7 +190,13 @@ def test_a_task_that_cannot_connect_marks_each_of_its_ranges_and_tries_once(
     settings = kafka_python_settings(ClusterConfig("127.0.0.1:9", timeout_seconds=0.5))
     assert isinstance(settings, dict)
     ranges = pa.RecordBatch.from_pydict(
-        {"topic": ["t", "t", "u"], "partition": [0, 0, 3], "start": [0, 50, 7], "end": [50, 90, 9]}
+        {
+            "topic": ["t", "t", "u"],
+            "partition": [0, 0, 3],
+            "start": [0, 50, 7],
+            "end": [50, 90, 9],
+            "keep_from": [-1, None, -1],
+        }
     )
     issues = _Issues()
     rows = list(wire._fetch_task(settings, 500, False, 1 << 20, issues)(iter([ranges])))

@@ -185,9 +185,14 @@ def fetch_range(
     sink: ScanSink,
     deep: bool,
     max_bytes: int,
+    keep_from: int | None = None,
 ) -> None:
     """Batches whose base offset lies in [start, end): the batch holding ``start`` begins
-    before it when ``start`` is not a batch boundary, and belongs to the range before."""
+    before it when ``start`` is not a batch boundary, and belongs to the range before.
+    ``keep_from`` (the partition's first range: none before it) keeps batches from that
+    base offset on instead: the batch holding a log start that DeleteRecords or retention
+    moved inside it is read, as a segment scan reads it (CM-EPOCH-3 asks its epoch)."""
+    low = start if keep_from is None else keep_from
     offset = start
     while offset < end:
         result = session.fetch(topic, partition, offset, max_bytes)
@@ -238,7 +243,7 @@ def fetch_range(
             return
         next_offset = sink.columns["last_offset"][-1] + 1
         base = sink.columns["base_offset"]
-        keep = [i for i in range(before, len(sink)) if start <= base[i] < end]
+        keep = [i for i in range(before, len(sink)) if low <= base[i] < end]
         if len(keep) != len(sink) - before:
             for values in sink.columns.values():
                 values[before:] = [values[i] for i in keep]
@@ -262,9 +267,9 @@ def _fetch_task(
         try:
             for rb in batches:
                 cols = rb.to_pydict()
-                for topic, partition, start, end in zip(
-                    cols["topic"], cols["partition"], cols["start"], cols["end"], strict=True
-                ):
+                names = ("topic", "partition", "start", "end", "keep_from")
+                ranges = zip(*(cols[n] for n in names), strict=True)
+                for topic, partition, start, end, keep_from in ranges:
                     if session is None and unreachable is None:
                         try:
                             session = FetchSession(settings, timeout_ms)
@@ -275,7 +280,9 @@ def _fetch_task(
                         sink.issue("fetch_error", unreachable or "", topic, partition, None, start)
                     else:
                         try:
-                            fetch_range(session, topic, partition, start, end, sink, deep, max_bytes)
+                            fetch_range(
+                                session, topic, partition, start, end, sink, deep, max_bytes, keep_from
+                            )
                             pause_point("fetch.range")
                         except Exception as exc:  # one partition's failure must not stop the others
                             sink.issue(
@@ -323,15 +330,19 @@ def fetch_batches(
     """The fetch, ready to run (rows lazy until written)."""
     from pyspark.sql import types as T
 
-    ranges = plan_ranges(partitions, split_offsets)
-    if not ranges:
+    planned = plan_ranges(partitions, split_offsets)
+    if not planned:
         raise ClusterError("nothing to fetch: no in-scope partition holds records")
+    # A partition's first range also keeps the batch holding its log start (none before it).
+    log_starts = {(topic, partition): start for topic, partition, start, _ in partitions}
+    ranges = [(t, p, s, e, -1 if log_starts[(t, p)] == s else None) for t, p, s, e in planned]
     schema = T.StructType(
         [
             T.StructField("topic", T.StringType(), False),
             T.StructField("partition", T.IntegerType(), False),
             T.StructField("start", T.LongType(), False),
             T.StructField("end", T.LongType(), False),
+            T.StructField("keep_from", T.LongType(), True),
         ]
     )
     parallel = max(1, min(len(ranges), spark.sparkContext.defaultParallelism * 2))
