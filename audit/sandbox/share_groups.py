@@ -142,6 +142,13 @@ def start_share_consumer(
         raise
 
 
+def delete_share_groups(bootstrap: str, groups: list[str]) -> None:
+    """Delete the sandbox's share groups (they must have no members): a test leaves the
+    shared sandbox's clusters without the groups it made."""
+    with _admins(bootstrap) as (admin,):
+        admin.delete_share_groups(groups)
+
+
 def sync_share_group_offsets(
     src_bootstrap: str,
     dst_bootstrap: str,

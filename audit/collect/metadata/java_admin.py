@@ -247,6 +247,17 @@ class JavaAdmin:
         level = features.get(name)
         return int(level.maxVersionLevel()) if level is not None else 0
 
+    def delete_share_groups(self, group_ids: Sequence[str]) -> None:
+        """Delete share groups (the sandbox's tests only, cleaning up their own); a group
+        the cluster does not know is already gone."""
+        futures = self._admin.deleteShareGroups(list(group_ids)).deletedGroups()
+        for gid in group_ids:
+            try:
+                self._get(futures.get(gid))
+            except Exception as exc:
+                if _java_cause(exc) != "GroupIdNotFoundException":
+                    raise
+
     def set_group_config(self, group_id: str, key: str, value: str) -> None:
         """Set one dynamic group config (the sandbox's share consumers only)."""
         jvm = self._jvm
