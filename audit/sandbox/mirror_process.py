@@ -29,6 +29,7 @@ import logging
 import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +51,8 @@ from audit.sandbox.traffic import client_conf, scan_messages
 log = logging.getLogger("audit.sandbox.mirror_process")
 
 MIRROR_NAME = "sandbox-mirror"
+# Seconds between two syncs of share groups (each starts a JVM for the Java Admin).
+SHARE_SYNC_SECONDS = 10.0
 # The destination keeps an open transaction as long as the source does (up to the
 # brokers' transaction.max.timeout.ms, 15 minutes by default).
 TXN_TIMEOUT_MS = 900_000
@@ -94,6 +97,7 @@ class ContinuousMirror:
         self.src_admin = AdminClient(client_conf(src))
         self.dst_admin = AdminClient(client_conf(dst))
         self.parts: dict[tuple[str, int], _Partition] = {}
+        self._share_sync_due = 0.0
 
     # ------------------------------------------------------------------ a cycle
 
@@ -178,6 +182,22 @@ class ContinuousMirror:
         groups = [g.group_id for g in listed.valid if regex.full_match(self.groups, g.group_id)]
         if groups:
             sync_group_offsets(self.src, self.dst, groups)
+        if time.monotonic() >= self._share_sync_due:
+            self._sync_share_groups()
+
+    def _sync_share_groups(self) -> None:
+        """Share groups' start offsets, as KIP-1279's coordinator syncs them: every
+        ``SHARE_SYNC_SECONDS`` (each sync starts a JVM for the Java Admin), and only where
+        the source lists a matching share group (librdkafka's listing leaves them out)."""
+        from audit.collect.metadata.kafka_admin import KafkaAdmin
+        from audit.config import ClusterConfig
+        from audit.sandbox.share_groups import sync_share_group_offsets
+
+        self._share_sync_due = time.monotonic() + SHARE_SYNC_SECONDS
+        _, share, _ = KafkaAdmin("source", ClusterConfig(self.src)).groups_by_type(())
+        matching = [g.group_id for g in share if regex.full_match(self.groups or "", g.group_id)]
+        if matching:
+            sync_share_group_offsets(self.src, self.dst, matching)
 
     def _write_state(self) -> None:
         records = [p.record() for _, p in sorted(self.parts.items())]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -146,3 +147,38 @@ def test_the_jvm_of_a_java_admin_ends_with_its_block() -> None:
         os.kill(pid, 0)  # alive inside the block
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_the_continuous_mirror_syncs_share_groups_as_the_coordinator_does(sandbox: SandboxState) -> None:
+    """The sandbox's running mirror (the failover demo's) syncs a share group's start
+    offsets too, clamped, within its share sync period, as KIP-1279's coordinator does."""
+    from audit.collect.metadata.java_admin import java_admin
+    from audit.config import ClusterConfig
+    from audit.sandbox import mirror_control
+    from audit.sandbox.mirror_process import SHARE_SYNC_SECONDS
+
+    run = uuid.uuid4().hex[:8]
+    topic, group = f"mirrored-{run}", f"follows-{run}"
+    _mirror_topic(sandbox, topic, 40, [[1, 2]])
+    source, destination = sandbox.cluster("source").bootstrap, sandbox.cluster("destination").bootstrap
+    for acknowledged in (15, 5):  # the second session's fetch moves the start offset to 15
+        start_share_consumer(source, group, topic, acknowledge=acknowledged).close()
+
+    def starts(bootstrap: str) -> dict[tuple[str, int], int]:
+        with java_admin(ClusterConfig(bootstrap), "auto") as admin:
+            assert not isinstance(admin, str), admin
+            read = admin.share_groups([group])
+            return {(o.topic, o.partition): o.start_offset for g in read for o in g.offsets}
+
+    on_source = starts(source)
+    assert on_source and all(o > 0 for o in on_source.values()), on_source
+    mirror_control.start(sandbox, topics=topic, groups=group)
+    try:
+        deadline = time.monotonic() + 3 * SHARE_SYNC_SECONDS + 30
+        while starts(destination) != on_source and time.monotonic() < deadline:
+            time.sleep(1)
+        assert starts(destination) == on_source
+    finally:
+        mirror_control.stop(sandbox)
+        for bootstrap in (source, destination):
+            delete_share_groups(bootstrap, [group])
