@@ -182,3 +182,57 @@ def test_the_continuous_mirror_syncs_share_groups_as_the_coordinator_does(sandbo
         mirror_control.stop(sandbox)
         for bootstrap in (source, destination):
             delete_share_groups(bootstrap, [group])
+
+
+def test_share_groups_are_read_over_sasl_ssl_and_an_oidc_login_the_java_client_refuses_is_a_note(
+    sandbox: SandboxState, sasl_login: tuple[str, str], tmp_path: Path
+) -> None:
+    """The Java client logs in as the cluster's config says. SASL_SSL with the sandbox's
+    PEM CA and PLAIN with the password: the snapshot reads the share group's start offsets
+    as the PLAINTEXT listener gives them, and no secret reaches a file. OAUTHBEARER with
+    OIDC client credentials: the Java client asks the sandbox's token endpoint, but refuses
+    its unsigned tokens (it requires a signature; the sandbox's brokers accept only
+    unsigned ones), so the share groups are listed, not read, and the note says why:
+    CM-GROUP-1 then counts them unchecked (tests/spark/test_share_groups.py)."""
+    from audit.sandbox.acls import grant
+    from audit.sandbox.token_endpoint import token_endpoint
+    from tests.integration.test_credentials_live import _config as sasl_config
+    from tests.integration.test_credentials_live import _files, _mirrored_topic, _oidc
+
+    for name in ("source", "destination"):  # the README's permissions, as the credentials tests grant
+        grant(sandbox.cluster(name).bootstrap, f"User:{sasl_login[0]}")
+    topic = _mirrored_topic(sandbox)
+    group = f"sasl-share-{uuid.uuid4().hex[:8]}"
+    source = sandbox.cluster("source").bootstrap
+    for acknowledged in (10, 5):
+        start_share_consumer(source, group, topic, acknowledge=acknowledged).close()
+    expected = _described(sandbox, "source", group)
+    assert expected
+    user, secret = sasl_login
+
+    def snapshot(name: str, login: str | None) -> tuple[Path, str]:
+        cfg = sasl_config(tmp_path / name, sandbox, sasl_login, topic, login=login)
+        snap = tmp_path / f"snap-{name}"
+        taken = run_in_process("snapshot", "--config", str(cfg), "--out", str(snap))
+        assert taken.returncode == 0, taken.stderr[-3000:]
+        assert [f for f, data in _files(snap).items() if secret.encode() in data] == []
+        assert secret not in taken.stdout + taken.stderr
+        return snap, json.loads((snap / "source" / "manifest.json").read_text())["notes"]["share_groups"]
+
+    try:
+        snap, note = snapshot("password", None)
+        assert note.startswith("1 share groups, start offsets read"), note
+        read = {
+            (r["group_id"], r["topic"], r["partition"], r["start_offset"], r["lag"])
+            for r in pq.read_table(snap / "source" / "share_group_offsets.parquet").to_pylist()
+        }
+        assert read == expected
+        with token_endpoint({user: secret}) as endpoint:
+            snap, note = snapshot("oidc", _oidc(endpoint.url, user, secret))
+        assert note == (
+            "1 share groups listed, their start offsets not read: the Java client did not start: "
+            "LoginException: Malformed JWT provided; expected three sections (header, payload, and signature)"
+        ), note
+        assert not (snap / "source" / "share_group_offsets.parquet").exists()
+    finally:
+        delete_share_groups(source, [group])

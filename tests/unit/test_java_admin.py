@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.collect.metadata.java_admin import classpath, java_properties
+from audit.collect.metadata.java_admin import classpath, java_properties, java_system_properties
 
 
 def _libs(root: Path, *names: str) -> Path:
@@ -109,7 +109,12 @@ def test_client_pem_files_become_a_pem_key_store(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("client", "says"),
     [
-        ({"sasl.mechanism": "OAUTHBEARER"}, "SASL mechanism OAUTHBEARER is not supported"),
+        ({"sasl.mechanism": "OAUTHBEARER"}, "OAUTHBEARER without sasl.oauthbearer.method: oidc"),
+        ({"sasl.mechanism": "GSSAPI"}, "SASL mechanism GSSAPI is not supported"),
+        (
+            {"sasl.mechanism": "OAUTHBEARER", "mirror-audit.token_provider": "m:f"},
+            "a token_provider (a Python callable) cannot log the Java client in",
+        ),
         ({"sasl.mechanism": "PLAIN", "sasl.username": "u"}, "needs sasl.username and sasl.password"),
         ({"fetch.wait.max.ms": "5"}, "the property fetch.wait.max.ms has no Java client equivalent"),
         ({"ssl.key.location": "/nonexistent.pem"}, "cannot be read"),
@@ -118,3 +123,29 @@ def test_client_pem_files_become_a_pem_key_store(tmp_path: Path) -> None:
 def test_a_login_the_java_client_cannot_be_given_is_a_reason(client: dict[str, str], says: str) -> None:
     reason = java_properties({"bootstrap.servers": "b:9092", **client}, 1)
     assert isinstance(reason, str) and says in reason
+
+
+def test_an_oidc_login_becomes_the_java_clients_own_client_credentials_login() -> None:
+    client = {
+        "bootstrap.servers": "b:9094",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "OAUTHBEARER",
+        "sasl.oauthbearer.method": "oidc",
+        "sasl.oauthbearer.token.endpoint.url": "http://idp/token",
+        "sasl.oauthbearer.client.id": "auditor",
+        "sasl.oauthbearer.client.secret": 's"cret',
+        "sasl.oauthbearer.scope": "kafka",
+        "sasl.oauthbearer.extensions": "logicalCluster=lkc-1,identityPoolId=pool-2",
+    }
+    props = java_properties(client, 1)
+    assert not isinstance(props, str)
+    assert props["sasl.login.callback.handler.class"].endswith(".OAuthBearerLoginCallbackHandler")
+    assert props["sasl.oauthbearer.token.endpoint.url"] == "http://idp/token"
+    assert props["sasl.jaas.config"] == (
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+        'clientId="auditor" clientSecret="s\\"cret" scope="kafka" '
+        'extension_logicalCluster="lkc-1" extension_identityPoolId="pool-2";'
+    )
+    assert java_system_properties(client) == {
+        "org.apache.kafka.sasl.oauthbearer.allowed.urls": "http://idp/token"
+    }

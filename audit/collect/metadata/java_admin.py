@@ -16,8 +16,9 @@ are not read: the snapshot's manifest says so and the group checks count the gro
 unchecked, never as passed.
 
 The login is the cluster's, translated from its librdkafka properties (PLAINTEXT, SSL,
-SASL PLAIN and SCRAM); the secrets go to the JVM over py4j's authenticated loopback
-socket, never on a command line or in a file. Only reads are called.
+SASL PLAIN and SCRAM, OAUTHBEARER with OIDC client credentials); the secrets go to the
+JVM over py4j's authenticated loopback socket, never on a command line or in a file. Only
+reads are called.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from audit.collect.logins import sasl_mechanism
+from audit.collect.logins import TOKEN_PROVIDER, sasl_mechanism
 from audit.collect.metadata.kafka_admin import _state_word
 from audit.config import ClusterConfig
 
@@ -42,6 +43,8 @@ _JAAS_MODULES = {
     "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
     "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
 }
+_OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+_OIDC_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
 # librdkafka properties the Java client takes under the same name.
 _SAME_NAME = frozenset({"security.protocol", "client.id"})
 _TAKEN_ABOVE = frozenset(
@@ -78,8 +81,8 @@ class ShareGroup:
 def classpath(setting: str) -> list[str] | str:
     """The jars of the Kafka Java client for ``java.kafka_classpath``, or why there are none.
 
-    A directory gives its ``kafka-clients-*.jar`` and ``slf4j-api-*.jar``; a ``:``-separated
-    list of jars is taken as is. The client needs slf4j's API on the class path; where the
+    A directory gives its ``kafka-clients-*.jar`` and the few jars beside it the client
+    needs (``_COMPANIONS``); a ``:``-separated list of jars is taken as is. The client needs slf4j's API on the class path; where the
     setting gives none, PySpark's copy is added."""
     if setting == "off":
         return "java.kafka_classpath is off"
@@ -113,9 +116,22 @@ def classpath(setting: str) -> list[str] | str:
     return _with_slf4j(jars)
 
 
+# Beside the client: slf4j's API (always); jose4j and Jackson (an OAUTHBEARER login with
+# OIDC parses its tokens with them).
+_COMPANIONS = (
+    "slf4j-api-*.jar",
+    "jose4j-*.jar",
+    "jackson-databind-*.jar",
+    "jackson-core-*.jar",
+    "jackson-annotations-*.jar",
+)
+
+
 def _jars_in(directory: Path) -> list[str]:
     clients = sorted(glob.glob(str(directory / "kafka-clients-*.jar")))
-    return [*clients, *sorted(glob.glob(str(directory / "slf4j-api-*.jar")))] if clients else []
+    if not clients:
+        return []
+    return [*clients, *(j for pattern in _COMPANIONS for j in sorted(glob.glob(str(directory / pattern))))]
 
 
 def _with_slf4j(jars: list[str]) -> list[str]:
@@ -137,7 +153,12 @@ def java_properties(client: Mapping[str, Any], timeout_seconds: float) -> dict[s
         "default.api.timeout.ms": timeout_ms,
     }
     mechanism = sasl_mechanism(client)
-    if mechanism:
+    if mechanism == "OAUTHBEARER":
+        oidc = _oidc_login(client)
+        if isinstance(oidc, str):
+            return oidc
+        props.update(oidc)
+    elif mechanism:
         if mechanism not in _JAAS_MODULES:
             return f"SASL mechanism {mechanism} is not supported for the Java client here"
         user, password = client.get("sasl.username"), client.get("sasl.password")
@@ -149,7 +170,7 @@ def java_properties(client: Mapping[str, Any], timeout_seconds: float) -> dict[s
             f'password="{_jaas_quoted(str(password))}";'
         )
     for key, value in client.items():
-        if key in _TAKEN_ABOVE:
+        if key in _TAKEN_ABOVE or (mechanism == "OAUTHBEARER" and key.startswith("sasl.oauthbearer.")):
             continue
         if key in _SAME_NAME:
             props[key] = str(value)
@@ -169,6 +190,46 @@ def java_properties(client: Mapping[str, Any], timeout_seconds: float) -> dict[s
         elif key not in _IRRELEVANT:
             return f"the property {key} has no Java client equivalent here"
     return props
+
+
+def _oidc_login(client: Mapping[str, Any]) -> dict[str, str] | str:
+    """An OAUTHBEARER login with OIDC client credentials (librdkafka's
+    ``sasl.oauthbearer.method=oidc``) as the Java client's own (KIP-768): its login callback
+    handler asks the same token endpoint with the same client id and secret. Anything else
+    (a ``token_provider``, librdkafka's unsecured JWTs) has no Java equivalent here."""
+    if client.get(TOKEN_PROVIDER):
+        return "a token_provider (a Python callable) cannot log the Java client in"
+    if str(client.get("sasl.oauthbearer.method", "")).lower() != "oidc":
+        return "OAUTHBEARER without sasl.oauthbearer.method: oidc is not supported for the Java client here"
+    if client.get("https.ca.location"):
+        return "https.ca.location (the token endpoint's CA) has no Java client equivalent here"
+    url = client.get("sasl.oauthbearer.token.endpoint.url")
+    client_id = client.get("sasl.oauthbearer.client.id")
+    secret = client.get("sasl.oauthbearer.client.secret")
+    if not (url and client_id and secret):
+        return "OIDC needs sasl.oauthbearer.token.endpoint.url, .client.id and .client.secret"
+    options = [f'clientId="{_jaas_quoted(str(client_id))}"', f'clientSecret="{_jaas_quoted(str(secret))}"']
+    if client.get("sasl.oauthbearer.scope"):
+        options.append(f'scope="{_jaas_quoted(str(client["sasl.oauthbearer.scope"]))}"')
+    for pair in str(client.get("sasl.oauthbearer.extensions") or "").split(","):
+        name, _, value = pair.partition("=")
+        if name.strip():
+            options.append(f'extension_{name.strip()}="{_jaas_quoted(value.strip())}"')
+    return {
+        "sasl.mechanism": "OAUTHBEARER",
+        "sasl.login.callback.handler.class": _OIDC_HANDLER,
+        "sasl.oauthbearer.token.endpoint.url": str(url),
+        "sasl.jaas.config": f"{_OAUTH_MODULE} required {' '.join(options)};",
+    }
+
+
+def java_system_properties(client: Mapping[str, Any]) -> dict[str, str]:
+    """JVM system properties a login needs: since Kafka 4.0 the client fetches tokens only
+    from URLs a system property allows."""
+    url = client.get("sasl.oauthbearer.token.endpoint.url")
+    if sasl_mechanism(client) == "OAUTHBEARER" and url:
+        return {"org.apache.kafka.sasl.oauthbearer.allowed.urls": str(url)}
+    return {}
 
 
 def _jaas_quoted(value: str) -> str:
@@ -374,8 +435,13 @@ def java_gateway(jars: list[str]) -> Iterator[Any]:
 
 
 @contextmanager
-def open_admin(gateway: Any, props: Mapping[str, str], timeout_seconds: float) -> Iterator[JavaAdmin]:
-    """A Java Admin client in ``gateway``'s JVM, closed on the way out."""
+def open_admin(
+    gateway: Any, props: Mapping[str, str], timeout_seconds: float, system: Mapping[str, str] | None = None
+) -> Iterator[JavaAdmin]:
+    """A Java Admin client in ``gateway``'s JVM (``system``: JVM system properties its login
+    needs, set first), closed on the way out."""
+    for key, value in (system or {}).items():
+        gateway.jvm.java.lang.System.setProperty(key, value)
     jprops = gateway.jvm.java.util.Properties()
     for key, value in props.items():
         jprops.setProperty(key, value)
@@ -408,7 +474,16 @@ def java_admin(cfg: ClusterConfig, setting: str) -> Iterator[JavaAdmin | str]:
         yield f"no JVM for the Kafka Java client: {java_error(exc)}"
         return
     try:
-        with open_admin(gateway, props, cfg.timeout_seconds) as admin:
+        system = java_system_properties(cfg.client_settings())
+        admin_cm = open_admin(gateway, props, cfg.timeout_seconds, system)
+        try:
+            admin = admin_cm.__enter__()
+        except Exception as exc:  # a refused configuration: said while the JVM can still say it
+            yield f"the Java client did not start: {java_error(exc)}"
+            return
+        try:
             yield admin
+        finally:
+            admin_cm.__exit__(None, None, None)
     finally:
         gateway_cm.__exit__(None, None, None)
