@@ -82,8 +82,9 @@ def classpath(setting: str) -> list[str] | str:
     """The jars of the Kafka Java client for ``java.kafka_classpath``, or why there are none.
 
     A directory gives its ``kafka-clients-*.jar`` and the few jars beside it the client
-    needs (``_COMPANIONS``); a ``:``-separated list of jars is taken as is. The client needs slf4j's API on the class path; where the
-    setting gives none, PySpark's copy is added."""
+    needs (``_COMPANIONS``); a ``:``-separated list of jars is taken as is. The client
+    needs slf4j's API on the class path; where the setting gives none, PySpark's copy is
+    added."""
     if setting == "off":
         return "java.kafka_classpath is off"
     if setting == "auto":
