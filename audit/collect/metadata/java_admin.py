@@ -35,6 +35,7 @@ from typing import Any
 from audit.collect.logins import TOKEN_PROVIDER, sasl_mechanism
 from audit.collect.metadata.kafka_admin import _state_word
 from audit.config import ClusterConfig
+from audit.snapshot import ShareGroupOffsetRecord
 
 log = logging.getLogger(__name__)
 
@@ -60,22 +61,12 @@ _IRRELEVANT = frozenset({"socket.keepalive.enable", "broker.address.family", "lo
 
 
 @dataclass(frozen=True)
-class ShareOffset:
-    """A share group's start offset on one partition, as the share coordinator keeps it."""
-
-    topic: str
-    partition: int
-    start_offset: int
-    leader_epoch: int | None
-    lag: int | None
-
-
-@dataclass(frozen=True)
 class ShareGroup:
     group_id: str
     state: str
     member_count: int
-    offsets: tuple[ShareOffset, ...]
+    # Its start offsets, as the share coordinator keeps them: the snapshot's rows as they are.
+    offsets: tuple[ShareGroupOffsetRecord, ...]
 
 
 def classpath(setting: str) -> list[str] | str:
@@ -285,7 +276,8 @@ class JavaAdmin:
                 epoch = info.leaderEpoch()
                 lag = info.lag()
                 rows.append(
-                    ShareOffset(
+                    ShareGroupOffsetRecord(
+                        gid,
                         str(tp.topic()),
                         int(tp.partition()),
                         int(info.startOffset()),

@@ -230,12 +230,7 @@ def _share_groups(
         except Exception as exc:  # a refusal (ACLs) or a timeout: the note, not the snapshot's end
             return java_error(exc)
     groups = [GroupInfo(g.group_id, "share", g.state, g.member_count) for g in described]
-    offsets = tuple(
-        ShareGroupOffsetRecord(g.group_id, o.topic, o.partition, o.start_offset, o.leader_epoch, o.lag)
-        for g in described
-        for o in g.offsets
-    )
-    return groups, offsets
+    return groups, tuple(o for g in described for o in g.offsets)
 
 
 def _partitions(
