@@ -11,12 +11,13 @@ NATIVE_STAMP := $(VENV)/.native-installed
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: help venv test unit lint typecheck browser malloc demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-readers bench-scan-breakdown kcat bench-scale bench-validation fuzz clean
+.PHONY: help venv test unit lint typecheck browser malloc demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-readers bench-scan-breakdown kcat bench-scale bench-validation fuzz image image-base container-tools clean
 
 help:
 	@echo "make demo   - run the audit demo on the local Kafka sandbox"
 	@echo "make cluster-demo - the demo's nightly job by spark-submit on a local Spark standalone cluster"
 	@echo "make test   - install everything and run the whole test suite (unit, spark, integration)"
+	@echo "make image  - the container image (podman, else docker; README \"Container image\")"
 	@echo "make lint / make typecheck / make bench / make clean"
 
 $(STAMP): pyproject.toml
@@ -67,14 +68,14 @@ malloc:
 
 # Two pytest-xdist workers: the modules of the shared sandbox in one, every other module
 # (the sandboxes of their own, Spark, unit) a unit of its own (tests/conftest.py's scheduler).
-test: lint typecheck jars browser malloc
+test: lint typecheck jars browser malloc container-tools
 	$(BIN)/pytest -n 2 $(PYTEST_ARGS)
 
 unit: $(STAMP) $(NATIVE_STAMP)
 	$(BIN)/pytest -m unit $(PYTEST_ARGS)
 
 lint: $(STAMP) $(NATIVE_STAMP)
-	$(BIN)/ruff check audit tests bench fuzz
+	$(BIN)/ruff check audit tests bench fuzz deploy
 	cargo fmt --check --manifest-path native/Cargo.toml
 	cargo clippy --quiet --release --manifest-path native/Cargo.toml -- -D warnings
 
@@ -132,6 +133,40 @@ bench-scale: $(STAMP) $(NATIVE_STAMP) jars
 
 bench-validation: $(STAMP) $(NATIVE_STAMP)
 	$(BIN)/python bench/validation.py
+
+# The container image (deploy/container/Containerfile; README "Container image"): the build
+# context is staged in build/image (the wheels of this venv's exact versions, the compiled
+# reader, the Kafka client's jars), then built by podman, else docker. IMAGE_BASE is any
+# Debian bookworm image; `make image-base` builds one from Debian's packages where no
+# registry is reachable, and IMAGE_BASE=$(LOCAL_BASE) uses it.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -1)
+IMAGE ?= kafka-mirror-audit:$(VERSION)
+IMAGE_BASE ?= docker.io/library/debian:bookworm-slim
+LOCAL_BASE := localhost/mirror-audit-base:bookworm
+CONTAINER ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
+IMAGE_CONTEXT ?= build/image
+image: $(STAMP) $(NATIVE_STAMP) jars
+	@[ -n "$(CONTAINER)" ] || { echo "make image: neither podman nor docker found: install one (make container-tools installs podman)"; exit 2; }
+	$(BIN)/python deploy/container/context.py $(IMAGE_CONTEXT)
+	$(CONTAINER) build --build-arg BASE=$(IMAGE_BASE) --tag $(IMAGE) --file $(IMAGE_CONTEXT)/Containerfile $(IMAGE_CONTEXT)
+
+# A Debian bookworm base with Python 3.11 and Java 17, from Debian's packages (mmdebstrap),
+# imported into podman as $(LOCAL_BASE); kept once built.
+image-base: container-tools
+	@podman image exists $(LOCAL_BASE) || { \
+	  rm -f build/image-base.tar && mkdir -p build && \
+	  mmdebstrap --quiet --variant=apt --include=python3,python3-venv,openjdk-17-jre-headless,passwd \
+	    bookworm build/image-base.tar && \
+	  podman import --quiet build/image-base.tar $(LOCAL_BASE) && rm -f build/image-base.tar; }
+
+# podman, runc and mmdebstrap from Debian's packages where missing (the image test builds
+# its base with them; deploy/container/containers.conf says why runc).
+container-tools:
+	@command -v podman >/dev/null && command -v runc >/dev/null && command -v mmdebstrap >/dev/null || { \
+	  echo "podman, runc or mmdebstrap not found: installing Debian's (apt-get) for the container image test"; \
+	  [ -n "$(APT_GET)" ] || { echo "$(NO_APT_GET): install podman, runc and mmdebstrap"; exit 2; }; \
+	  $(APT_GET) install -y --no-install-recommends podman runc mmdebstrap uidmap \
+	  || { $(APT_GET) update && $(APT_GET) install -y --no-install-recommends podman runc mmdebstrap uidmap; }; }
 
 # Coverage-guided fuzzing of the batch parser (atheris; docs/reliability.md has the figures of
 # the last long run). FUZZ_SECONDS bounds it; the corpus in fuzz/corpus grows as it finds inputs.

@@ -58,15 +58,20 @@ def _module_of(nodeid: str) -> str:
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """Work units for the workers: the shared-service modules as one, every other module as
-    its own (its module-scoped fixtures then run once). pytest-xdist's ``loadgroup`` would
-    do the first, but its node-id rewriting has no effect under pytest 9.2."""
+    """Work units for the workers: the shared-service modules as one, the packaging modules
+    as one, every other module as its own (its module-scoped fixtures then run once).
+    pytest-xdist's ``loadgroup`` would do the first two, but its node-id rewriting has no
+    effect under pytest 9.2."""
     from xdist.scheduler import LoadScopeScheduling
 
     class SharedServicesTogether(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
             module = _module_of(nodeid)
-            return "shared-services" if module in SHARED_SERVICE_MODULES else module
+            if module in SHARED_SERVICE_MODULES:
+                return "shared-services"
+            # Both build the project's wheel in the checkout (setuptools' build/ and
+            # egg-info there): one after the other.
+            return "packaging" if module.startswith("tests/packaging/") else module
 
     return SharedServicesTogether(config, log)
 
