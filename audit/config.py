@@ -206,6 +206,12 @@ class Mm2Config:
     # sync.group.offsets.enabled: MM2 writes translated offsets into the target's groups
     # (MM2-GROUP-1 checks them only then).
     sync_group_offsets: bool = False
+    # <source>.consumer.isolation.level: what MirrorMaker 2's consumer reads, so what it
+    # copies (read_uncommitted, its default: aborted records too; markers never).
+    consumer_isolation: Literal["read_uncommitted", "read_committed"] = "read_uncommitted"
+    # exactly.once.source.support=enabled (Connect 3.5+) with read_committed: duplicates on
+    # the replica fail MM2-DATA-3 instead of warning (at-least-once delivery makes them).
+    exactly_once: bool = False
     offset_syncs_topic: str | None = None  # default mm2-offset-syncs.<target alias>.internal
     checkpoints_topic: str | None = None  # default <source alias>.checkpoints.internal (on the target)
 

@@ -209,6 +209,29 @@ SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
         _c("destination_record", "string"),
         _c("detail", "string"),
     ),
+    # Optional, mode mm2: one row per record read by a records scan, its content without its
+    # offset (MirrorMaker 2 copies content, not offsets), so a source record and its copy on
+    # the replica compare equal (audit/compare/mm2_records.py).
+    "record_digests": (
+        _c("topic", "string", False),
+        _c("partition", "int32", False),
+        _c("offset", "int64", False),
+        # xxHash3-64 of the framed key, value, headers in order and timestamp (signed).
+        _c("digest", "int64", False),
+    ),
+    # Optional, beside record_digests: what the scan read of each partition, [start_offset,
+    # read_to); ``complete`` false where it stopped short of end_offset (``detail`` says why).
+    "record_digest_ranges": (
+        _c("topic", "string", False),
+        _c("partition", "int32", False),
+        _c("start_offset", "int64", False),
+        _c("end_offset", "int64", False),
+        _c("read_to", "int64", False),
+        _c("complete", "boolean", False),
+        _c("isolation", "string", False),  # read_uncommitted | read_committed
+        _c("compacted", "boolean", False),  # the topic's cleanup.policy includes compact
+        _c("detail", "string"),
+    ),
     # Optional, in the snapshot of the cluster a mirror writes to: the mirror's own state per
     # partition (KIP-1279's DescribeClusterMirrors), imported from JSON
     # (audit/collect/metadata/mirror_state.py); -1 in the source is null here.
@@ -383,6 +406,46 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("fully_replicated", "boolean"),
         _c("only_mirror_writes", "boolean"),
         _c("src_quiet", "boolean"),
+    ),
+    # Mode mm2, from a records scan of both sides: per source partition, its records
+    # matched to their copies on the replica by content over the compared range.
+    "mm2_record_partitions": (
+        _c("topic", "string"),
+        _c("partition", "int32"),
+        _c("remote_topic", "string"),
+        _c("in_scope", "boolean"),
+        _c("src_log_start_offset", "int64"),
+        _c("src_high_watermark", "int64"),
+        _c("dst_log_start_offset", "int64"),
+        _c("dst_high_watermark", "int64"),
+        _c("dst_present", "boolean"),
+        _c("compacted", "boolean"),
+        _c("src_read_start", "int64"),
+        _c("src_read_end", "int64"),
+        _c("dst_read_start", "int64"),
+        _c("dst_read_end", "int64"),
+        _c("sync_upstream_offset", "int64"),
+        _c("sync_downstream_offset", "int64"),
+        _c("compared_src_start", "int64"),
+        _c("compared_src_end", "int64"),
+        _c("compared_dst_start", "int64"),
+        _c("compared_dst_end", "int64"),
+        _c("compared_src_records", "int64"),
+        _c("compared_dst_records", "int64"),
+        _c("uncompared_src_offsets", "int64"),
+        _c("missing_records", "int64"),
+        _c("first_missing_offset", "int64"),
+        _c("unexplained_records", "int64"),
+        _c("first_unexplained_offset", "int64"),
+        _c("duplicate_records", "int64"),
+        _c("first_duplicate_offset", "int64"),
+        _c("order_breaks", "int64"),
+        _c("first_order_break_offset", "int64"),
+        _c("none_missing", "boolean"),
+        _c("none_unexplained", "boolean"),
+        _c("no_duplicates", "boolean"),
+        _c("in_order", "boolean"),
+        _c("duplicates_fail", "boolean"),
     ),
     "mm2_syncs": (
         *_side("", "mm2_offset_syncs"),
@@ -634,6 +697,7 @@ AUX_TABLES: dict[str, tuple[Column, ...]] = {
         _c("dst_markers_collected", "boolean", False),
         _c("src_share_offsets_read", "boolean", False),
         _c("dst_share_offsets_read", "boolean", False),
+        _c("mm2_exactly_once", "boolean", False),
     ),
 }
 

@@ -130,9 +130,12 @@ class SparkTables:
 
     def compute(self, comparison: Comparison, path: Path) -> None:
         # Metadata-sized: one partition sorted by the key costs one shuffle, where ORDER BY
-        # adds a sampling job for its range partitioning.
+        # adds a sampling job for its range partitioning. Over data (a row per record),
+        # coalesce(1) would pull the last stage's work (the windows after the last shuffle)
+        # into one task: a shuffle of the small result gathers it instead.
         df = self.query(comparison.declared_sql(ordered=False))
-        self.write(comparison.table, df.coalesce(1).sortWithinPartitions(*comparison.key), path)
+        one = df.repartition(1) if comparison.grows_with_data else df.coalesce(1)
+        self.write(comparison.table, one.sortWithinPartitions(*comparison.key), path)
 
     def write(self, table: str, df: Any, path: Path) -> None:
         """Write a DataFrame cast to ``table``'s declared columns and read it back, so that

@@ -12,6 +12,7 @@ not collected is an empty input, so its rows are none and its invariants come ou
 
 from __future__ import annotations
 
+from audit.compare.mm2_records import RECORDS
 from audit.compare.sql import Comparison, group_active, offset_in_range
 
 # The latest offset sync of each source partition: the highest (upstream, downstream).
@@ -246,4 +247,4 @@ FROM judged CROSS JOIN {{run_params}} p
     ),
 )
 
-COMPARISONS = (PARTITIONS, SYNCS, CHECKPOINTS, GROUP_OFFSETS)
+COMPARISONS = (PARTITIONS, SYNCS, CHECKPOINTS, GROUP_OFFSETS, RECORDS)

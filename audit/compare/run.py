@@ -36,6 +36,8 @@ BATCH_TABLES = ("batch_diffs", "marker_diffs", "txn_closure", "scan_issues", "co
 OPTIONAL_TABLES = (
     *BATCH_TABLES,
     "record_chunk_diffs",
+    # Mode mm2: computed only where both snapshots hold record digests (a records scan).
+    "mm2_record_partitions",
     # Computed only where a mirror's own state was imported.
     "mirror_states",
     "failover_partitions",
@@ -248,9 +250,17 @@ def cluster_mirroring_inputs(tables: Tables, source: Path, destination: Path) ->
 def mm2_inputs(tables: Tables, source: Path, destination: Path) -> list[tuple[str, Path, str]]:
     """Mode mm2: MirrorMaker 2's offset syncs (they name source topics) and checkpoints
     (they name replicas), from whichever snapshot holds each; the source's open
-    transactions (the report names them)."""
+    transactions (the report names them); each side's record digests and what its records
+    scan read, where a nightly scan wrote them (a row per record: the engine that spreads
+    work over a cluster takes them, the in-process one leaves them out)."""
     named = []
     load_snapshot_table(tables, "src_open_transactions", source, "open_transactions")
+    for prefix, directory in (("src_", source), ("dst_", destination)):
+        for table in ("record_digests", "record_digest_ranges"):
+            if tables.data_level:
+                load_snapshot_table(tables, prefix + table, directory, table)
+            else:
+                tables.put(prefix + table, table, [])
     for name, table, side in (
         ("offset_syncs", "mm2_offset_syncs", "src"),
         ("checkpoints", "mm2_checkpoints", "dst"),

@@ -64,5 +64,6 @@ def params_row(
             dst_markers_collected,
             share_offsets_read["source"],
             share_offsets_read["destination"],
+            cfg.mirror.mm2.exactly_once,
         )
     ]

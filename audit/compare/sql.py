@@ -52,6 +52,9 @@ class Comparison:
     requires: tuple[str, ...] = ()
     # The columns an example of a failing row shows beside the key (``TableRows``).
     shown: tuple[str, ...] = ()
+    # Its inputs grow with the data (a row per record), though its result stays small: the
+    # engine keeps the work spread to the end and gathers only the result.
+    grows_with_data: bool = False
 
     @property
     def rows(self) -> TableRows:

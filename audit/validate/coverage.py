@@ -112,6 +112,21 @@ CAUSES: dict[str, tuple[Cause, ...]] = {
         ),
     ),
     "mm2_group_offsets": _causes(_DST_PARTITION),
+    "mm2_record_partitions": _causes(
+        ("the replica partition on the target", "NOT dst_present"),
+        (
+            "a compacted topic (the cleaners of the two clusters keep different records: not judged yet)",
+            "compacted",
+        ),
+        (
+            "the records of the partition on both sides (no records scan read them)",
+            "src_read_end IS NULL OR dst_read_end IS NULL",
+        ),
+        (
+            "an offset sync whose record and copy the scan read (none yet, or past what was read)",
+            "sync_upstream_offset IS NULL",
+        ),
+    ),
     "txn_closure": _causes(
         ("the last stable offset of the partition (absent from the snapshot)", "last_stable_offset IS NULL")
     ),

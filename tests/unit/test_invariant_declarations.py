@@ -13,7 +13,15 @@ import re
 from pathlib import Path
 
 from audit.validate.gx import shipped_expectations_dir
-from audit.validate.invariants import ALL, CLUSTER_MIRRORING, FAILBACK, FAILOVER_VERIFY, MM2, with_details
+from audit.validate.invariants import (
+    ALL,
+    CLUSTER_MIRRORING,
+    FAILBACK,
+    FAILOVER_VERIFY,
+    MM2,
+    MM2_DATA,
+    with_details,
+)
 
 AUDIT = Path(__file__).resolve().parents[2] / "audit"
 DECLARATIONS = AUDIT / "validate" / "invariants"
@@ -52,7 +60,7 @@ def test_no_invariant_id_is_a_literal_outside_its_declaration() -> None:
 
 
 def test_every_invariant_is_declared_once_with_its_remediation() -> None:
-    jobs = (*CLUSTER_MIRRORING, *FAILOVER_VERIFY, *FAILBACK, *MM2)
+    jobs = (*CLUSTER_MIRRORING, *FAILOVER_VERIFY, *FAILBACK, *MM2, *MM2_DATA)
     assert {inv.id for inv in jobs} == set(ALL)
     for inv in ALL.values():
         assert inv.statement and inv.needs and inv.remediation, inv.id

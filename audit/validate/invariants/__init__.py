@@ -8,10 +8,12 @@ from __future__ import annotations
 from audit.validate.invariants.cluster_mirroring import CLUSTER_MIRRORING
 from audit.validate.invariants.declaration import Invariant, NotVerified
 from audit.validate.invariants.failover import FAILBACK, FAILOVER_VERIFY
-from audit.validate.invariants.mm2 import CM_IN_MM2, MM2, mm2_catalogue
+from audit.validate.invariants.mm2 import CM_IN_MM2, MM2, MM2_DATA, mm2_catalogue
 
 # Every invariant of every job of both modes, each once.
-ALL: dict[str, Invariant] = {inv.id: inv for inv in (*CLUSTER_MIRRORING, *FAILOVER_VERIFY, *FAILBACK, *MM2)}
+ALL: dict[str, Invariant] = {
+    inv.id: inv for inv in (*CLUSTER_MIRRORING, *FAILOVER_VERIFY, *FAILBACK, *MM2, *MM2_DATA)
+}
 
 
 def known_ids() -> frozenset[str]:
@@ -37,6 +39,7 @@ __all__ = [
     "FAILBACK",
     "FAILOVER_VERIFY",
     "MM2",
+    "MM2_DATA",
     "Invariant",
     "NotVerified",
     "known_ids",

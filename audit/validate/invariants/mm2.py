@@ -101,6 +101,63 @@ READY_1 = Invariant(
 
 MM2: tuple[Invariant, ...] = (SYNC_1, CKPT_1, CKPT_2, CKPT_3, CKPT_4, GROUP_1, READY_1)
 
+# Record level (audit/compare/mm2_records.py): a nightly records scan of both sides.
+_DATA_NEEDS = "record_digests of both sides (records scan in mode mm2)"
+
+DATA_1 = Invariant(
+    "MM2-DATA-1",
+    statement="every source record in the compared range has its copy on the replica",
+    needs=_DATA_NEEDS,
+    remediation=(
+        "Source records never reached the replica: MirrorMaker 2 skipped them (its committed source "
+        "position moved past them: a reset, or records truncated on the source before it read them) or its "
+        "producer lost them (acks below all). The first missing offset is shown: re-mirror the partition "
+        "from it (a one-off copy, or MirrorSourceConnector's offsets reset to it), and check the task's "
+        "log for OffsetOutOfRange resets."
+    ),
+    spark_only=True,
+)
+
+DATA_2 = Invariant(
+    "MM2-DATA-2",
+    statement="every replica record in the compared range is a copy of a source record",
+    needs=_DATA_NEEDS,
+    remediation=(
+        "The replica holds records no source record explains: another producer writes to the replica topic, "
+        "or another source topic is mirrored into it (a replication policy mapping two topics to one name). "
+        "Find the writer (kafka-acls --list on the replica topic; the producer ids of its batches) and stop "
+        "it; only MirrorMaker 2 should write replica topics."
+    ),
+    spark_only=True,
+)
+
+DATA_3 = Invariant(
+    "MM2-DATA-3",
+    statement="no source record is copied to the replica more than once",
+    needs=_DATA_NEEDS,
+    remediation=(
+        "Records were copied twice: a MirrorSourceTask restarted behind its last committed position "
+        "(at-least-once delivery). Consumers of the replica must tolerate them, or run MirrorMaker 2 with "
+        "exactly.once.source.support=enabled and read_committed (Connect 3.5+), and set "
+        "mirror.mm2.exactly_once so that duplicates fail this check."
+    ),
+    spark_only=True,
+)
+
+DATA_4 = Invariant(
+    "MM2-DATA-4",
+    statement="copies on the replica keep the source's record order",
+    needs=_DATA_NEEDS,
+    remediation=(
+        "Copies on the replica are out of the source's order: more than one task or MirrorMaker 2 instance "
+        "wrote the partition, or a producer retried without idempotence. Check for a second MirrorMaker 2 "
+        "cluster with the same source alias, and enable idempotence on its producer."
+    ),
+    spark_only=True,
+)
+
+MM2_DATA: tuple[Invariant, ...] = (DATA_1, DATA_2, DATA_3, DATA_4)
+
 # The cluster-mirroring invariants that still mean something when offsets are translated;
 # in mode mm2 they run on the mm2 comparison tables (expectations/mm2_*.json): partition
 # presence through the replication policy, unreplicated records per partition, and target
@@ -109,10 +166,14 @@ CM_IN_MM2 = (cm.TOPIC_1.id, cm.LAG_1.id, cm.GROUP_2.id)
 
 
 def mm2_catalogue() -> tuple[Invariant, ...]:
-    """Mode mm2's invariants, then the cluster-mirroring ones: those of ``CM_IN_MM2`` as
-    they are, the others skipped as not applicable."""
+    """Mode mm2's invariants (metadata, then record level), then the cluster-mirroring
+    ones: those of ``CM_IN_MM2`` as they are, the others skipped as not applicable."""
     reason = "assumes equal offsets on both clusters: not applicable in mode mm2"
-    return MM2 + tuple(
-        inv if inv.id in CM_IN_MM2 else dataclasses.replace(inv, not_applicable=reason)
-        for inv in cm.CLUSTER_MIRRORING
+    return (
+        MM2
+        + MM2_DATA
+        + tuple(
+            inv if inv.id in CM_IN_MM2 else dataclasses.replace(inv, not_applicable=reason)
+            for inv in cm.CLUSTER_MIRRORING
+        )
     )

@@ -1,0 +1,293 @@
+"""MirrorMaker 2 record by record (audit/compare/mm2_records.py): the matching query on
+hand-made digests, one partition per situation, run by the in-process engine (the same SQL
+Spark runs over a nightly scan). Each partition of the source topic ``t<n>`` is mirrored to
+``source.t<n>``; a record's digest is its content (a letter per record here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audit.compare.engines import LocalTables
+from audit.compare.mm2_records import RECORDS
+from audit.schemas import columns
+
+
+@dataclass
+class Side:
+    """One side of a partition: its records' contents by offset (None: no record there, a
+    marker or a hole), its log start and what the scan read."""
+
+    contents: str  # one letter per offset from ``start``; "." is an offset with no record
+    start: int = 0
+    read: tuple[int, int] | None = None  # [start, read_to); default: all of it
+    complete: bool = True
+    compacted: bool = False
+    present: bool = True  # the partition is in its cluster's snapshot
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.contents)
+
+
+@dataclass
+class Case:
+    src: Side
+    dst: Side
+    syncs: list[tuple[int, int]]
+    expect: dict[str, Any] = field(default_factory=dict)
+
+
+def _row(table: str, **values: Any) -> tuple[Any, ...]:
+    return tuple(values.get(c.name) for c in columns(table))
+
+
+def _digest(letter: str) -> int:
+    return ord(letter)
+
+
+def _run(cases: dict[str, Case], tmp_path: Path, exactly_once: bool = False) -> dict[str, dict[str, Any]]:
+    tables = LocalTables()
+    src_parts: list[tuple[Any, ...]] = []
+    dst_parts: list[tuple[Any, ...]] = []
+    names: list[tuple[Any, ...]] = []
+    scope: list[tuple[Any, ...]] = []
+    syncs: list[tuple[Any, ...]] = []
+    digests: dict[str, list[tuple[Any, ...]]] = {"src": [], "dst": []}
+    ranges: dict[str, list[tuple[Any, ...]]] = {"src": [], "dst": []}
+    for topic, case in cases.items():
+        remote = f"source.{topic}"
+        names.append((topic, remote))
+        scope.append((topic, True, False))
+        for side, name, data, parts in (
+            ("src", topic, case.src, src_parts),
+            ("dst", remote, case.dst, dst_parts),
+        ):
+            if not data.present:
+                continue
+            parts.append(
+                _row(
+                    "partitions",
+                    topic=name,
+                    partition=0,
+                    log_start_offset=data.start,
+                    high_watermark=data.end,
+                    last_stable_offset=data.end,
+                )
+            )
+            lo, hi = data.read or (data.start, data.end)
+            for i, letter in enumerate(data.contents):
+                offset = data.start + i
+                if letter != "." and lo <= offset < hi:
+                    digests[side].append(
+                        _row("record_digests", topic=name, partition=0, offset=offset, digest=_digest(letter))
+                    )
+            ranges[side].append(
+                _row(
+                    "record_digest_ranges",
+                    topic=name,
+                    partition=0,
+                    start_offset=lo,
+                    end_offset=data.end,
+                    read_to=hi,
+                    complete=data.complete,
+                    isolation="read_uncommitted",
+                    compacted=data.compacted,
+                )
+            )
+        for i, (up, down) in enumerate(case.syncs):
+            syncs.append(
+                _row(
+                    "mm2_offset_syncs",
+                    topic=topic,
+                    partition=0,
+                    upstream_offset=up,
+                    downstream_offset=down,
+                    record_partition=0,
+                    record_offset=i,
+                )
+            )
+    tables.put("src_partitions", "partitions", src_parts)
+    tables.put("dst_partitions", "partitions", dst_parts)
+    tables.put("topic_names", "topic_names", names)
+    tables.put("topic_scope", "topic_scope", scope)
+    tables.put("offset_syncs", "mm2_offset_syncs", syncs)
+    for side in ("src", "dst"):
+        tables.put(f"{side}_record_digests", "record_digests", digests[side])
+        tables.put(f"{side}_record_digest_ranges", "record_digest_ranges", ranges[side])
+    tables.put(
+        "run_params",
+        "run_params",
+        [
+            _row(
+                "run_params",
+                src_started_at_ms=0,
+                preserves_topic_ids=False,
+                preserves_batch_epochs=False,
+                sync_group_offsets=False,
+                dst_markers_collected=False,
+                src_share_offsets_read=False,
+                dst_share_offsets_read=False,
+                mm2_exactly_once=exactly_once,
+            )
+        ],
+    )
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    tables.compute(RECORDS, tmp_path / "mm2_record_partitions.parquet")
+    return {r["topic"]: r for r in tables.rows("SELECT * FROM {mm2_record_partitions}")}
+
+
+TEN = "abcdefghij"
+
+CASES: dict[str, Case] = {
+    # A healthy copy, synced at its first and last record.
+    "healthy": Case(
+        Side(TEN),
+        Side(TEN),
+        [(0, 0), (9, 9)],
+        {
+            "missing_records": 0,
+            "unexplained_records": 0,
+            "duplicate_records": 0,
+            "order_breaks": 0,
+            "compared_src_records": 10,
+            "compared_dst_records": 10,
+            "uncompared_src_offsets": 0,
+        },
+    ),
+    # MirrorMaker 2 skipped source offsets 4 and 5 (its position moved past them).
+    "skip": Case(
+        Side(TEN),
+        Side("abcdghij"),
+        [(0, 0), (9, 7)],
+        {"missing_records": 2, "first_missing_offset": 4, "unexplained_records": 0, "duplicate_records": 0},
+    ),
+    # Another producer wrote one record into the replica.
+    "stray": Case(
+        Side(TEN),
+        Side("abcdeXfghij"),
+        [(0, 0), (9, 10)],
+        {
+            "unexplained_records": 1,
+            "first_unexplained_offset": 5,
+            "missing_records": 0,
+            "duplicate_records": 0,
+        },
+    ),
+    # A task restarted behind its last commit: e, f, g written again; the sync after the
+    # restart pairs upstream 4 with its second copy (downstream 7).
+    "replay": Case(
+        Side(TEN),
+        Side("abcdefgefghij"),
+        [(0, 0), (4, 7), (9, 12)],
+        {
+            "duplicate_records": 3,
+            "first_duplicate_offset": 7,
+            "missing_records": 0,
+            "unexplained_records": 0,
+            "order_breaks": 0,
+        },
+    ),
+    # Two copies swapped.
+    "swapped": Case(
+        Side("abcde"),
+        Side("abdce"),
+        [(0, 0), (4, 4)],
+        {"order_breaks": 1, "first_order_break_offset": 3, "missing_records": 0},
+    ),
+    # Equal contents are matched by occurrence: the source holds "a" three times, the
+    # replica twice.
+    "repeats": Case(
+        Side("aaab"), Side("aab"), [(0, 0), (3, 2)], {"missing_records": 1, "first_missing_offset": 2}
+    ),
+    # Retention removed the source's first five records; the replica still holds their
+    # copies: outside the compared range, never unexplained.
+    "src_expired": Case(
+        Side("fghij", start=5),
+        Side(TEN),
+        [(0, 0), (9, 9)],
+        {
+            "unexplained_records": 0,
+            "missing_records": 0,
+            "compared_src_records": 5,
+            "compared_dst_start": 5,
+            "uncompared_src_offsets": 0,
+        },
+    ),
+    # The replica's retention removed the copies of the first five: those originals are
+    # outside the range, never missing, and said so.
+    "dst_expired": Case(
+        Side(TEN),
+        Side("fghij", start=5),
+        [(0, 0), (9, 9)],
+        {
+            "missing_records": 0,
+            "compared_src_start": 5,
+            "compared_src_records": 5,
+            "uncompared_src_offsets": 5,
+        },
+    ),
+    # Records past the newest sync (the replica's lag) are not called missing.
+    "lagging": Case(
+        Side("abcdefghijklmno"),
+        Side(TEN),
+        [(0, 0), (9, 9)],
+        {"missing_records": 0, "compared_src_end": 10, "uncompared_src_offsets": 5},
+    ),
+    # A transaction marker at source offset 3 is no record; MirrorMaker 2 never copies it.
+    "markers": Case(
+        Side("abc.defg"), Side("abcdefg"), [(0, 0), (7, 6)], {"missing_records": 0, "compared_src_records": 7}
+    ),
+    # Only the newest sync left (the offset-syncs topic compacted): the range still starts
+    # at the first copy.
+    "compacted_syncs": Case(
+        Side(TEN), Side("abcdghij"), [(9, 7)], {"missing_records": 2, "compared_src_start": 0}
+    ),
+    # Nothing on either side: nothing to miss, nothing to explain.
+    "empty": Case(Side(""), Side(""), [], {"missing_records": 0, "unexplained_records": 0}),
+}
+
+UNCHECKED: dict[str, Case] = {
+    # No offset sync yet: where the copies end is not known.
+    "no_sync": Case(Side(TEN), Side(TEN), []),
+    # The sync's copy lies past what the scan read of the replica.
+    "sync_unread": Case(Side(TEN), Side(TEN, read=(0, 5), complete=False), [(9, 9)]),
+    # A compacted topic: the cleaners keep different records.
+    "compacted_topic": Case(Side(TEN, compacted=True), Side(TEN, compacted=True), [(0, 0), (9, 9)]),
+}
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    return _run({**CASES, **UNCHECKED}, tmp_path_factory.mktemp("mm2-records"))
+
+
+@pytest.mark.parametrize("topic", sorted(CASES))
+def test_each_situation_is_counted_exactly(judged: dict[str, dict[str, Any]], topic: str) -> None:
+    row = judged[topic]
+    assert {k: row[k] for k in CASES[topic].expect} == CASES[topic].expect, row
+    flags = ("none_missing", "none_unexplained", "no_duplicates", "in_order")
+    counts = ("missing_records", "unexplained_records", "duplicate_records", "order_breaks")
+    assert [row[f] for f in flags] == [row[c] == 0 for c in counts]
+
+
+@pytest.mark.parametrize("topic", sorted(UNCHECKED))
+def test_without_a_range_nothing_is_judged(judged: dict[str, dict[str, Any]], topic: str) -> None:
+    """Unknown never passes: every judged column null, so the rows are unchecked."""
+    row = judged[topic]
+    judged_columns = ("none_missing", "none_unexplained", "no_duplicates", "in_order", "missing_records")
+    assert [row[c] for c in judged_columns] == [None] * len(judged_columns), row
+
+
+def test_a_replica_absent_from_the_target_is_unchecked(tmp_path: Path) -> None:
+    rows = _run({"gone": Case(Side(TEN), Side(TEN, present=False), [(0, 0), (9, 9)])}, tmp_path)
+    assert (rows["gone"]["dst_present"], rows["gone"]["none_missing"]) == (False, None)
+
+
+def test_duplicates_fail_only_where_mirror_maker_runs_exactly_once(tmp_path: Path) -> None:
+    case = {"replay": CASES["replay"]}
+    assert _run(case, tmp_path / "a")["replay"]["duplicates_fail"] is False
+    assert _run(case, tmp_path / "b", exactly_once=True)["replay"]["duplicates_fail"] is True
