@@ -75,6 +75,45 @@ pub struct Head<'a> {
     pub epoch: i32,
 }
 
+/// Each record's content without its offset (mode mm2: MirrorMaker 2 copies content to
+/// offsets of the target's choosing): xxHash3-64 of the record's frame less its first 8
+/// bytes, the Rust twin of `chunks.content_digest`. Kept as two columns until taken.
+#[derive(Default)]
+pub struct Digests {
+    offsets: Vec<i64>,
+    digests: Vec<i64>,
+    hash: Xxh3,
+    open: Option<i64>,
+}
+
+impl Digests {
+    fn begin(&mut self, frame: &[u8], r: &Head<'_>) {
+        self.close();
+        self.hash.reset();
+        self.hash.update(frame);
+        if let Some(k) = r.key {
+            self.hash.update(k);
+        }
+        if let Some(v) = r.value {
+            self.hash.update(v);
+        }
+        self.open = Some(r.offset);
+    }
+
+    fn close(&mut self) {
+        if let Some(offset) = self.open.take() {
+            self.offsets.push(offset);
+            self.digests.push(self.hash.digest() as i64);
+        }
+    }
+
+    /// The records' (offsets, digests) since the last take, the last record included.
+    pub fn take(&mut self) -> (Vec<i64>, Vec<i64>) {
+        self.close();
+        (std::mem::take(&mut self.offsets), std::mem::take(&mut self.digests))
+    }
+}
+
 /// The Rust twin of `record_chunks.RangeChunker`: chunks aligned on multiples of `size`.
 pub struct Chunker {
     pub range: Range,
@@ -82,6 +121,8 @@ pub struct Chunker {
     expected: i64,
     chunk: Chunk,
     done: Vec<Chunk>,
+    /// Per-record digests, where asked for (`with_digests`).
+    pub digests: Option<Digests>,
 }
 
 impl Chunker {
@@ -89,7 +130,20 @@ impl Chunker {
         let start = range.2;
         let end = range.3;
         let hi = end.min((start.div_euclid(size) + 1) * size);
-        Chunker { range, size, expected: start, chunk: Chunk::new(start, hi), done: Vec::new() }
+        Chunker {
+            range,
+            size,
+            expected: start,
+            chunk: Chunk::new(start, hi),
+            done: Vec::new(),
+            digests: None,
+        }
+    }
+
+    /// The same, keeping each record's content digest too.
+    pub fn with_digests(mut self) -> Self {
+        self.digests = Some(Digests::default());
+        self
     }
 
     fn advance_to(&mut self, offset: i64) {
@@ -137,6 +191,9 @@ impl Chunker {
         if let Some(v) = r.value {
             c.hash.update(v);
         }
+        if let Some(d) = self.digests.as_mut() {
+            d.begin(&f[8..], r);
+        }
         c.count += 1;
         if c.first.is_none() {
             c.first = Some(r.offset);
@@ -160,6 +217,13 @@ impl Chunker {
         c.hash.update(key);
         if let Some(v) = value {
             c.hash.update(v);
+        }
+        if let Some(d) = self.digests.as_mut() {
+            d.hash.update(&h);
+            d.hash.update(key);
+            if let Some(v) = value {
+                d.hash.update(v);
+            }
         }
     }
 

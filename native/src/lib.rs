@@ -25,7 +25,7 @@ use chunks::{chunk_row, Chunker, Head, Range};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyBytes, PyList};
 use rdkafka_sys as rd;
 use rdkafka_sys::rd_kafka_resp_err_t as Err;
 
@@ -378,7 +378,10 @@ struct BatchRange {
 
 #[pymethods]
 impl BatchRange {
+    /// `digests`: keep each record's content digest too (mode mm2), taken with
+    /// `take_digests` as the range is read.
     #[new]
+    #[pyo3(signature = (topic, partition, start, end, size, read_committed, digests=false))]
     fn py_new(
         topic: String,
         partition: i32,
@@ -386,12 +389,31 @@ impl BatchRange {
         end: i64,
         size: i64,
         read_committed: bool,
+        digests: bool,
     ) -> PyResult<Self> {
         if size <= 0 {
             return Err(ReaderError::new_err("chunk size must be positive"));
         }
-        let chunker = Chunker::new((topic, partition, start, end), size);
+        let mut chunker = Chunker::new((topic, partition, start, end), size);
+        if digests {
+            chunker = chunker.with_digests();
+        }
         Ok(BatchRange { range: Some(batches::RawRange::new(chunker, read_committed)) })
+    }
+
+    /// The offsets and content digests of the records read since the last call, as two
+    /// buffers of native-endian int64 (Arrow's layout: `pyarrow.py_buffer` takes them as
+    /// they are); empty where digests were not asked for.
+    fn take_digests<'py>(&mut self, py: Python<'py>) -> (Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
+        let (offsets, digests) = self
+            .range
+            .as_mut()
+            .and_then(|r| r.chunker.digests.as_mut())
+            .map(|d| d.take())
+            .unwrap_or_default();
+        let bytes =
+            |v: &[i64]| PyBytes::new(py, &v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>());
+        (bytes(&offsets), bytes(&digests))
     }
 
     /// Walks the whole record batches of one fetch response's records; `aborted` is the

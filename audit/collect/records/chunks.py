@@ -45,6 +45,14 @@ def frame(offset: int, timestamp: int, key: bytes | None, value: bytes | None, h
     return b"".join(parts)
 
 
+def content_digest(timestamp: int, key: bytes | None, value: bytes | None, headers: Headers) -> int:
+    """A record's content without its offset (mode mm2: MirrorMaker 2 copies content to
+    offsets of the target's choosing): xxHash3-64 of its frame less the offset, as a signed
+    64-bit integer (the ``record_digests.digest`` column)."""
+    digest = xxhash.xxh3_64_intdigest(frame(0, timestamp, key, value, headers)[8:])
+    return digest - (1 << 64) if digest >= 1 << 63 else digest
+
+
 @dataclass
 class Chunk:
     """One chunk being built (mutable while a task streams its records)."""
