@@ -286,7 +286,7 @@ def nightly(
     if cfg.segments.enabled() and job.scans_data:
         prof.require_data_level("segments")
     if cfg.records.enabled and job.scans_data:
-        prof.require_data_level("records")
+        prof.require_records_scan()
     # The run directory is made once the snapshots are taken.
     clock = StageClock()
     with run_directory(cfg, out, job.lock_name) as run_dir:
@@ -313,13 +313,12 @@ def _nightly(
     if cfg.segments.enabled() and job.scans_data:
         _collect_batches(cfg, src, dst)
         clock.done("segments")
-    if cfg.records.enabled and job.scans_data:
-        from audit.collect.records.collect import collect_records
+    if cfg.records.enabled and job.scans_data and prof.records_scan is not None:
         from audit.spark_session import build_spark
 
         # What was verified is kept beside the runs (incremental), but not where others write.
         state_root = shared_state_root(run_dir) or run_dir
-        collect_records(build_spark(cfg.spark), cfg, src, dst, state_root, full=full_records)
+        prof.records_scan(build_spark(cfg.spark), cfg, src, dst, state_root, full_records)
         clock.done("records scan")
     return audit_snapshots(src, dst, run_dir, cfg, job, engine, prof, clock=clock, suites=suites)
 

@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from audit.collect.metadata.snapshot import SnapshotPlan
 from audit.compare import cluster_mirroring, failover, mm2
@@ -64,6 +64,9 @@ class Profile:
     slices: ReportSlices
     # The Spark-only tables that grow with the data (batches, records), where they apply.
     data_level: Callable[[Tables, Path, Path, AuditConfig, Path], list[str]] | None
+    # The nightly job's records scan (records.enabled), into both snapshots: record chunks
+    # at equal offsets, or each record's content digest where offsets are translated.
+    records_scan: Callable[[Any, AuditConfig, Path, Path, Path, bool], Any] | None
     # Whether a readiness check writes the failover plan (translated group offsets).
     failover_plan: bool
     # Which topics a snapshot of each side reads, and whether MirrorMaker 2's own too.
@@ -90,13 +93,19 @@ class Profile:
         return tuple(c.table for c in self.comparisons)
 
     def require_data_level(self, what: str) -> None:
-        """Batch and record checks compare equal offsets: refused, naming ``what`` asked
-        for them, where the mode translates offsets."""
+        """Batch checks and record chunks compare equal offsets: refused, naming ``what``
+        asked for them, where the mode translates offsets."""
         if self.data_level is None:
             raise ConfigError(
-                f"{what}: batch- and record-level checks compare equal offsets: use them with mode "
-                f"cluster-mirroring (mode is {self.mode})"
+                f"{what}: batch-level checks and record chunks compare equal offsets: use them with mode "
+                f"cluster-mirroring (mode is {self.mode}; its nightly job reads records itself with "
+                "records.enabled)"
             )
+
+    def require_records_scan(self) -> None:
+        """records.enabled where this job's mode has no records scan: refused."""
+        if self.records_scan is None:
+            raise ConfigError(f"records.enabled: mode {self.mode} has no record-level checks")
 
 
 def _same_names(cfg: AuditConfig, role: Role) -> Callable[[str], bool]:
@@ -114,6 +123,18 @@ def _replica_names(cfg: AuditConfig, role: Role) -> Callable[[str], bool]:
         return source_topic is not None and cfg.scope.topic_in_scope(source_topic)
 
     return replica_in_scope
+
+
+def _scan_chunks(spark: Any, cfg: AuditConfig, src: Path, dst: Path, state_root: Path, full: bool) -> Any:
+    from audit.collect.records.collect import collect_records
+
+    return collect_records(spark, cfg, src, dst, state_root, full=full)
+
+
+def _scan_digests(spark: Any, cfg: AuditConfig, src: Path, dst: Path, state_root: Path, full: bool) -> Any:
+    from audit.collect.records.digests import collect_digests
+
+    return collect_digests(spark, cfg, src, dst)
 
 
 def _scope_of(cfg: AuditConfig) -> Callable[[str], bool]:
@@ -135,6 +156,7 @@ PROFILES: dict[str, Profile] = {
         drain=CLUSTER_MIRRORING_DRAIN,
         slices=CLUSTER_MIRRORING_SLICES,
         data_level=data_level_tables,
+        records_scan=_scan_chunks,
         failover_plan=False,
         snapshot=SnapshotPlan(_same_names),
     ),
@@ -148,6 +170,7 @@ PROFILES: dict[str, Profile] = {
         drain=MM2_DRAIN,
         slices=MM2_SLICES,
         data_level=None,
+        records_scan=_scan_digests,
         failover_plan=True,
         snapshot=SnapshotPlan(_replica_names, reads_mm2_topics=True),
     ),

@@ -22,7 +22,15 @@ from pathlib import Path
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from audit.config import AuditConfig, ClusterConfig, MirrorConfig, Mm2Config, OutputConfig, SparkConfig
+from audit.config import (
+    AuditConfig,
+    ClusterConfig,
+    MirrorConfig,
+    Mm2Config,
+    OutputConfig,
+    RecordsConfig,
+    SparkConfig,
+)
 from audit.errors import SandboxError
 from audit.pipeline import RunOutcome, nightly
 from audit.sandbox import mm2
@@ -166,6 +174,8 @@ def demo_config(state: SandboxState, out_root: Path) -> AuditConfig:
         source=ClusterConfig(state.cluster("source").bootstrap, timeout_seconds=20),
         destination=ClusterConfig(state.cluster("destination").bootstrap, timeout_seconds=20),
         mirror=MirrorConfig(mm2=Mm2Config(sync_group_offsets=True)),
+        # Record by record (MM2-DATA-*): every record of both sides, as its content digest.
+        records=RecordsConfig(enabled=True),
         spark=SparkConfig(master="local[2]", conf={"spark.sql.shuffle.partitions": "4"}),
         output=OutputConfig(root=str(out_root)),
     )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -139,10 +140,27 @@ class BatchWaves:
         return done, failed
 
     def _read(self, r: Range, size: int, timeout: float) -> list[dict[str, Any]]:
+        reading = self.open_range(r, size)
+        for _ in self.fed(reading, r, timeout):
+            pass
+        rows: list[dict[str, Any]] = reading.finish()
+        return rows
+
+    def open_range(self, r: Range, size: int, digests: bool = False) -> Any:
+        """The compiled walker of one range under this reader's isolation (``digests``:
+        keeping each record's content digest too, mode mm2)."""
         topic, partition, start, end = r
+        committed = self._settings.read_committed
+        return self._native.BatchRange(topic, partition, start, end, size, committed, digests)
+
+    def fed(self, reading: Any, r: Range, timeout: float) -> Iterator[int]:
+        """Feeds ``reading`` (a ``BatchRange`` of ``r``) response by response until the
+        range is read, yielding the offset reached after each response (what the caller
+        takes from the walker between two responses is bounded by one fetch); RangeFailed
+        where a fetch is refused or makes no progress."""
+        topic, partition, _, end = r
         session = self._connected()
         committed = self._settings.read_committed
-        reading = self._native.BatchRange(topic, partition, start, end, size, committed)
         deadline = time.monotonic() + timeout
 
         def fetch(offset: int, wait: int) -> FetchResult:
@@ -168,6 +186,7 @@ class BatchWaves:
             if reading.next > at:
                 deadline = time.monotonic() + timeout
                 wait = 0
+                yield reading.next
             elif time.monotonic() > deadline:
                 raise RangeFailed(
                     f"no progress for {timeout:.0f}s at offset {at} of the range ending at {end} "
@@ -175,8 +194,6 @@ class BatchWaves:
                 )
             else:
                 wait = WAIT_MS
-        rows: list[dict[str, Any]] = reading.finish()
-        return rows
 
     def close(self) -> None:
         self._ahead.shutdown(wait=True)  # a fetch still on its way finishes on the session it uses

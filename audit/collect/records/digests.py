@@ -1,0 +1,301 @@
+"""Mode mm2's records scan: every record of both sides as its content digest
+(``record_digests``), and what was read of each partition (``record_digest_ranges``), for
+MM2-DATA-1 to -4 (audit/compare/mm2_records.py).
+
+MirrorMaker 2 writes copies at offsets of the target's choosing, so the scan cannot read
+"the same chunks on both sides" as in mode cluster-mirroring: each side is read on its own,
+each in-scope source partition from its log start and its replica likewise, a row per record.
+The source is read as MirrorMaker 2's consumer reads it (``mirror.mm2.consumer_isolation``:
+what it reads is what it copies); the replica as its consumers will, read_committed (a
+MirrorMaker 2 running exactly once aborts what a restarted task had written). Each side
+ends where its isolation lets a consumer read: the high watermark, or the last stable
+offset.
+
+The records are walked by the batch reader (kafka-python's FetchSession, the compiled
+walker keeping each record's digest), the only reader that keeps digests: a setting it
+cannot honour stops the scan with the reason, and MM2-DATA-* stay unchecked. The digests
+leave the walker after every response as Arrow buffers, so a task's memory is bounded by a
+fetch whatever the partition's size; the ranges read, failed ones with where they stopped
+and why, come back to the driver through an accumulator (a row per range).
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from audit.collect.batches.scan import issue_accumulator
+from audit.collect.metadata.kafka_admin import KafkaAdmin, require_reachable
+from audit.collect.metadata.snapshot import utc_now
+from audit.collect.records.batch_reader import (
+    BatchSettingsError,
+    BatchWaves,
+    RangeFailed,
+    available,
+    fetch_settings,
+)
+from audit.collect.records.plan import SIDES, TaskRange, task_groups
+from audit.collect.records.read import consumer_settings, cyclic_gc_paused, task_frame
+from audit.config import AuditConfig
+from audit.errors import ConfigError
+from audit.fsutil import atomic_write_json, replace_path
+from audit.progress import spark_progress
+from audit.snapshot import PartitionRecord, read_manifest, read_records
+
+log = logging.getLogger(__name__)
+
+READ_COMMITTED = "read_committed"
+
+
+def isolation_of(side: str, cfg: AuditConfig) -> str:
+    """How a side is read: the source as MirrorMaker 2's consumer reads it, the replica as
+    its consumers will."""
+    return cfg.mirror.mm2.consumer_isolation if side == "source" else READ_COMMITTED
+
+
+def digest_ranges(
+    src_parts: list[PartitionRecord], dst_parts: list[PartitionRecord], cfg: AuditConfig
+) -> list[TaskRange]:
+    """(side, topic, partition, start, end, compacted=False) of every in-scope source
+    partition whose replica exists, and of that replica: from the log start to where the
+    side's isolation lets a consumer read, cut every ``records.split_records`` offsets."""
+    mm2 = cfg.mirror.mm2
+    replicas = {(p.topic, p.partition): p for p in dst_parts}
+    wanted: list[tuple[str, PartitionRecord]] = []
+    for s in src_parts:
+        replica = replicas.get((mm2.remote_topic(s.topic), s.partition))
+        if replica is None or not cfg.scope.mm2_topic_in_scope(s.topic):
+            continue
+        wanted += [("source", s), ("destination", replica)]
+    out: list[TaskRange] = []
+    split = cfg.records.split_records
+    for side, p in wanted:
+        committed = isolation_of(side, cfg) == READ_COMMITTED
+        lo, end = p.log_start_offset, p.last_stable_offset if committed else p.high_watermark
+        if end <= lo:
+            out.append((side, p.topic, p.partition, lo, lo, False))  # nothing to read: stated, not skipped
+        while lo < end:
+            hi = min(end, (lo // split + 1) * split)
+            out.append((side, p.topic, p.partition, lo, hi, False))
+            lo = hi
+    return out
+
+
+def collect_digests(spark: Any, cfg: AuditConfig, source: Path, destination: Path) -> dict[str, Any]:
+    """Read both sides' records into each snapshot's ``record_digests`` and
+    ``record_digest_ranges``; returns the manifest note (``notes.records``)."""
+    src_manifest = read_manifest(source, "source")
+    dst_manifest = read_manifest(destination, "destination")
+    clients = {
+        "source": cfg.cluster("source").client_settings(),
+        "destination": cfg.cluster("destination").client_settings(),
+    }
+    settings = {side: consumer_settings(clients[side], isolation_of(side, cfg)) for side in SIDES}
+    _require_batch_reader(settings)
+    src_parts = read_records(source, "partitions", PartitionRecord)
+    dst_parts = read_records(destination, "partitions", PartitionRecord)
+    ranges = digest_ranges(src_parts, dst_parts, cfg)
+    if any(r[4] > r[3] for r in ranges):
+        require_reachable("destination", cfg.cluster("destination"), dst_manifest.get("cluster_id"))
+        admin: KafkaAdmin = require_reachable("source", cfg.cluster("source"), src_manifest.get("cluster_id"))
+        compacted = admin.compacted_topics(sorted({r[1] for r in ranges if r[0] == "source"}))
+        ranges = [
+            (side, t, p, lo, hi, _source_topic(side, t, cfg) in compacted) for side, t, p, lo, hi, _ in ranges
+        ]
+    started = utc_now()
+    outcomes = issue_accumulator(spark)
+    groups = task_groups([r for r in ranges if r[4] > r[3]], spark.sparkContext.defaultParallelism * 2)
+    frame = task_frame(spark, groups).mapInArrow(_digest_task(settings, cfg, outcomes), _spark_schema())
+    with tempfile.TemporaryDirectory(prefix=".digests.", dir=destination.parent) as tmp:
+        staging = Path(tmp)
+        clock = time.monotonic()
+        with spark_progress(spark, "records scan (mm2)"):
+            frame.write.partitionBy("side").mode("overwrite").parquet(str(staging / "digests"))
+        log.info("records (mm2): both sides read and digested in %.1fs", time.monotonic() - clock)
+        read = _range_rows(ranges, outcomes.value, cfg)
+        for side, directory in (("source", source), ("destination", destination)):
+            part = staging / "digests" / f"side={side}"
+            if not part.exists():
+                from audit.schemas import spark_schema
+
+                spark.createDataFrame([], spark_schema("record_digests")).write.parquet(str(part))
+            replace_path(part, directory / "record_digests.parquet")
+            _write_ranges(directory / "record_digest_ranges.parquet", [r for r in read if r["side"] == side])
+    failed = [r for r in read if not r["complete"]]
+    note = {
+        "started_at": started,
+        "finished_at": utc_now(),
+        "kind": "digests",
+        "reader": "batches",
+        "isolation": {side: isolation_of(side, cfg) for side in SIDES},
+        "ranges": len(read),
+        "offsets_read": sum(r["read_to"] - r["start_offset"] for r in read),
+        "unreadable_ranges": len(failed),
+        "issues": [
+            {k: r[k] for k in ("side", "topic", "partition", "start_offset", "read_to", "detail")}
+            for r in failed[:50]
+        ],
+    }
+    for directory, manifest in ((source, src_manifest), (destination, dst_manifest)):
+        manifest.setdefault("notes", {})["records"] = note
+        atomic_write_json(directory / "manifest.json", manifest)
+    log.info("records (mm2): %d ranges, %d unreadable", len(read), len(failed))
+    return note
+
+
+def _source_topic(side: str, topic: str, cfg: AuditConfig) -> str | None:
+    return topic if side == "source" else cfg.mirror.mm2.source_topic(topic)
+
+
+def _require_batch_reader(settings: dict[str, dict[str, Any]]) -> None:
+    """Only the batch reader keeps per-record digests: refused, naming why, where it cannot
+    read (the compiled package missing, a client setting kafka-python cannot honour)."""
+    if not available():
+        raise ConfigError(
+            "records in mode mm2 need the compiled batch reader (mirror_audit_native, built from native/): "
+            "install it (pip install ./native), or set records.enabled: false"
+        )
+    for side, side_settings in settings.items():
+        try:
+            fetch_settings(side_settings, 30.0)
+        except BatchSettingsError as why:
+            raise ConfigError(
+                f"records in mode mm2 read with the batch reader, which cannot use the {side} settings: {why}"
+            ) from None
+
+
+def _spark_schema() -> Any:
+    from pyspark.sql import types as T
+
+    from audit.schemas import spark_schema
+
+    return T.StructType(
+        [T.StructField("side", T.StringType(), False), *spark_schema("record_digests").fields]
+    )
+
+
+def _digest_task(
+    settings: dict[str, dict[str, Any]], cfg: AuditConfig, outcomes: Any
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    timeout = cfg.records.timeout_seconds
+    size = cfg.records.chunk_records
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        by_side: dict[str, list[tuple[str, int, int, int]]] = {}
+        for rb in batches:
+            cols = rb.to_pydict()
+            for side, topic, partition, start, end in zip(
+                cols["side"], cols["topic"], cols["partition"], cols["start"], cols["end"], strict=True
+            ):
+                by_side.setdefault(side, []).append((topic, partition, start, end))
+        read: list[tuple[Any, ...]] = []
+        try:
+            with cyclic_gc_paused():
+                for side, ranges in by_side.items():
+                    waves = BatchWaves(settings[side], timeout)
+                    try:
+                        for r in ranges:
+                            yield from _read_range(pa, waves, side, r, size, timeout, read)
+                    finally:
+                        waves.close()
+        finally:
+            outcomes.add(read)
+
+    return run
+
+
+def _read_range(
+    pa: Any,
+    waves: BatchWaves,
+    side: str,
+    r: tuple[str, int, int, int],
+    size: int,
+    timeout: float,
+    read: list[Any],
+) -> Iterator[Any]:
+    """One range's digests as Arrow batches, one per response; its outcome appended to
+    ``read`` as (side, topic, partition, start, end, read_to, detail)."""
+    topic, partition, start, end = r
+    reading = waves.open_range(r, size, digests=True)
+    detail = None
+    try:
+        for _ in waves.fed(reading, r, timeout):
+            yield from _batch(pa, side, topic, partition, *reading.take_digests())
+    except RangeFailed as why:
+        detail = str(why)[:300]
+    except Exception as exc:  # kafka-python's own errors, a lost connection: this range only
+        detail = f"{type(exc).__name__}: {str(exc)[:300]}"
+    if detail is not None:  # what was read before the failure still counts, up to read_to
+        yield from _batch(pa, side, topic, partition, *reading.take_digests())
+    read.append((side, topic, partition, start, end, end if detail is None else reading.next, detail))
+
+
+def _batch(pa: Any, side: str, topic: str, partition: int, offsets: bytes, digests: bytes) -> Iterator[Any]:
+    """The records as one Arrow batch (none if there are none), their columns the walker's
+    buffers as they are."""
+    n = len(offsets) // 8
+    if n == 0:
+        return
+    yield pa.RecordBatch.from_arrays(
+        [
+            pa.repeat(side, n),
+            pa.repeat(topic, n),
+            pa.repeat(pa.scalar(partition, pa.int32()), n),
+            pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]),
+            pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(digests)]),
+        ],
+        names=["side", "topic", "partition", "offset", "digest"],
+    )
+
+
+def _range_rows(
+    ranges: list[TaskRange], outcomes: list[tuple[Any, ...]], cfg: AuditConfig
+) -> list[dict[str, Any]]:
+    """A row per planned range: read whole, or where it stopped and why (a range no task
+    reported, as after a lost executor, is unread from its start)."""
+    done = {(o[0], o[1], o[2], o[3]): o for o in outcomes}
+    rows = []
+    for side, topic, partition, start, end, compacted in ranges:
+        o = done.get((side, topic, partition, start))
+        if end <= start:
+            read_to, detail = end, None
+        elif o is None:
+            read_to, detail = start, "no task reported reading this range"
+        else:
+            read_to, detail = o[5], o[6]
+        rows.append(
+            {
+                "side": side,
+                "topic": topic,
+                "partition": partition,
+                "start_offset": start,
+                "end_offset": end,
+                "read_to": read_to,
+                "complete": detail is None,
+                "isolation": isolation_of(side, cfg),
+                "compacted": compacted,
+                "detail": detail,
+            }
+        )
+    return rows
+
+
+def _write_ranges(path: Path, rows: list[dict[str, Any]]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from audit.schemas import arrow_schema, columns
+
+    names = [c.name for c in columns("record_digest_ranges")]
+    table = pa.Table.from_pydict(
+        {n: [r[n] for r in rows] for n in names}, schema=arrow_schema("record_digest_ranges")
+    )
+    tmp = path.with_name(path.name + ".partial")
+    pq.write_table(table, tmp)
+    tmp.replace(path)
