@@ -481,9 +481,16 @@ def test_an_msk_iam_token_from_awss_signer_reaches_both_clients(
     # The broker's refusal is what this asserts, not how fast it comes: on a loaded machine
     # the config's 5 s bootstrap ran out before the login was tried (seen once in a full run).
     settings = {**settings, "bootstrap_timeout_ms": 15_000}
-    refused = pytest.raises(Exception)  # kafka-python's own error, whatever it wraps it in
-    with caplog.at_level(logging.WARNING, logger="kafka"), refused, kafka_python_admin(settings) as admin:
-        admin.list_topics()
+    refusal = 'SaslAuthenticationFailedError: {"status":"invalid_token"}'
+    # Up to three logins: on a loaded machine the broker once dropped every connection of
+    # one attempt before the SASL exchange ("socket disconnected", seen in a full run right
+    # after librdkafka's dozens of refused logins above), which says nothing of the token.
+    for _ in range(3):
+        refused = pytest.raises(Exception)  # kafka-python's own error, whatever it wraps it in
+        with caplog.at_level(logging.WARNING, logger="kafka"), refused, kafka_python_admin(settings) as admin:
+            admin.list_topics()
+        if refusal in caplog.text:
+            break
     assert tokens.ISSUED, "kafka-python never asked the provider"
     # The broker read the token and refused it as a token (not a connection problem).
-    assert 'SaslAuthenticationFailedError: {"status":"invalid_token"}' in caplog.text
+    assert refusal in caplog.text
