@@ -98,8 +98,8 @@ class Profile:
         if self.data_level is None:
             raise ConfigError(
                 f"{what}: batch-level checks and record chunks compare equal offsets: use them with mode "
-                f"cluster-mirroring (mode is {self.mode}; its nightly job reads records itself with "
-                "records.enabled)"
+                f"cluster-mirroring (mode is {self.mode}); in mode mm2 the nightly job reads records itself "
+                "(records.enabled)"
             )
 
     def require_records_scan(self) -> None:

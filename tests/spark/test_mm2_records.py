@@ -120,7 +120,6 @@ def test_skip_stray_and_replay_are_each_caught_and_an_unsynced_partition_is_unch
     assert summary["verdict"] == "FAIL"
 
 
-@FAST_TIER
 def test_a_clean_copy_passes_and_the_in_process_engine_leaves_record_digests_out(
     spark: Any, tmp_path: Path
 ) -> None:
