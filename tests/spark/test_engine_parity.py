@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from audit.compare.run import OPTIONAL_TABLES
 from audit.config import AuditConfig
 from audit.config_file import parse_config
 from audit.errors import InputError
@@ -18,7 +19,7 @@ from audit.jobs import READINESS
 from audit.pipeline import audit_snapshots, compare_snapshots
 from audit.profiles import profile
 from audit.snapshot import GroupRecord
-from audit.validate.invariants import CLUSTER_MIRRORING
+from audit.validate.invariants import ALL
 from audit.validate.results import MAX_EXAMPLES
 from tests.run_files import kept_keys, unchecked_keys
 from tests.snapshots import faulty_pair, group, mirror, offset, part, share, write_pair
@@ -141,9 +142,10 @@ def test_engines_write_identical_tables(spark: Any, tmp_path: Path, scenario: st
     src, dst = make(tmp_path / "snap")
     on_spark = compare_snapshots(src, dst, tmp_path / "spark", cfg, "spark")
     local = compare_snapshots(src, dst, tmp_path / "local", cfg, "local")
-    # Tables whose input is optional (the mirror state) are written by both or neither.
+    # Tables whose input is optional (the mirror state, record digests) are written by both
+    # or neither.
     assert set(on_spark.paths) == set(local.paths)
-    assert set(on_spark.paths) >= set(profile(cfg.mode).tables) - {"mirror_states"}
+    assert set(on_spark.paths) >= set(profile(cfg.mode).tables) - set(OPTIONAL_TABLES)
     for table in on_spark.paths:
         s_schema, s_rows = _sorted_rows(on_spark.paths[table], KEYS[table])
         l_schema, l_rows = _sorted_rows(local.paths[table], KEYS[table])
@@ -164,7 +166,7 @@ def _comparable(summary: dict[str, Any]) -> dict[str, Any]:
     # Where Spark ran it: only the Spark engine says (and a cluster says another master).
     out["run"].pop("spark_master", None)
     out["run"].pop("spark_executors_ran_tasks", None)
-    spark_only = {i.id for i in CLUSTER_MIRRORING if i.spark_only}
+    spark_only = {i.id for i in ALL.values() if i.spark_only}
     for inv_id, inv in out["invariants"].items():
         if inv_id in spark_only:  # skipped by both; the local engine says it never checks them
             assert inv["status"] == "skipped", (inv_id, inv)
