@@ -51,3 +51,18 @@ def test_an_empty_partition_is_stated_as_read_and_a_range_no_task_reported_as_un
         0,
         "no task reported reading this range",
     )
+
+
+def test_a_setting_the_batch_reader_cannot_honour_stops_the_scan_naming_it() -> None:
+    import pytest
+
+    from audit.collect.records.digests import _require_batch_reader
+    from audit.errors import ConfigError
+
+    pytest.importorskip("mirror_audit_native")
+    plain = {"bootstrap.servers": "x:1"}
+    _require_batch_reader({"source": plain, "destination": plain})
+    with pytest.raises(
+        ConfigError, match=r"cannot use the destination settings: the property socket\.keepalive"
+    ):
+        _require_batch_reader({"source": plain, "destination": {**plain, "socket.keepalive.enable": "true"}})

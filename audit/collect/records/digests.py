@@ -31,13 +31,8 @@ from typing import Any
 from audit.collect.batches.scan import issue_accumulator
 from audit.collect.metadata.kafka_admin import KafkaAdmin, require_reachable
 from audit.collect.metadata.snapshot import utc_now
-from audit.collect.records.batch_reader import (
-    BatchSettingsError,
-    BatchWaves,
-    RangeFailed,
-    available,
-    fetch_settings,
-)
+from audit.collect.records import native
+from audit.collect.records.batch_reader import BatchWaves, RangeFailed
 from audit.collect.records.plan import SIDES, TaskRange, task_groups
 from audit.collect.records.read import consumer_settings, cyclic_gc_paused, task_frame
 from audit.config import AuditConfig
@@ -154,18 +149,14 @@ def _source_topic(side: str, topic: str, cfg: AuditConfig) -> str | None:
 def _require_batch_reader(settings: dict[str, dict[str, Any]]) -> None:
     """Only the batch reader keeps per-record digests: refused, naming why, where it cannot
     read (the compiled package missing, a client setting kafka-python cannot honour)."""
-    if not available():
+    if native.load() is None:
         raise ConfigError(
-            "records in mode mm2 need the compiled batch reader (mirror_audit_native, built from native/): "
+            f"records in mode mm2 read with the batch reader, but {native.MODULE} is not installed: "
             "install it (pip install ./native), or set records.enabled: false"
         )
-    for side, side_settings in settings.items():
-        try:
-            fetch_settings(side_settings, 30.0)
-        except BatchSettingsError as why:
-            raise ConfigError(
-                f"records in mode mm2 read with the batch reader, which cannot use the {side} settings: {why}"
-            ) from None
+    problem = native.batch_problem(settings)
+    if problem is not None:
+        raise ConfigError(f"records in mode mm2 read with the batch reader, which cannot use {problem}")
 
 
 def _spark_schema() -> Any:

@@ -83,7 +83,7 @@ def resolve(choice: str, settings: dict[str, dict[str, Any]]) -> ReaderName:
         log.info("records: the compiled reader is not installed, reading with confluent-kafka")
         return "python"
     if choice in ("auto", "batches"):
-        problem = _batch_problem(settings)
+        problem = batch_problem(settings)
         if problem is None:
             log.info("records: reading record batches with the batch reader")
             return "batches"
@@ -112,7 +112,7 @@ def resolve(choice: str, settings: dict[str, dict[str, Any]]) -> ReaderName:
     return "native"
 
 
-def _batch_problem(settings: dict[str, dict[str, Any]]) -> str | None:
+def batch_problem(settings: dict[str, dict[str, Any]]) -> str | None:
     """Why the batch reader cannot read a side ("the <side> settings: <why>"), or None."""
     from audit.collect.records import batch_reader
 
