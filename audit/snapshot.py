@@ -108,6 +108,21 @@ class Mm2CheckpointRecord:
 
 
 @dataclass(frozen=True)
+class RecordDigestRangeRecord:
+    """What a records scan in mode mm2 read of one range (``record_digest_ranges``)."""
+
+    topic: str
+    partition: int
+    start_offset: int
+    end_offset: int
+    read_to: int
+    complete: bool
+    isolation: str
+    compacted: bool
+    detail: str | None
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """One cluster's state. ``open_transactions`` is None when it could not be collected."""
 
@@ -151,13 +166,17 @@ def make_manifest(
 
 
 def write_table(path: Path, table: str, rows: tuple[Any, ...]) -> None:
-    """One table of the contract into ``path`` (a directory), from its records."""
+    """One table of the contract into ``path`` (a directory), from its records; the file
+    appears whole or not at all (written beside, then renamed)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     schema = arrow_schema(table)
     columns = {c.name: [getattr(r, c.name) for r in rows] for c in SNAPSHOT_TABLES[table]}
-    pq.write_table(pa.Table.from_pydict(columns, schema=schema), path / f"{table}.parquet")
+    target = path / f"{table}.parquet"
+    partial = path / f".{table}.parquet.partial"
+    pq.write_table(pa.Table.from_pydict(columns, schema=schema), partial)
+    partial.replace(target)
 
 
 def write_snapshot(directory: str | Path, snap: Snapshot) -> Path:

@@ -41,16 +41,12 @@ def test_an_empty_partition_is_stated_as_read_and_a_range_no_task_reported_as_un
     ranges = digest_ranges(src, dst, CFG)
     assert ranges[0] == ("source", "orders", 0, 7, 7, False)
     outcomes = [("destination", "source.orders", 0, 0, 3, 1, "fetch at offset 1: Broker: Not leader")]
-    rows = {r["side"]: r for r in _range_rows(ranges, outcomes, CFG)}
-    assert (rows["source"]["complete"], rows["source"]["read_to"]) == (True, 7)
-    assert (rows["destination"]["complete"], rows["destination"]["read_to"]) == (False, 1)
-    assert rows["destination"]["isolation"] == "read_committed"
-    lost = {r["side"]: r for r in _range_rows(ranges, [], CFG)}["destination"]
-    assert (lost["complete"], lost["read_to"], lost["detail"]) == (
-        False,
-        0,
-        "no task reported reading this range",
-    )
+    rows = dict(_range_rows(ranges, outcomes, CFG))
+    assert (rows["source"].complete, rows["source"].read_to) == (True, 7)
+    assert (rows["destination"].complete, rows["destination"].read_to) == (False, 1)
+    assert rows["destination"].isolation == "read_committed"
+    lost = dict(_range_rows(ranges, [], CFG))["destination"]
+    assert (lost.complete, lost.read_to, lost.detail) == (False, 0, "no task reported reading this range")
 
 
 def test_a_setting_the_batch_reader_cannot_honour_stops_the_scan_naming_it() -> None:

@@ -39,7 +39,7 @@ from audit.config import AuditConfig
 from audit.errors import ConfigError
 from audit.fsutil import atomic_write_json, replace_path
 from audit.progress import spark_progress
-from audit.snapshot import PartitionRecord, read_manifest, read_records
+from audit.snapshot import PartitionRecord, RecordDigestRangeRecord, read_manifest, read_records, write_table
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +119,8 @@ def collect_digests(spark: Any, cfg: AuditConfig, source: Path, destination: Pat
 
                 spark.createDataFrame([], spark_schema("record_digests")).write.parquet(str(part))
             replace_path(part, directory / "record_digests.parquet")
-            _write_ranges(directory / "record_digest_ranges.parquet", [r for r in read if r["side"] == side])
-    failed = [r for r in read if not r["complete"]]
+            write_table(directory, "record_digest_ranges", tuple(r for s, r in read if s == side))
+    failed = [(side, r) for side, r in read if not r.complete]
     note = {
         "started_at": started,
         "finished_at": utc_now(),
@@ -128,11 +128,18 @@ def collect_digests(spark: Any, cfg: AuditConfig, source: Path, destination: Pat
         "reader": "batches",
         "isolation": {side: isolation_of(side, cfg) for side in SIDES},
         "ranges": len(read),
-        "offsets_read": sum(r["read_to"] - r["start_offset"] for r in read),
+        "offsets_read": sum(r.read_to - r.start_offset for _, r in read),
         "unreadable_ranges": len(failed),
         "issues": [
-            {k: r[k] for k in ("side", "topic", "partition", "start_offset", "read_to", "detail")}
-            for r in failed[:50]
+            {
+                "side": side,
+                "topic": r.topic,
+                "partition": r.partition,
+                "start_offset": r.start_offset,
+                "read_to": r.read_to,
+                "detail": r.detail,
+            }
+            for side, r in failed[:50]
         ],
     }
     for directory, manifest in ((source, src_manifest), (destination, dst_manifest)):
@@ -247,9 +254,9 @@ def _batch(pa: Any, side: str, topic: str, partition: int, offsets: bytes, diges
 
 def _range_rows(
     ranges: list[TaskRange], outcomes: list[tuple[Any, ...]], cfg: AuditConfig
-) -> list[dict[str, Any]]:
-    """A row per planned range: read whole, or where it stopped and why (a range no task
-    reported, as after a lost executor, is unread from its start)."""
+) -> list[tuple[str, RecordDigestRangeRecord]]:
+    """(side, its row) per planned range: read whole, or where it stopped and why (a range
+    no task reported, as after a lost executor, is unread from its start)."""
     done = {(o[0], o[1], o[2], o[3]): o for o in outcomes}
     rows = []
     for side, topic, partition, start, end, compacted in ranges:
@@ -260,33 +267,8 @@ def _range_rows(
             read_to, detail = start, "no task reported reading this range"
         else:
             read_to, detail = o[5], o[6]
-        rows.append(
-            {
-                "side": side,
-                "topic": topic,
-                "partition": partition,
-                "start_offset": start,
-                "end_offset": end,
-                "read_to": read_to,
-                "complete": detail is None,
-                "isolation": isolation_of(side, cfg),
-                "compacted": compacted,
-                "detail": detail,
-            }
+        row = RecordDigestRangeRecord(
+            topic, partition, start, end, read_to, detail is None, isolation_of(side, cfg), compacted, detail
         )
+        rows.append((side, row))
     return rows
-
-
-def _write_ranges(path: Path, rows: list[dict[str, Any]]) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from audit.schemas import arrow_schema, columns
-
-    names = [c.name for c in columns("record_digest_ranges")]
-    table = pa.Table.from_pydict(
-        {n: [r[n] for r in rows] for n in names}, schema=arrow_schema("record_digest_ranges")
-    )
-    tmp = path.with_name(path.name + ".partial")
-    pq.write_table(table, tmp)
-    tmp.replace(path)
