@@ -83,7 +83,8 @@ def stage(out: Path) -> None:
         check=False,
     )
     if built.returncode != 0:
-        raise ContextError(f"pip wheel failed: {(built.stderr or built.stdout).strip().splitlines()[-1:]}")
+        said = (built.stderr or built.stdout).strip().splitlines()
+        raise ContextError(f"pip wheel failed: {said[-1] if said else f'exit {built.returncode}'}")
     shutil.rmtree(REPO / "build" / "lib", ignore_errors=True)  # setuptools' scratch
     for name in ("kafka_mirror_audit-*.whl", "mirror_audit_native-*.whl"):
         if not list(wheels.glob(name)):
