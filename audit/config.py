@@ -212,11 +212,15 @@ class Mm2Config:
     # exactly.once.source.support=enabled (Connect 3.5+) with read_committed: duplicates on
     # the replica fail MM2-DATA-3 instead of warning (at-least-once delivery makes them).
     exactly_once: bool = False
-    offset_syncs_topic: str | None = None  # default mm2-offset-syncs.<target alias>.internal
+    # default mm2-offset-syncs.<alias>.internal, named after the cluster it is not on:
+    # the target alias where it lives on the source, the source alias where on the target
+    # (MirrorSourceConfig.offsetSyncsTopic).
+    offset_syncs_topic: str | None = None
     checkpoints_topic: str | None = None  # default <source alias>.checkpoints.internal (on the target)
 
     def offset_syncs_topic_name(self) -> str:
-        return self.offset_syncs_topic or f"mm2-offset-syncs.{self.target_alias}.internal"
+        other = self.target_alias if self.offset_syncs_topic_location == "source" else self.source_alias
+        return self.offset_syncs_topic or f"mm2-offset-syncs.{other}.internal"
 
     def checkpoints_topic_name(self) -> str:
         return self.checkpoints_topic or f"{self.source_alias}.checkpoints.internal"

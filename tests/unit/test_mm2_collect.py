@@ -70,7 +70,9 @@ def test_offset_syncs_on_the_target_and_custom_names() -> None:
     )
     dst = _Admin("destination", {})
     tables = collect_mm2(dst, "destination", mm2)
-    assert dst.read == ["mm2-offset-syncs.dc2.internal", "custom.checkpoints"]
+    # Named after the cluster it is not on: the real MirrorMaker 2 creates
+    # mm2-offset-syncs.source.internal on the target (tests/integration/test_mm2_records_live.py).
+    assert dst.read == ["mm2-offset-syncs.dc1.internal", "custom.checkpoints"]
     assert tables.offset_syncs is None and tables.checkpoints is None  # both topics missing
     assert tables.notes["mm2_checkpoints"] == {"topic": "custom.checkpoints", "missing": True}
     assert mm2.remote_topic("orders") == "dc1.orders"
