@@ -68,7 +68,7 @@ malloc:
 
 # Two pytest-xdist workers: the modules of the shared sandbox in one, every other module
 # (the sandboxes of their own, Spark, unit) a unit of its own (tests/conftest.py's scheduler).
-test: lint typecheck jars browser malloc container-tools
+test: lint typecheck jars browser malloc container-tools kcat
 	$(BIN)/pytest -n 2 $(PYTEST_ARGS)
 
 unit: $(STAMP) $(NATIVE_STAMP)
@@ -119,7 +119,8 @@ bench-scan-breakdown: $(STAMP) $(NATIVE_STAMP) jars malloc
 	  || { $(APT_GET) update && $(APT_GET) install -y --no-install-recommends linux-perf; }; }
 	$(BIN)/python bench/scan_breakdown.py --symbols 5
 
-# kcat, the record benchmarks' baseline, installed here where missing from Debian's package.
+# kcat, the record benchmarks' baseline and the mm2 record tests' independent count, installed
+# here where missing, from Debian's package.
 kcat:
 	@command -v kcat >/dev/null || command -v kafkacat >/dev/null || { \
 	  echo "kcat not found: installing Debian's kcat (apt-get) for the record benchmarks' baseline"; \

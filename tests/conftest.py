@@ -42,6 +42,7 @@ SHARED_SERVICE_MODULES = frozenset(
         "tests/integration/test_credentials_live.py",
         "tests/integration/test_failover_live.py",
         "tests/integration/test_hostile_live.py",
+        "tests/integration/test_mm2_records_live.py",
         "tests/integration/test_mm2_sandbox.py",
         "tests/integration/test_records_live.py",
         "tests/integration/test_sandbox.py",

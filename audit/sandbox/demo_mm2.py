@@ -4,12 +4,15 @@ Source traffic (keys, headers; no transactions: MM2 does not copy their markers,
 would skew the replica's offsets against the source's) is mirrored by a real MirrorMaker 2
 (``audit/sandbox/mm2.py``) with checkpoints and group offset sync on. Consumer groups
 commit on the source; the demo waits until MM2 has checkpointed and synced every group,
-then runs the nightly audit in mode mm2. Without ``--healthy`` two faults come first:
+then runs the nightly audit in mode mm2. Without ``--healthy`` three faults come first:
 
 - billing: a consumer of the group runs on the target during the audit (MM2-READY-1);
 - payments: records are deleted on the target past the checkpoint of the analytics group,
   so that checkpoint points below the replica's log start (MM2-CKPT-2), and so does the
-  offset MirrorMaker 2 already synced into the target group (CM-GROUP-2).
+  offset MirrorMaker 2 already synced into the target group (CM-GROUP-2);
+- orders-2: MirrorMaker 2 stopped, 20 more records written, its committed position moved
+  past 10 of them in Connect's offsets topic, and started again: those 10 never reach the
+  replica (MM2-DATA-1, from source offset 200).
 """
 
 from __future__ import annotations
@@ -61,22 +64,26 @@ OPTIONS = mm2.Mm2Options(
     topics="orders|payments", groups="billing|analytics|shipping", sync_group_offsets=True
 )
 # What the faults above make the audit fail (warnings are not part of this demo's promise).
-INJECTED = InjectedFaults(fail=frozenset({mm2i.CKPT_2.id, mm2i.READY_1.id, cm.GROUP_2.id}))
+INJECTED = InjectedFaults(fail=frozenset({mm2i.CKPT_2.id, mm2i.READY_1.id, cm.GROUP_2.id, mm2i.DATA_1.id}))
+# The skip: records written on orders-2 while MirrorMaker 2 is stopped, and how many of
+# them its moved position makes it pass over.
+SKIP_PARTITION, SKIP_WRITTEN, SKIPPED = 2, 20, 10
 
 
 def _remote(topic: str) -> str:
     return mm2.remote_topic(topic, OPTIONS)
 
 
+def _orders(p: int, first: int, count: int) -> list[Record]:
+    return [
+        Record(f"order-{p}-{i}".encode(), f'{{"amount": {i}}}'.encode(), (("trace-id", f"{p}-{i}".encode()),))
+        for i in range(first, first + count)
+    ]
+
+
 def _traffic(src: str) -> None:
     for p in range(TOPICS["orders"]):
-        records = [
-            Record(
-                f"order-{p}-{i}".encode(), f'{{"amount": {i}}}'.encode(), (("trace-id", f"{p}-{i}".encode()),)
-            )
-            for i in range(200)
-        ]
-        produce(src, "orders", records, partition=p)
+        produce(src, "orders", _orders(p, 0, 200), partition=p)
     produce(
         src, "payments", [Record(f"pay-{i}".encode(), f"{i * 10}".encode()) for i in range(50)], partition=0
     )
@@ -95,11 +102,13 @@ def _target_offsets(dst: str, group: str) -> dict[tuple[str, int], int]:
     return result
 
 
-def _wait_mirrored(src: str, dst: str, synced_groups: set[str], timeout: float = 300.0) -> None:
+def _wait_mirrored(
+    src: str, dst: str, synced_groups: set[str], timeout: float = 300.0, skipped: int = 0
+) -> None:
     """Until every commit is checkpointed at its offset and synced into the target group
-    (for ``synced_groups``), and every replica has all the source's records, the same in
-    two polls a second apart: a checkpoint can still improve once a later offset sync
-    arrives, and the audit should not start between the two."""
+    (for ``synced_groups``), and every replica has all the source's records (but the
+    ``skipped`` of orders-2), the same in two polls a second apart: a checkpoint can still
+    improve once a later offset sync arrives, and the audit should not start between the two."""
     src_admin_c = Consumer(client_conf(src, **{"group.id": "mirror-audit-demo-never-joined"}))
     dst_admin_c = Consumer(client_conf(dst, **{"group.id": "mirror-audit-demo-never-joined"}))
     deadline = time.monotonic() + timeout
@@ -114,6 +123,8 @@ def _wait_mirrored(src: str, dst: str, synced_groups: set[str], timeout: float =
                     _, dst_high = dst_admin_c.get_watermark_offsets(
                         TopicPartition(_remote(topic), p), timeout=10
                     )
+                    if (topic, p) == ("orders", SKIP_PARTITION):
+                        src_high -= skipped
                     if dst_high < src_high:
                         waiting.append(f"{_remote(topic)}-{p} at {dst_high} of {src_high}")
             checkpoints = mm2.latest_checkpoints(dst)
@@ -168,6 +179,16 @@ class _LiveConsumer:
         self._consumer.close()
 
 
+def _skip(state: SandboxState, src: str, dst: str) -> None:
+    """MirrorMaker 2 made to skip records: stopped, records written, its committed position
+    moved past some of them, started again."""
+    mm2.stop(state)
+    produce(src, "orders", _orders(SKIP_PARTITION, 200, SKIP_WRITTEN), partition=SKIP_PARTITION)
+    mm2.skip_records(state, "orders", SKIP_PARTITION, SKIPPED)
+    mm2.start(state, OPTIONS)
+    _wait_mirrored(src, dst, synced_groups=set(COMMITS), skipped=SKIPPED)
+
+
 def demo_config(state: SandboxState, out_root: Path) -> AuditConfig:
     return AuditConfig(
         mode="mm2",
@@ -202,6 +223,7 @@ def run_mm2_demo(
             commit_offsets(src, group, offsets)
         _wait_mirrored(src, dst, synced_groups=set(COMMITS))
         if not healthy:
+            _skip(state, src, dst)
             live = _LiveConsumer(dst, "billing", _remote("orders"))
             # Retention on the target passes analytics' checkpoint (40 on payments-0).
             cut = TopicPartition(_remote("payments"), 0, 45)

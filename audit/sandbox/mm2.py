@@ -9,7 +9,8 @@ its log is kept in the sandbox work dir (``mm2/mirror-maker.log``).
 
 The aliases are "source" and "target": topics arrive on the destination cluster as
 ``source.<topic>`` (or unchanged with the identity policy), offset syncs are written to
-``mm2-offset-syncs.target.internal`` and checkpoints to ``source.checkpoints.internal``,
+``mm2-offset-syncs.target.internal`` (on the source; ``mm2-offset-syncs.source.internal``
+where ``offset_syncs_location`` puts it on the target) and checkpoints to ``source.checkpoints.internal``,
 which is what ``Mm2Config``'s defaults expect.
 """
 
@@ -18,13 +19,14 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import signal
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from audit.errors import SandboxError
@@ -32,7 +34,7 @@ from audit.fsutil import atomic_write_json, atomic_write_text
 from audit.sandbox.jars import ensure_mm2_jars, find_java
 from audit.sandbox.processes import start_java, stop_process
 from audit.sandbox.state import SandboxState, process_start_ticks
-from audit.sandbox.traffic import client_conf
+from audit.sandbox.traffic import client_conf, scan_messages
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,14 @@ class Mm2Options:
     # until it is sent unless a record 100 offsets later replaces it.
     offset_lag_max: int = 100
     heap_mb: int = 512
+    # offset.flush.interval.ms: how often Connect commits the source task's positions (None:
+    # Connect's 60 s). A task stopped gracefully commits them; a killed one resumes from the
+    # last commit and copies again what it had copied since, so a long interval makes that
+    # replay exactly "everything since the last graceful stop".
+    offset_flush_interval_ms: int | None = None
+    # <source alias>.consumer.isolation.level (None: the consumer's default, read_uncommitted:
+    # aborted records are copied too).
+    consumer_isolation: Literal["read_uncommitted", "read_committed"] | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +123,10 @@ def properties(state: SandboxState, opts: Mm2Options) -> str:
         "config.storage.replication.factor": "1",
         "tasks.max": "1",
     }
+    if opts.offset_flush_interval_ms is not None:
+        lines["offset.flush.interval.ms"] = str(opts.offset_flush_interval_ms)
+    if opts.consumer_isolation is not None:
+        lines[f"{SOURCE_ALIAS}.consumer.isolation.level"] = opts.consumer_isolation
     if opts.identity_policy:
         lines["replication.policy.class"] = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
     header = (
@@ -152,11 +166,13 @@ def start(state: SandboxState, opts: Mm2Options | None = None, timeout: float = 
     props = directory / "mm2.properties"
     atomic_write_text(props, properties(state, opts))
     log_path = directory / "mirror-maker.log"
+    log_from = log_path.stat().st_size if log_path.exists() else 0
     pid, ticks = start_java(find_java(), str(jars), opts.heap_mb, MAIN_CLASS, [str(props)], log_path)
     proc = Mm2Process(pid, ticks, str(props), str(log_path), opts, mm2_version)
     _save(state, proc)
     try:
         _wait_started(state, proc, timeout)
+        _wait_task_isolation(proc, log_from, timeout)
     except BaseException:
         stop(state)
         raise
@@ -173,7 +189,7 @@ def start(state: SandboxState, opts: Mm2Options | None = None, timeout: float = 
 def _wait_started(state: SandboxState, proc: Mm2Process, timeout: float) -> None:
     syncs_cluster = "source" if proc.options.offset_syncs_location == "source" else "destination"
     wanted = {
-        (syncs_cluster, f"mm2-offset-syncs.{TARGET_ALIAS}.internal"),
+        (syncs_cluster, offset_syncs_topic(proc.options)),
         ("destination", f"{SOURCE_ALIAS}.checkpoints.internal"),
     }
     # MM2's heartbeat connector creates the source's ``heartbeats`` topic after start; the
@@ -212,6 +228,44 @@ def _wait_started(state: SandboxState, proc: Mm2Process, timeout: float) -> None
         dst.close()
 
 
+def _wait_task_isolation(proc: Mm2Process, log_from: int, timeout: float) -> None:
+    """Until the source task reads with this start's isolation level. A restarted worker
+    first starts its tasks from the task configs stored by the previous run, and restarts
+    them with the new ones only once the connector has recomputed them (seconds later): an
+    aborted transaction produced in between would be copied by the old task."""
+    wanted = proc.options.consumer_isolation or "read_uncommitted"
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(proc.log_path, "rb") as f:
+            f.seek(log_from)
+            logged = f.read().decode("utf-8", errors="replace")
+        if task_isolation(logged) == wanted:
+            return
+        if not proc.alive or time.monotonic() > deadline:
+            raise SandboxError(
+                f"MirrorMaker 2's source task did not start reading {wanted} within {timeout:.0f}s: "
+                f"see {proc.log_path}"
+            )
+        time.sleep(0.5)
+
+
+def task_isolation(logged: str) -> str | None:
+    """The isolation level of the newest replication consumer a MirrorMaker 2 log shows
+    configured (Kafka clients log their configuration, a tab-indented "key = value" a line,
+    client.id before isolation.level)."""
+    newest, client = None, ""
+    for line in logged.splitlines():
+        if not line.startswith("\t"):
+            client = ""
+            continue
+        key, _, value = line.strip().partition(" = ")
+        if key == "client.id":
+            client = value
+        elif key == "isolation.level" and client.endswith("|replication-consumer"):
+            newest = value
+    return newest
+
+
 def _holds_a_record(consumer: Consumer, topic: str) -> bool:
     """Partition 0 of ``topic`` has a record; a topic the admin client lists may still be
     unknown to this consumer's metadata or lack a leader for a moment: not yet, no error."""
@@ -231,6 +285,69 @@ def stop(state: SandboxState, timeout: float = 30.0) -> Mm2Process | None:
     return proc
 
 
+def kill(state: SandboxState) -> Mm2Process | None:
+    """Stop MirrorMaker 2 as a crash does (SIGKILL): no task commits its position, so the next
+    start copies again everything copied since the last commit."""
+    proc = load(state)
+    if proc is None:
+        return None
+    stop_process(proc.pid, proc.start_ticks, 30.0, signal.SIGKILL)
+    _save(state, None)
+    return proc
+
+
+def offsets_topic() -> str:
+    """Where the dedicated-mode worker of the flow keeps its source tasks' positions (on the target)."""
+    return f"mm2-offsets.{SOURCE_ALIAS}.internal"
+
+
+def skip_records(state: SandboxState, topic: str, partition: int, count: int) -> tuple[int, int]:
+    """Move the committed source position of ``topic``-``partition`` forward by ``count``, as an
+    operator editing Connect's offsets (or a bug) would, so MirrorMaker 2 never copies the next
+    ``count`` records: they stay on the source, missing from the replica. Only while it is
+    stopped (a running worker would overwrite the position). Returns (old, new) position: the
+    offset of the last record counted as copied, as Connect stores it.
+
+    Connect stores a position as a record keyed by the connector and the source partition
+    (JSON), valued ``{"offset": N}``; its reader keeps the last record per key, so the new
+    record reuses the stored key's exact bytes and partition."""
+    running = load(state)
+    if running is not None and running.alive:
+        raise SandboxError("skipping records needs MirrorMaker 2 stopped: mirror-audit sandbox mm2-stop")
+    dst = state.cluster("destination").bootstrap
+    wanted = ["MirrorSourceConnector", {"cluster": SOURCE_ALIAS, "partition": partition, "topic": topic}]
+    stored: tuple[bytes, int, int] | None = None
+    for msg in _all_messages(dst, offsets_topic()):
+        try:
+            key, value = json.loads(msg.key() or b"null"), json.loads(msg.value() or b"null")
+        except ValueError:
+            continue
+        if key == wanted and isinstance(value, dict) and isinstance(value.get("offset"), int):
+            stored = (msg.key() or b"", msg.partition() or 0, value["offset"])
+    if stored is None:
+        raise SandboxError(f"MirrorMaker 2 has committed no position of {topic}-{partition} yet")
+    key_bytes, at, old = stored
+    new = old + count
+    producer = Producer(client_conf(dst))
+    producer.produce(offsets_topic(), key=key_bytes, value=json.dumps({"offset": new}).encode(), partition=at)
+    if producer.flush(30) != 0:
+        raise SandboxError(f"could not write MirrorMaker 2's position of {topic}-{partition}")
+    return old, new
+
+
+def _all_messages(bootstrap: str, topic: str) -> list[Message]:
+    """Every message of every partition of ``topic``, each partition in offset order."""
+    c = Consumer(client_conf(bootstrap, **{"group.id": "mirror-audit-never-joined"}))
+    try:
+        md = c.list_topics(topic, timeout=10).topics.get(topic)
+        if md is None or md.error is not None:
+            raise SandboxError(f"{topic} not found on {bootstrap}: has MirrorMaker 2 run?")
+        marks = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in md.partitions}
+    finally:
+        c.close()
+    return [m for p, (lo, hi) in sorted(marks.items()) for m in scan_messages(bootstrap, topic, p, lo, hi)]
+
+
 def restart(state: SandboxState, timeout: float = 120.0) -> Mm2Process:
     """Stop and start again with the same options (tasks restart from their stored offsets)."""
     proc = load(state)
@@ -246,6 +363,12 @@ def running(state: SandboxState, opts: Mm2Options | None = None) -> Iterator[Mm2
         yield start(state, opts)
     finally:
         stop(state)
+
+
+def offset_syncs_topic(opts: Mm2Options) -> str:
+    """MirrorMaker 2 names its offset-syncs topic after the cluster it is not on."""
+    other = TARGET_ALIAS if opts.offset_syncs_location == "source" else SOURCE_ALIAS
+    return f"mm2-offset-syncs.{other}.internal"
 
 
 def remote_topic(topic: str, opts: Mm2Options) -> str:

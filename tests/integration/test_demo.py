@@ -166,8 +166,9 @@ def test_the_healthy_demo_from_a_fresh_tree_passes_with_exit_0(fresh_tree: Path,
 def test_mm2_demo(tmp_path: Path, healthy: bool) -> None:
     """The same flow with a real MirrorMaker 2: healthy passes every mm2 invariant; the faulty
     run fails exactly MM2-CKPT-2 and CM-GROUP-2 (records deleted on the target past the
-    analytics checkpoint, which MirrorMaker 2 had already synced into the target group) and
-    MM2-READY-1 (a group live on the target)."""
+    analytics checkpoint, which MirrorMaker 2 had already synced into the target group),
+    MM2-READY-1 (a group live on the target) and MM2-DATA-1 (10 records MirrorMaker 2 was
+    made to skip)."""
     code, summary, output = _demo(tmp_path, "--mode", "mm2", *(["--healthy"] if healthy else []))
     assert summary, output[-3000:]
     assert summary["mode"] == "mm2"
@@ -183,8 +184,15 @@ def test_mm2_demo(tmp_path: Path, healthy: bool) -> None:
         assert set(statuses.values()) == {"pass", "skipped"}, statuses
         return
     assert code == 1, output[-3000:]
-    assert _by_status(summary, "fail") == {"MM2-CKPT-2", "MM2-READY-1", "CM-GROUP-2"}, statuses
+    assert _by_status(summary, "fail") == {"MM2-CKPT-2", "MM2-READY-1", "CM-GROUP-2", "MM2-DATA-1"}, statuses
     inv = summary["invariants"]
+    (skip,) = inv["MM2-DATA-1"]["examples"]
+    assert (skip["topic"], skip["partition"], skip["missing_records"], skip["first_missing_offset"]) == (
+        "orders",
+        2,
+        10,
+        200,
+    )
     assert {e["group_id"] for e in inv["MM2-CKPT-2"]["examples"]} == {"analytics"}
     # The synced target offset (the checkpoint's downstream, 40) now lies below the replica's
     # log start (45): consumers failing over would hit OffsetOutOfRange.

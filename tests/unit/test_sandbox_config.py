@@ -101,3 +101,24 @@ def test_sandbox_ports_fall_back_to_the_kernels_choice_where_the_range_is_unknow
     monkeypatch.setattr(broker_config, "_ephemeral_low", lambda: None)
     ports = broker_config.free_ports(3)
     assert len(set(ports)) == 3 and all(broker_config.port_free(p) for p in ports)
+
+
+def test_the_source_tasks_isolation_is_the_newest_replication_consumer_the_log_configured() -> None:
+    """A restarted MirrorMaker 2 first runs its task from the stored config, then from the new
+    one: start waits for the newest replication consumer, not the first."""
+    from audit.sandbox.mm2 import task_isolation
+
+    def block(client: str, isolation: str) -> str:
+        return (
+            "[2026-11-27 15:40:37,465] INFO ConsumerConfig values: \n"
+            f"\tclient.id = {client}\n\tgroup.id = null\n\tisolation.level = {isolation}\n"
+            "[2026-11-27 15:40:37,500] INFO Kafka version: 4.3.1\n"
+        )
+
+    stale, fresh = "source->target|MirrorSourceConnector-0|replication-consumer", "read_committed"
+    offsets = "source->target|MirrorCheckpointConnector-0|offsets-consumer"
+    assert task_isolation(block(stale, "read_uncommitted")) == "read_uncommitted"
+    assert task_isolation(block(stale, "read_uncommitted") + block(stale, fresh)) == fresh
+    # Another client's configuration, after the task's, does not count.
+    assert task_isolation(block(stale, fresh) + block(offsets, "read_uncommitted")) == fresh
+    assert task_isolation(block(offsets, fresh)) is None

@@ -1,0 +1,322 @@
+"""MM2-DATA-1 to -4 against the sandbox's real MirrorMaker 2: in one session of it (started
+and stopped a few times, as its operators would), MirrorMaker 2 itself makes each fault, and
+each is caught with exact counts checked against kcat's reading of both topics (not the
+auditor's own reader):
+
+- skip: MirrorMaker 2 stopped, its committed source position moved forward in Connect's
+  offsets topic, started again: the records in between stay on the source only (missing);
+- stray: a record produced straight into the replica (unexplained);
+- replay: MirrorMaker 2 killed (no commit) after copying records, started again: it copies
+  them again from its last commit (duplicates);
+- aborted transactions: copied while MirrorMaker 2 reads uncommitted, left behind while it
+  reads committed, and never called missing either way (the auditor reads the source as
+  MirrorMaker 2's consumer does: ``mirror.mm2.consumer_isolation``);
+- compacted offset syncs: the offset-syncs topic is cleaned while the session runs, so only
+  the newest sync of each partition is left when the audit reads it; the compared range and
+  the counts stay right, and what it covers is stated.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.dataset as ds
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+from audit.collect.metadata.mm2_formats import decode_offset_sync
+from audit.sandbox import mm2
+from audit.sandbox.state import SandboxState
+from audit.sandbox.traffic import Record, client_conf, create_topic, produce, scan_messages
+from tests.cli import run_in_process
+
+# Source topics of this module, one partition each; "tick" only makes the offset-syncs
+# topic roll a segment, so that the cleaner may compact what came before.
+NAMES = ("skip", "stray", "dup", "txu", "txc", "tick")
+UNCOMMITTED = ("skip", "stray", "dup", "txu")  # audited as read while MM2 read uncommitted
+SKIPPED = 10
+REPLAYED = 10
+SYNCS_TOPIC = mm2.offset_syncs_topic(mm2.Mm2Options(offset_syncs_location="target"))
+
+
+def _options(run: str, isolation: str | None = None) -> mm2.Mm2Options:
+    return mm2.Mm2Options(
+        topics=f"mm2r-{run}-.*",
+        groups=f"mm2rg-{run}-none",
+        # On the target: this module compacts its offset-syncs topic, which the other MM2
+        # modules' (on the source) must keep whole.
+        offset_syncs_location="target",
+        # Positions are committed only by a graceful stop: a kill then replays exactly what
+        # was copied since the last one.
+        offset_flush_interval_ms=600_000,
+        consumer_isolation=isolation,  # type: ignore[arg-type]
+    )
+
+
+def _kcat() -> str:
+    found = shutil.which("kcat") or shutil.which("kafkacat")
+    assert found, "kcat is installed by make test (make kcat): run the suite through make"
+    return found
+
+
+def kcat_records(bootstrap: str, topic: str, isolation: str = "read_uncommitted") -> list[tuple[int, str]]:
+    """(offset, value) of every record of partition 0, as kcat reads it (control records never
+    shown; aborted ones only under read_uncommitted)."""
+    args = ["-C", "-b", bootstrap, "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q"]
+    proc = subprocess.run(
+        [_kcat(), *args, "-X", f"isolation.level={isolation}", "-f", "%o %s\\n"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return [(int(o), v) for o, v in (ln.split(" ", 1) for ln in proc.stdout.splitlines())]
+
+
+def _produce(bootstrap: str, topic: str, name: str, first: int, count: int) -> None:
+    produce(
+        bootstrap,
+        topic,
+        [
+            Record(f"k{i % 3}".encode(), f"{name}-{i}".encode(), (("n", str(i).encode()),))
+            for i in range(first, first + count)
+        ],
+        partition=0,
+    )
+
+
+def _abort(bootstrap: str, topic: str, name: str) -> None:
+    """Five records in a transaction that is aborted (they and the marker take six offsets)."""
+    txn = Producer(client_conf(bootstrap, **{"transactional.id": f"{topic}-writer"}))
+    txn.init_transactions(30)
+    txn.begin_transaction()
+    for i in range(5):
+        txn.produce(topic, value=f"{name}-aborted-{i}".encode(), partition=0)
+    txn.flush(30)
+    txn.abort_transaction(30)
+
+
+def _high(bootstrap: str, topic: str) -> int:
+    c = Consumer(client_conf(bootstrap, **{"group.id": "mirror-audit-never-joined"}))
+    try:
+        return int(c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1])
+    finally:
+        c.close()
+
+
+def _wait_replicas(sandbox: SandboxState, highs: dict[str, int], timeout: float = 120.0) -> None:
+    dst = sandbox.cluster("destination").bootstrap
+    deadline = time.monotonic() + timeout
+    while True:
+        now = {t: _high(dst, t) for t in highs}
+        if now == highs:
+            return
+        assert time.monotonic() < deadline, f"replicas at {now}, expected {highs}"
+        time.sleep(0.5)
+
+
+def _syncs(bootstrap: str, topics: set[str]) -> dict[str, int]:
+    """How many offset syncs of each of ``topics`` the offset-syncs topic holds now."""
+    out = dict.fromkeys(topics, 0)
+    for msg in scan_messages(bootstrap, SYNCS_TOPIC, 0, 0, _high(bootstrap, SYNCS_TOPIC)):
+        sync = decode_offset_sync(msg.key(), msg.value())
+        if sync.topic in out:
+            out[sync.topic] += 1
+    return out
+
+
+def _compact_faster(sandbox: SandboxState, undo: bool = False) -> None:
+    """The offset-syncs topic rolls a segment a second and is cleaned as soon as anything is
+    dirty; the destination's cleaner looks every half second (Kafka's default: 15 s)."""
+    admin = AdminClient(client_conf(sandbox.cluster("destination").bootstrap))
+    op = AlterConfigOpType.DELETE if undo else AlterConfigOpType.SET
+    broker = ConfigResource(
+        "broker",
+        "1",
+        incremental_configs=[ConfigEntry("log.cleaner.backoff.ms", "500", incremental_operation=op)],
+    )
+    resources = [broker]
+    if not undo:
+        resources.append(
+            ConfigResource(
+                "topic",
+                SYNCS_TOPIC,
+                incremental_configs=[
+                    ConfigEntry("segment.ms", "1000", incremental_operation=op),
+                    ConfigEntry("min.cleanable.dirty.ratio", "0.01", incremental_operation=op),
+                ],
+            )
+        )
+    for future in admin.incremental_alter_configs(resources).values():
+        future.result(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def faults(sandbox: SandboxState) -> Iterator[dict[str, str]]:
+    """One MirrorMaker 2 session making every fault; yields the source topics by name."""
+    run = uuid.uuid4().hex[:6]
+    src, dst = sandbox.cluster("source").bootstrap, sandbox.cluster("destination").bootstrap
+    topics = {n: f"mm2r-{run}-{n}" for n in NAMES}
+    remote = {n: mm2.remote_topic(t, mm2.Mm2Options()) for n, t in topics.items()}
+    for t in topics.values():
+        create_topic(src, t)
+    try:
+        # Reading uncommitted (MM2's default): the first copies, an aborted transaction among them.
+        mm2.start(sandbox, _options(run))
+        _compact_faster(sandbox)
+        for n in ("skip", "stray", "dup"):
+            _produce(src, topics[n], n, 0, 20)
+        _produce(src, topics["txu"], "txu", 0, 5)
+        _abort(src, topics["txu"], "txu")
+        _produce(src, topics["txu"], "txu", 5, 5)
+        _wait_replicas(
+            sandbox, {remote["skip"]: 20, remote["stray"]: 20, remote["dup"]: 20, remote["txu"]: 15}
+        )
+        # A stray record in the replica, between two runs of copies.
+        produce(dst, remote["stray"], [Record(None, b"stray-intruder")], partition=0)
+        _produce(src, topics["stray"], "stray", 20, 20)
+        _wait_replicas(sandbox, {remote["stray"]: 41})
+        mm2.stop(sandbox)  # graceful: every position committed
+
+        # Copied, then killed before any commit: the next start copies these again.
+        mm2.start(sandbox, _options(run))
+        _produce(src, topics["dup"], "dup", 20, REPLAYED)
+        _wait_replicas(sandbox, {remote["dup"]: 20 + REPLAYED})
+        mm2.kill(sandbox)
+
+        # Stopped: records arrive, and MM2's committed position moves past SKIPPED of them.
+        _produce(src, topics["skip"], "skip", 20, 20)
+        mm2.skip_records(sandbox, topics["skip"], 0, SKIPPED)
+        mm2.start(sandbox, _options(run))
+        _wait_replicas(sandbox, {remote["skip"]: 40 - SKIPPED, remote["dup"]: 20 + 2 * REPLAYED})
+        mm2.stop(sandbox)
+
+        # Reading committed: an aborted transaction stays behind; the tick rolls the syncs' log.
+        mm2.start(sandbox, _options(run, "read_committed"))
+        _produce(src, topics["txc"], "txc", 0, 5)
+        _abort(src, topics["txc"], "txc")
+        _produce(src, topics["txc"], "txc", 5, 5)
+        time.sleep(1.5)
+        _produce(src, topics["tick"], "tick", 0, 1)
+        _wait_replicas(sandbox, {remote["txc"]: 10, remote["tick"]: 1})
+        mm2.stop(sandbox)
+        # The cleaner leaves each partition's newest sync: the older ones are gone.
+        wanted = {topics[n] for n in UNCOMMITTED}
+        deadline = time.monotonic() + 90
+        while (left := _syncs(dst, wanted)) != dict.fromkeys(wanted, 1):
+            assert time.monotonic() < deadline, f"offset syncs left after compaction: {left}"
+            time.sleep(1)
+        yield topics
+    finally:
+        mm2.stop(sandbox)
+        _compact_faster(sandbox, undo=True)
+
+
+def _nightly(
+    sandbox: SandboxState, tmp: Path, topics: list[str], isolation: str
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The nightly audit of ``topics`` with MM2's isolation: its invariants and its
+    mm2_record_partitions rows by source topic."""
+    cfg = tmp / f"{isolation}.yaml"
+    cfg.write_text(
+        "mode: mm2\n"
+        f"source:\n  bootstrap_servers: {sandbox.cluster('source').bootstrap}\n  timeout_seconds: 30\n"
+        f"destination:\n  bootstrap_servers: {sandbox.cluster('destination').bootstrap}\n"
+        "  timeout_seconds: 30\n"
+        f"mirror:\n  mm2:\n    offset_syncs_topic_location: target\n    consumer_isolation: {isolation}\n"
+        "records:\n  enabled: true\n"
+        "spark:\n  master: local[2]\n  conf:\n    spark.sql.shuffle.partitions: '2'\n"
+        f"scope:\n  topics:\n    include: {json.dumps(topics)}\n  groups:\n    include: ['mm2rg-none']\n"
+    )
+    out = tmp / isolation
+    proc = run_in_process("nightly", "--config", str(cfg), "--out", str(out))
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    invariants = json.loads((out / "summary.json").read_text())["invariants"]
+    rows = (
+        ds.dataset(str(out / "compare" / "mm2_record_partitions.parquet"), format="parquet")
+        .to_table()
+        .to_pylist()
+    )
+    return invariants, {r["topic"]: r for r in rows}
+
+
+def _statuses(inv: dict[str, Any]) -> dict[str, str]:
+    return {i: inv[i]["status"] for i in ("MM2-DATA-1", "MM2-DATA-2", "MM2-DATA-3", "MM2-DATA-4")}
+
+
+def test_skip_stray_replay_and_aborted_records_read_uncommitted_are_counted_exactly(
+    sandbox: SandboxState, faults: dict[str, str], tmp_path: Path
+) -> None:
+    src, dst = sandbox.cluster("source").bootstrap, sandbox.cluster("destination").bootstrap
+    inv, rows = _nightly(sandbox, tmp_path, [faults[n] for n in UNCOMMITTED], "read_uncommitted")
+    assert _statuses(inv) == {
+        "MM2-DATA-1": "fail",
+        "MM2-DATA-2": "fail",
+        "MM2-DATA-3": "warn",
+        "MM2-DATA-4": "pass",
+    }
+
+    oracle = {}
+    for n in UNCOMMITTED:
+        source = kcat_records(src, faults[n])
+        replica = kcat_records(dst, mm2.remote_topic(faults[n], mm2.Mm2Options()))
+        src_values = {v for _, v in source}
+        seen: set[str] = set()
+        dups = []
+        for o, v in replica:
+            if v in seen:
+                dups.append(o)
+            seen.add(v)
+        oracle[n] = {
+            "missing": [o for o, v in source if v not in seen],
+            "unexplained": [o for o, v in replica if v not in src_values],
+            "duplicates": dups,
+            "records": (len(source), len(replica)),
+        }
+    # kcat agrees with what was done, so it can judge the auditor.
+    assert len(oracle["skip"]["missing"]) == SKIPPED and len(oracle["dup"]["duplicates"]) == REPLAYED
+    assert len(oracle["stray"]["unexplained"]) == 1 and oracle["txu"]["records"] == (15, 15)
+
+    for n in UNCOMMITTED:
+        row, want = rows[faults[n]], oracle[n]
+        got = (
+            (row["missing_records"], row["first_missing_offset"]),
+            (row["unexplained_records"], row["first_unexplained_offset"]),
+            (row["duplicate_records"], row["first_duplicate_offset"]),
+        )
+        expected = tuple(
+            (len(offsets), min(offsets) if offsets else None)
+            for offsets in (want["missing"], want["unexplained"], want["duplicates"])
+        )
+        assert got == expected, (n, row)
+        assert row["order_breaks"] == 0, (n, row)
+        # The range covers every record of both sides, from the only sync compaction left.
+        assert (row["compared_src_records"], row["compared_dst_records"]) == want["records"], (n, row)
+        assert row["uncompared_src_offsets"] == 0, (n, row)
+        assert row["compared_src_end"] == row["src_high_watermark"], (n, row)
+
+
+def test_an_aborted_transaction_mirror_maker_reads_committed_is_not_missing(
+    sandbox: SandboxState, faults: dict[str, str], tmp_path: Path
+) -> None:
+    src, dst = sandbox.cluster("source").bootstrap, sandbox.cluster("destination").bootstrap
+    topic = faults["txc"]
+    inv, rows = _nightly(sandbox, tmp_path, [topic], "read_committed")
+    assert _statuses(inv) == dict.fromkeys(_statuses(inv), "pass")
+    committed = kcat_records(src, topic, "read_committed")
+    everything = kcat_records(src, topic)
+    replica = kcat_records(dst, mm2.remote_topic(topic, mm2.Mm2Options()))
+    # The aborted records are on the source, only for a reader of uncommitted records.
+    assert (len(everything), len(committed), len(replica)) == (15, 10, 10)
+    assert [v for _, v in committed] == [v for _, v in replica]
+    row = rows[topic]
+    assert (row["compared_src_records"], row["compared_dst_records"]) == (len(committed), len(replica))
+    assert (row["missing_records"], row["unexplained_records"], row["duplicate_records"]) == (0, 0, 0)
