@@ -11,7 +11,7 @@ NATIVE_STAMP := $(VENV)/.native-installed
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: help venv test unit lint typecheck browser malloc demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-readers bench-scan-breakdown kcat bench-scale bench-validation fuzz image image-base container-tools clean
+.PHONY: help venv test unit lint typecheck browser malloc demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-mm2-records bench-readers bench-scan-breakdown kcat bench-scale bench-validation fuzz image image-base container-tools clean
 
 help:
 	@echo "make demo   - run the audit demo on the local Kafka sandbox"
@@ -105,6 +105,9 @@ bench-segments: $(STAMP) $(NATIVE_STAMP) jars
 
 bench-records: $(STAMP) $(NATIVE_STAMP) jars malloc kcat
 	$(BIN)/python bench/records.py
+
+bench-mm2-records: $(STAMP) $(NATIVE_STAMP) jars malloc kcat
+	$(BIN)/python bench/mm2_records.py
 
 bench-readers: $(STAMP) $(NATIVE_STAMP) jars malloc kcat
 	$(BIN)/python bench/record_readers.py

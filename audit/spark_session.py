@@ -6,7 +6,9 @@ where ``getOrCreate`` picks up the session spark-submit made.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 from audit import worker_malloc
@@ -97,3 +99,17 @@ def run_info(session: Any) -> dict[str, Any]:
         log.debug("executor summaries unavailable", exc_info=True)
         executors = None
     return {"spark_master": redact_uri(sc.master), "spark_executors_ran_tasks": executors}
+
+
+@contextlib.contextmanager
+def sql_conf(spark: Any, key: str, value: str) -> Iterator[None]:
+    """A SQL setting for a block, where whoever made the session has not set it already;
+    unset again after (the session may be a notebook's or spark-submit's)."""
+    if spark.conf.get(key, None) is not None:
+        yield
+        return
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        spark.conf.unset(key)

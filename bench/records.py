@@ -41,13 +41,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import random
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -57,6 +55,7 @@ from common import end_offsets, stop_on_sigterm
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
+from measure import Measured, in_session, run_commands
 
 from audit.collect.records.collect import collect_records
 from audit.collect.records.plan import RecordPlan, RecordRange
@@ -71,13 +70,16 @@ from audit.spark_session import build_spark
 log = logging.getLogger("bench.records")
 
 
-def produce(state: SandboxState, topic: str, records: int) -> None:
+def produce(state: SandboxState, topic: str, records: int, replica: str | None = None) -> None:
+    """``records`` records in 8 partitions of ``topic`` on each cluster (``replica`` the
+    destination's name for it, as MirrorMaker 2 names its copy), the same at every offset."""
     rnd = random.Random(7)
     pool = [bytes(rnd.getrandbits(8) for _ in range(80)).hex().encode() for _ in range(1024)]
     t0 = int(time.time() * 1000) - 3_600_000
     for cluster in state.clusters:
+        name = replica if replica is not None and cluster.name == "destination" else topic
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        admin.create_topics([NewTopic(topic, num_partitions=8, replication_factor=1)])[topic].result(
+        admin.create_topics([NewTopic(name, num_partitions=8, replication_factor=1)])[name].result(
             timeout=60
         )
         p = Producer(
@@ -99,7 +101,7 @@ def produce(state: SandboxState, topic: str, records: int) -> None:
             while True:
                 try:
                     p.produce(
-                        topic,
+                        name,
                         pool[i & 1023],
                         b"key-%d" % (i & 65535),
                         partition=i & 7,
@@ -113,7 +115,7 @@ def produce(state: SandboxState, topic: str, records: int) -> None:
                 p.poll(0)
         if p.flush(300):
             raise SystemExit(f"{cluster.name}: producing timed out")
-        _check_end_offsets(cluster.bootstrap, topic, records)
+        _check_end_offsets(cluster.bootstrap, name, records)
         log.info("%s: %d records in %.1fs", cluster.name, records, time.perf_counter() - started)
 
 
@@ -133,122 +135,6 @@ def _check_no_divergence(run: Path) -> None:
     found = pq.read_table(run / "destination" / "record_divergences.parquet").num_rows
     if found:
         raise SystemExit(f"the scan found {found} mismatching chunks between identical topics: see {run}")
-
-
-def _tree(pids: list[int], roots: bool = True) -> list[int]:
-    """These processes (unless not ``roots``) and all their live descendants (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo, seen = [], list(pids), set()
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        if roots or pid not in pids:
-            out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
-
-
-def _tree_rss(tree: list[int]) -> int:
-    """Resident bytes of these processes."""
-    total = 0
-    for pid in tree:
-        try:
-            with open(f"/proc/{pid}/statm") as f:
-                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError):
-            pass
-    return total
-
-
-def _cpu_ticks(tree: list[int]) -> dict[int, int]:
-    """User and system clock ticks each of these processes has used so far."""
-    out = {}
-    for pid in tree:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            out[pid] = int(fields[11]) + int(fields[12])
-        except (OSError, ValueError, IndexError):
-            pass
-    return out
-
-
-class _Peak:
-    """The peak resident set and the CPU time of some process trees while a block runs,
-    sampled every 50 ms from /proc: each process's CPU as last seen, less what it had used
-    when the block began, so processes that end before the block does count too (to their
-    last sample) and the session's long-lived ones count only what they used meanwhile."""
-
-    def __init__(self, pids: Callable[[], list[int]], roots: bool = True) -> None:
-        self.pids, self.roots, self.peak = pids, roots, 0
-        self._start = _cpu_ticks(_tree(pids(), roots))
-        self._last = dict(self._start)
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def _once(self) -> None:
-        tree = _tree(self.pids(), self.roots)
-        self.peak = max(self.peak, _tree_rss(tree))
-        self._last.update(_cpu_ticks(tree))
-
-    def _sample(self) -> None:
-        while not self._done.is_set():
-            self._once()
-            time.sleep(0.05)
-
-    def cpu(self) -> float:
-        """CPU seconds the trees used while the block ran."""
-        ticks = sum(t - self._start.get(pid, 0) for pid, t in self._last.items())
-        return ticks / os.sysconf("SC_CLK_TCK")
-
-    def __enter__(self) -> _Peak:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._done.set()
-        self._thread.join()
-        self._once()
-
-
-Measured = tuple[float, int, float]  # wall seconds, peak resident bytes, CPU seconds
-
-
-def _run(cmds: list[list[str]]) -> Measured:
-    """Wall time of running ``cmds`` at once, the peak resident set of their trees and
-    their CPU time."""
-    procs: list[subprocess.Popen[bytes]] = []
-    with _Peak(lambda: [p.pid for p in procs]) as peak:
-        started = time.perf_counter()
-        procs.extend(subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for c in cmds)
-        errors = [p.communicate()[1] for p in procs]
-        elapsed = time.perf_counter() - started
-    for cmd, p, err in zip(cmds, procs, errors, strict=True):
-        if p.returncode != 0:
-            raise SystemExit(f"{cmd[:4]} failed ({p.returncode}): {err[-800:]!r}")
-    return elapsed, peak.peak, peak.cpu()
-
-
-def _in_session(work: Callable[[], None]) -> Measured:
-    """Wall time of ``work`` in this process's running Spark session, the peak resident set
-    of the session (this process's descendants: its JVM and the Python workers; not this
-    process, which also holds what producing the topics left behind) and their CPU time."""
-    with _Peak(lambda: [os.getpid()], roots=False) as peak:
-        started = time.perf_counter()
-        work()
-        elapsed = time.perf_counter() - started
-    return elapsed, peak.peak, peak.cpu()
 
 
 def _scan(spark: Any, cfg: AuditConfig, topic: str, records: int, out: Path, reader: Any = None) -> None:
@@ -320,18 +206,18 @@ def _measure(state: SandboxState, root: Path, records: int, rounds: int) -> dict
         _check_no_divergence(run)
 
     def fresh(cmd: list[str]) -> Measured:
-        measured = _run([[*cmd, "--full"]])
+        measured = run_commands([[*cmd, "--full"]])
         _check_no_divergence(run)
         return measured
 
     scan()  # warm the session: Python workers, JIT, the readers' first connections
     scan_native()
     sides: dict[str, Callable[[], Measured]] = {
-        "scan": lambda: _in_session(scan),
-        "scan-native": lambda: _in_session(scan_native),
-        "step": lambda: _in_session(step),
+        "scan": lambda: in_session(scan),
+        "scan-native": lambda: in_session(scan_native),
+        "step": lambda: in_session(step),
         "cli": lambda: fresh(scan_cmd(cfg)),
-        "kcat": lambda: _run(base_cmds),
+        "kcat": lambda: run_commands(base_cmds),
     }
     best: dict[str, Measured] = {}
     for i in range(rounds):

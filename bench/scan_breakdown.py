@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from common import stop_on_sigterm
-from records import _scan, _tree, produce, write_config
+from measure import process_tree
+from records import _scan, produce, write_config
 
 from audit.config import SparkConfig
 from audit.config_file import load_config
@@ -177,8 +178,8 @@ def main() -> None:
 
             scan()  # warm: the Python workers, the JIT, the readers' first connections
             driver = os.getpid()
-            workers = set(_tree([jvm], roots=False))
-            brokers = {p for p in _tree([driver], roots=False) if p != jvm and p not in workers}
+            workers = set(process_tree([jvm], roots=False))
+            brokers = {p for p in process_tree([driver], roots=False) if p != jvm and p not in workers}
             shares: list[float] = []
             for i in range(args.rounds):
                 window, samples = _profile(args.frequency, root / f"perf-{i}.data", scan)

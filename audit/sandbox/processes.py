@@ -106,15 +106,13 @@ def start_process(cmd: Sequence[str], log_path: Path, env: dict[str, str] | None
     return proc.pid, ticks if ticks is not None else -1
 
 
-def stop_process(pid: int, ticks: int, timeout: float, sig: signal.Signals = signal.SIGTERM) -> None:
-    """Stop a process ``start_java`` started, if it is still that process (pid and start time):
-    ``sig`` first (SIGKILL to crash it, leaving no shutdown hook to run), SIGKILL after
-    ``timeout``."""
+def stop_process(pid: int, ticks: int, timeout: float) -> None:
+    """Stop a process ``start_java`` started, if it is still that process (pid and start time)."""
     if process_start_ticks(pid) != ticks:
         _CHILDREN.pop(pid, None)
         return
     with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, sig)
+        os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process_start_ticks(pid) != ticks:

@@ -40,10 +40,12 @@ from audit.errors import ConfigError
 from audit.fsutil import atomic_write_json, replace_path
 from audit.progress import spark_progress
 from audit.snapshot import PartitionRecord, RecordDigestRangeRecord, read_manifest, read_records, write_table
+from audit.spark_session import sql_conf
 
 log = logging.getLogger(__name__)
 
 READ_COMMITTED = "read_committed"
+CONCURRENT_WRITERS = "spark.sql.maxConcurrentOutputFileWriters"
 
 
 def isolation_of(side: str, cfg: AuditConfig) -> str:
@@ -108,7 +110,10 @@ def collect_digests(spark: Any, cfg: AuditConfig, source: Path, destination: Pat
     with tempfile.TemporaryDirectory(prefix=".digests.", dir=destination.parent) as tmp:
         staging = Path(tmp)
         clock = time.monotonic()
-        with spark_progress(spark, "records scan (mm2)"):
+        # A row per record, of one side or both in a task: with a writer per side kept open,
+        # Spark writes them as they come instead of sorting every task's rows by side first
+        # (1.3x the scan's marginal rate in bench/mm2_records.py).
+        with spark_progress(spark, "records scan (mm2)"), sql_conf(spark, CONCURRENT_WRITERS, "2"):
             frame.write.partitionBy("side").mode("overwrite").parquet(str(staging / "digests"))
         log.info("records (mm2): both sides read and digested in %.1fs", time.monotonic() - clock)
         read = _range_rows(ranges, outcomes.value, cfg)

@@ -1,0 +1,194 @@
+"""Benchmark: mode mm2's records scan against raw consumption by kcat over both clusters, side
+by side in one run, at two topic sizes for the marginal rate.
+
+MirrorMaker 2's copies sit at offsets of the target's choosing, so its records scan reads
+each side on its own and keeps a content digest per record (audit/collect/records/digests.py)
+where mode cluster-mirroring's keeps a checksum per chunk (bench/records.py). Setup: the
+sandbox's source gets ``bench-mm2-N`` (8 partitions, N records of about 200 bytes with a key
+and a header, lz4 batches, as bench/records.py produces them) and its destination the same
+records as ``source.bench-mm2-N``, the replica MirrorMaker 2 names so. The scan reads each
+side alone, so how the copy got there does not change what it costs; a real MirrorMaker 2
+copying millions of records would make the setup minutes longer and measure nothing more.
+Then, interleaved for --rounds rounds:
+
+- ours (the RESULT lines): ``collect_digests`` in a Spark session that is already running,
+  as in the nightly job (``local[*]``, warmed by one untimed scan): every in-scope partition
+  of both sides read by the batch reader, a digest per record, ``record_digests`` and
+  ``record_digest_ranges`` written; checked to hold a digest for every record;
+- baseline: kcat -C -e -q -f '' on both topics at once (two processes), every partition from
+  the beginning to the end, to /dev/null.
+
+Rates are records per second over both clusters (2 x --records); the marginal rate of a side
+is 2 x (N2 - N1) / (t2 - t1) between --records and --large, what a scan pays per record once
+its fixed cost (Spark's jobs, the readers' connections) is paid. CPU and peak memory are
+measured as bench/records.py measures them (bench/measure.py).
+
+Run: make bench-mm2-records (installs kcat with apt-get where it is missing). The last lines
+are RESULT mm2-record-scan-marginal and RESULT mm2-record-scan, each ours=<records/s>
+baseline=<records/s> ratio=<ours/baseline>.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from common import stop_on_sigterm
+from measure import Measured, in_session, run_commands
+from records import produce
+
+from audit.collect.records.digests import collect_digests
+from audit.config import SparkConfig
+from audit.config_file import load_config
+from audit.logs import setup_logging
+from audit.sandbox.cluster import SandboxOptions, running
+from audit.sandbox.state import SandboxState
+from audit.spark_session import build_spark
+
+log = logging.getLogger("bench.mm2_records")
+
+REPLICA_PREFIX = "source."  # MirrorMaker 2's default replication policy, source alias "source"
+
+
+def write_config(state: SandboxState, topic: str, path: Path, root: Path) -> Path:
+    """Mode mm2 over both sandbox clusters, ``topic`` only, records read, ranges split every
+    1 M offsets, Spark on every core."""
+    path.write_text(
+        "mode: mm2\n"
+        f"source:\n  bootstrap_servers: {state.cluster('source').bootstrap}\n"
+        f"destination:\n  bootstrap_servers: {state.cluster('destination').bootstrap}\n"
+        f"scope:\n  topics:\n    include: ['{topic}']\n"
+        "records:\n  enabled: true\n  chunk_records: 100000\n  split_records: 1000000\n"
+        "spark:\n  master: local[*]\n"
+        f"output:\n  root: {root / 'reports'}\n"
+    )
+    return path
+
+
+def _check_digests(run: Path, records: int) -> None:
+    """A digest for every record of each side: a scan that stopped short measured less."""
+    import pyarrow.dataset as ds
+
+    for side in ("source", "destination"):
+        rows = ds.dataset(str(run / side / "record_digests.parquet"), format="parquet").count_rows()
+        if rows != records:
+            raise SystemExit(f"the scan kept {rows:,} digests of the {side}, expected {records:,}")
+
+
+def _measure(state: SandboxState, root: Path, records: int, rounds: int, spark: Any) -> dict[str, Measured]:
+    topic = f"bench-mm2-{records}"
+    produce(state, topic, records, replica=REPLICA_PREFIX + topic)
+    cfg = write_config(state, topic, root / f"audit-{records}.yaml", root)
+    run = root / "reports" / f"run-{records}"
+    snap = subprocess.run(
+        [sys.executable, "-m", "audit.cli", "snapshot", "--config", str(cfg), "--out", str(run)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if snap.returncode != 0:
+        raise SystemExit(f"snapshot failed: {snap.stderr[-800:]}")
+    kcat = shutil.which("kcat") or shutil.which("kafkacat")
+    if kcat is None:
+        raise SystemExit("kcat is not installed: make bench-mm2-records installs it (apt-get install kcat)")
+    base_cmds = [
+        [kcat, "-C", "-b", c.bootstrap, "-t", t, "-o", "beginning", "-e", "-q", "-f", ""]
+        for c, t in zip(state.clusters, (topic, REPLICA_PREFIX + topic), strict=True)
+    ]
+    config = load_config(cfg)
+
+    def scan() -> None:
+        collect_digests(spark, config, run / "source", run / "destination")
+        _check_digests(run, records)
+
+    scan()  # warm the session: Python workers, JIT, the reader's first connections
+    sides: dict[str, Callable[[], Measured]] = {
+        "scan": lambda: in_session(scan),
+        "kcat": lambda: run_commands(base_cmds),
+    }
+    best: dict[str, Measured] = {}
+    for i in range(rounds):
+        for name, measure in sides.items():
+            elapsed, peak, cpu = measure()
+            log.info(
+                "%d records, round %d, %s: %.2fs, peak %.0f MB, CPU %.2fs",
+                records,
+                i + 1,
+                name,
+                elapsed,
+                peak / 1e6,
+                cpu,
+            )
+            before = best.get(name)
+            if before is None or elapsed < before[0]:
+                best[name] = (elapsed, max(peak, before[1] if before else 0), cpu)
+            else:
+                best[name] = (before[0], max(peak, before[1]), before[2])
+    return best
+
+
+LABELS = {"scan": "mm2 records scan (running session)", "kcat": "kcat x 2 (both clusters)"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=2_000_000, help="records per cluster (default 2 M)")
+    parser.add_argument(
+        "--large",
+        type=int,
+        default=8_000_000,
+        help="records per cluster of the second size, for the marginal rates (default 8 M)",
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="timed rounds per side; the best is reported")
+    args = parser.parse_args()
+    if args.large <= args.records:
+        parser.error("--large must exceed --records")
+    setup_logging()
+    stop_on_sigterm()
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="bench-mm2-records-") as tmp:
+        root = Path(tmp)
+        spark = build_spark(SparkConfig(master="local[*]"))
+        with running(SandboxOptions(workdir=root / "sandbox", heap_mb=1024)) as state:
+            for n in (args.records, args.large):
+                results[n] = _measure(state, root, n, args.rounds, spark)
+    for n, best in results.items():
+        total = 2 * n
+        for name, label in LABELS.items():
+            elapsed, peak, cpu = best[name]
+            print(
+                f"{n:>10,} records/cluster  {label:36s} {elapsed:7.2f}s  {total / elapsed:>10,.0f} records/s"
+                f"  CPU {cpu / total * 1e9:5.0f} ns/record  peak {peak / 1e6:6.0f} MB"
+            )
+    small, large = results[args.records], results[args.large]
+    margin = {
+        name: 2 * (args.large - args.records) / (large[name][0] - small[name][0])
+        if large[name][0] > small[name][0]
+        else float("inf")
+        for name in LABELS
+    }
+    extra = 2 * (args.large - args.records)
+    print(f"marginal rates between {args.records:,} and {args.large:,} records per cluster:")
+    for name, label in LABELS.items():
+        cpu = (large[name][2] - small[name][2]) / extra * 1e9
+        print(f"  {label:36s} {margin[name]:>10,.0f} records/s  CPU {cpu:5.0f} ns/record")
+    print(
+        f"RESULT mm2-record-scan-marginal ours={margin['scan']:.0f} baseline={margin['kcat']:.0f} "
+        f"ratio={margin['scan'] / margin['kcat']:.2f}"
+    )
+    ours, base = small["scan"][0], small["kcat"][0]
+    total = 2 * args.records
+    print(
+        f"RESULT mm2-record-scan ours={total / ours:.0f} baseline={total / base:.0f} ratio={base / ours:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
