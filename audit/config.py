@@ -419,6 +419,11 @@ class ReadinessConfig:
     summary.json."""
 
     accept_unchecked: tuple[str, ...] = ()
+    # Readiness reports the latest nightly run's data-level results (CM-DATA-*, MM2-DATA-*:
+    # it scans no records itself) with their age. Set, it also gates on them: NO-GO when no
+    # nightly run checked them, the newest is older than this many hours, or it found one
+    # failing or left rows unchecked. Unset (the default): reported, never gating.
+    nightly_data_max_age_hours: float | None = None
 
 
 @dataclass(frozen=True)

@@ -308,6 +308,8 @@ def _check(obj: Any, path: str) -> None:
                 hint = f" (did you mean {close[0]}?)" if close else " (see docs/invariants.md for the IDs)"
                 where = f"{_join(path, 'accept_unchecked')}[{i}]"
                 raise _KeyProblem(where, f"unknown invariant {inv_id!r}{hint}")
+        if obj.nightly_data_max_age_hours is not None and not obj.nightly_data_max_age_hours > 0:
+            raise _KeyProblem(_join(path, "nightly_data_max_age_hours"), "must be positive (hours)")
     elif isinstance(obj, PatternSet):
         for kind in ("include", "exclude"):
             for i, pattern in enumerate(getattr(obj, kind)):

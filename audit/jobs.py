@@ -35,6 +35,9 @@ class Job:
     engine: EngineName
     # Its profile, given the configuration and (failover verify) the readiness run before.
     profile: Callable[[AuditConfig, Path | None], Profile]
+    # Reports the latest nightly run's results of the data-level invariants it leaves to
+    # Spark, with their age (audit.validate.nightly_data): a pre-failover check.
+    reads_nightly_data: bool = False
 
     @property
     def lock_name(self) -> str | None:
@@ -58,10 +61,24 @@ def _failback(_cfg: AuditConfig, _before: Path | None) -> Profile:
 AUDIT = Job("audit", "two snapshot directories given", True, False, False, "spark", _mode)
 NIGHTLY = Job("nightly", "both clusters, live (destination first)", True, False, True, "spark", _mode)
 READINESS = Job(
-    "readiness", "both clusters live, or two snapshot directories given", False, True, False, "local", _mode
+    "readiness",
+    "both clusters live, or two snapshot directories given",
+    False,
+    True,
+    False,
+    "local",
+    _mode,
+    True,
 )
 DRAINED_READINESS = Job(
-    "readiness", "both clusters live, polled until the mirror is drained", False, True, False, "local", _mode
+    "readiness",
+    "both clusters live, polled until the mirror is drained",
+    False,
+    True,
+    False,
+    "local",
+    _mode,
+    True,
 )
 FAILOVER_VERIFY = Job(
     "failover verify",

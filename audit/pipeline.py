@@ -164,24 +164,71 @@ def audit_snapshots(
         run_info["violations_not_kept"] = untracked
     run_info.update(compared.tables.run_info())
     details = invariant_details(compared, src_manifest, dst_manifest)
+    from audit.report.history import pair_of
+
+    history = _history(run_dir, cfg, pair_of({"run": run_info}))
+    nightly_data = _nightly_data(job, prof, cfg, results, history)
     answer = None
     if job.answers_go:
         answer = gating.answer(results, prof.gating(), prof.gates_need_collected)
+        if nightly_data is not None:
+            answer = answer.adding(nightly_data[1])
         for line in answer.accepted:
             log.warning("accepted gap: %s", line)
     summary = build_summary(results, cfg.mode, run_info, figures, details, answer, prof.figures_key)
     summary["lag_by_topic"] = [dict(r) for r in data.topic_lag]
+    if nightly_data is not None:
+        summary["nightly_data"] = nightly_data[0]
     if plan is not None:
         summary["failover_plan"] = plan
-    return _finish(summary, data, cfg, run_dir, clock, figures if figures is not None else loss)
+    return _finish(summary, data, cfg, run_dir, clock, figures if figures is not None else loss, history)
+
+
+def _history(run_dir: Path, cfg: AuditConfig, pair: tuple[Any, Any]) -> list[dict[str, Any]]:
+    """Earlier runs of this cluster pair under the run's output root (none where the root
+    is not one of the user's own: ``shared_state_root``)."""
+    from audit.report.history import load_history
+
+    shared = shared_state_root(run_dir)
+    if shared is None:
+        return []
+    return load_history(shared, exclude=run_dir, limit=cfg.output.history_runs, pair=pair)
+
+
+def _nightly_data(
+    job: Job, prof: Profile, cfg: AuditConfig, results: list[Any], history: list[dict[str, Any]]
+) -> tuple[dict[str, Any], list[str]] | None:
+    """For a job that reports them, the latest nightly's results of the data-level
+    invariants this run left unchecked (the Spark engine's), and the reasons they make the
+    answer NO-GO where the configuration gates on them; None where there are none."""
+    from datetime import UTC, datetime
+
+    from audit.validate.nightly_data import gate_reasons, latest_nightly_data
+
+    if not job.reads_nightly_data:
+        return None
+    status = {r.id: r.status for r in results}
+    ids = [inv.id for inv in prof.catalogue if inv.spark_only and status.get(inv.id) == "skipped"]
+    if not ids:
+        return None
+    found = latest_nightly_data(history, ids, datetime.now(UTC))
+    none = "no nightly run under this output root checked them"
+    shown = found or {"run": None, "checked": ids, "reason": none}
+    return shown, gate_reasons(found, ids, cfg.readiness.nightly_data_max_age_hours)
 
 
 def _finish(
-    summary: dict[str, Any], data: Any, cfg: AuditConfig, run_dir: Path, clock: StageClock, figures: Figures
+    summary: dict[str, Any],
+    data: Any,
+    cfg: AuditConfig,
+    run_dir: Path,
+    clock: StageClock,
+    figures: Figures,
+    history: list[dict[str, Any]] | None = None,
 ) -> RunOutcome:
     """What the runs before say (since when, what changed), the report, the metrics, and
     summary.json last: a run directory without it is not a finished run."""
-    from audit.report.history import annotate_since, changes, load_history, pair_of
+    from audit.report.history import annotate_since, changes, pair_of
     from audit.report.html import render_report
     from audit.report.metrics import write_metrics
     from audit.report.notices import notify_run
@@ -189,11 +236,8 @@ def _finish(
 
     shared = shared_state_root(run_dir)
     root = shared if shared is not None else run_dir
-    history = (
-        load_history(root, exclude=run_dir, limit=cfg.output.history_runs, pair=pair_of(summary))
-        if shared is not None
-        else []
-    )
+    if history is None:
+        history = _history(run_dir, cfg, pair_of(summary))
     annotate_since(summary, history, root)
     summary["changes"] = changes(summary, history, run_dir)
     report = render_report(

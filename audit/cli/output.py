@@ -77,6 +77,11 @@ def print_outcome(summary: dict[str, object], report: Path) -> None:
             print(f"  {visible(str(reason))}")
         for line in _listed(summary.get("accepted_unchecked")):
             print(f"  accepted gap: {visible(str(line))}")
+        if "nightly_data" in summary:
+            from audit.validate.nightly_data import describe
+
+            found = summary["nightly_data"]
+            print(f"  {visible(describe(found if isinstance(found, dict) and found.get('run') else None))}")
     if "expected_loss_records" in summary:
         print(f"  expected loss:         {shown(summary, 'expected_loss_records')} records (unmirrored)")
         print(

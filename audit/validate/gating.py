@@ -29,6 +29,12 @@ class Answer:
     def word(self) -> str:
         return "GO" if self.go else "NO-GO"
 
+    def adding(self, reasons: Sequence[str]) -> Answer:
+        """This answer with more reasons for NO-GO (none: unchanged)."""
+        if not reasons:
+            return self
+        return Answer(False, (*self.reasons, *reasons), self.accepted, self.gates)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "answer": self.word,

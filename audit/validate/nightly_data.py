@@ -1,0 +1,110 @@
+"""What a readiness check says about the data-level invariants it does not compute: the
+latest nightly run's results, with their age.
+
+Readiness answers in seconds, in process: it scans no records and leaves the data-level
+invariants (the Spark engine's: CM-DATA-*, MM2-DATA-*) unchecked. A nightly run of the same
+cluster pair under the same output root did check them, hours ago; readiness reports those
+results with the run and its age (``nightly_data`` in summary.json, a line on the console),
+and gates on them only where the configuration asks (``readiness.nightly_data_max_age_hours``):
+then the answer is NO-GO when no nightly run checked them, when the newest is older than
+that, or when it found one failing or could not check every row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import UTC, datetime
+from typing import Any
+
+# The statuses a nightly result may have and still let a gated readiness say GO.
+_FINE = ("pass", "warn")
+
+
+def latest_nightly_data(
+    history: list[dict[str, Any]], ids: Collection[str], now: datetime
+) -> dict[str, Any] | None:
+    """From earlier runs' summaries (oldest first, as ``load_history`` gives them), the newest
+    nightly run that evaluated any of ``ids``: its directory, start, age and those
+    invariants' status, violations and unchecked rows. None when no such run exists."""
+    for run in reversed(history):
+        info = run.get("run") or {}
+        invariants = run.get("invariants") or {}
+        if info.get("job") != "nightly":
+            continue
+        evaluated = {
+            i: invariants[i]
+            for i in sorted(ids)
+            if isinstance(invariants.get(i), dict) and invariants[i].get("status") not in (None, "skipped")
+        }
+        if not evaluated:
+            continue
+        started = _parse(info.get("started_at"))
+        return {
+            "run": run.get("dir"),
+            "started_at": info.get("started_at"),
+            "age_seconds": None if started is None else round((now - started).total_seconds()),
+            "invariants": {
+                i: {
+                    "status": inv.get("status"),
+                    "violations": inv.get("violations"),
+                    "unchecked": inv.get("unchecked"),
+                }
+                for i, inv in evaluated.items()
+            },
+            "not_evaluated": [i for i in sorted(ids) if i not in evaluated],
+        }
+    return None
+
+
+def _parse(stamp: Any) -> datetime | None:
+    if not isinstance(stamp, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def gate_reasons(
+    found: dict[str, Any] | None, ids: Collection[str], max_age_hours: float | None
+) -> list[str]:
+    """Why a readiness check gated on the nightly's data-level results is NO-GO (empty: it
+    may say GO); nothing when the configuration does not ask for the gate."""
+    if max_age_hours is None or not ids:
+        return []
+    setting = "readiness.nightly_data_max_age_hours"
+    if found is None:
+        checked = ", ".join(sorted(ids))
+        return [f"cannot verify: no nightly run under this output root checked {checked} ({setting})"]
+    reasons = []
+    age = found["age_seconds"]
+    if age is None or age > max_age_hours * 3600:
+        shown = "of unknown age" if age is None else f"{age / 3600:.1f} h old"
+        reasons.append(
+            f"cannot verify: the latest nightly run checking the data ({found['run']}) is {shown}, "
+            f"over {max_age_hours:g} h ({setting})"
+        )
+    for inv_id, result in found["invariants"].items():
+        if result["status"] not in _FINE:
+            reasons.append(f"{inv_id} {result['status']} in the latest nightly run ({found['run']})")
+        elif result.get("unchecked"):
+            reasons.append(
+                f"cannot verify: {inv_id}: {result['unchecked']} rows unchecked in the latest nightly run "
+                f"({found['run']})"
+            )
+    reasons += [
+        f"cannot verify: {inv_id} was not evaluated by the latest nightly run ({found['run']})"
+        for inv_id in found["not_evaluated"]
+    ]
+    return reasons
+
+
+def describe(found: dict[str, Any] | None) -> str:
+    """The console line: what the latest nightly said, and how long ago."""
+    if found is None:
+        return "data-level checks: no nightly run under this output root checked them"
+    age = found["age_seconds"]
+    when = "at an unknown time" if age is None else f"{age / 3600:.1f} h ago"
+    statuses = ", ".join(f"{i} {r['status']}" for i, r in found["invariants"].items())
+    return f"data-level checks from the latest nightly run ({found['run']}, {when}): {statuses}"
