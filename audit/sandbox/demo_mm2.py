@@ -184,7 +184,7 @@ def _skip(state: SandboxState, src: str, dst: str) -> None:
     moved past some of them, started again."""
     mm2.stop(state)
     produce(src, "orders", _orders(SKIP_PARTITION, 200, SKIP_WRITTEN), partition=SKIP_PARTITION)
-    mm2.skip_records(state, "orders", SKIP_PARTITION, SKIPPED)
+    mm2.move_position(state, "orders", SKIP_PARTITION, SKIPPED)
     mm2.start(state, OPTIONS)
     _wait_mirrored(src, dst, synced_groups=set(COMMITS), skipped=SKIPPED)
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import signal
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -62,11 +61,6 @@ class Mm2Options:
     # until it is sent unless a record 100 offsets later replaces it.
     offset_lag_max: int = 100
     heap_mb: int = 512
-    # offset.flush.interval.ms: how often Connect commits the source task's positions (None:
-    # Connect's 60 s). A task stopped gracefully commits them; a killed one resumes from the
-    # last commit and copies again what it had copied since, so a long interval makes that
-    # replay exactly "everything since the last graceful stop".
-    offset_flush_interval_ms: int | None = None
     # <source alias>.consumer.isolation.level (None: the consumer's default, read_uncommitted:
     # aborted records are copied too).
     consumer_isolation: Literal["read_uncommitted", "read_committed"] | None = None
@@ -123,8 +117,6 @@ def properties(state: SandboxState, opts: Mm2Options) -> str:
         "config.storage.replication.factor": "1",
         "tasks.max": "1",
     }
-    if opts.offset_flush_interval_ms is not None:
-        lines["offset.flush.interval.ms"] = str(opts.offset_flush_interval_ms)
     if opts.consumer_isolation is not None:
         lines[f"{SOURCE_ALIAS}.consumer.isolation.level"] = opts.consumer_isolation
     if opts.identity_policy:
@@ -285,35 +277,26 @@ def stop(state: SandboxState, timeout: float = 30.0) -> Mm2Process | None:
     return proc
 
 
-def kill(state: SandboxState) -> Mm2Process | None:
-    """Stop MirrorMaker 2 as a crash does (SIGKILL): no task commits its position, so the next
-    start copies again everything copied since the last commit."""
-    proc = load(state)
-    if proc is None:
-        return None
-    stop_process(proc.pid, proc.start_ticks, 30.0, signal.SIGKILL)
-    _save(state, None)
-    return proc
-
-
 def offsets_topic() -> str:
     """Where the dedicated-mode worker of the flow keeps its source tasks' positions (on the target)."""
     return f"mm2-offsets.{SOURCE_ALIAS}.internal"
 
 
-def skip_records(state: SandboxState, topic: str, partition: int, count: int) -> tuple[int, int]:
-    """Move the committed source position of ``topic``-``partition`` forward by ``count``, as an
-    operator editing Connect's offsets (or a bug) would, so MirrorMaker 2 never copies the next
-    ``count`` records: they stay on the source, missing from the replica. Only while it is
-    stopped (a running worker would overwrite the position). Returns (old, new) position: the
-    offset of the last record counted as copied, as Connect stores it.
+def move_position(state: SandboxState, topic: str, partition: int, by: int) -> tuple[int, int]:
+    """Move the committed source position of ``topic``-``partition`` by ``by`` records, as an
+    operator editing Connect's offsets (or a bug, or a lost commit) would: forward, MirrorMaker
+    2 never copies the next ``by`` records (they stay on the source, missing from the
+    replica); back, it copies the last ``-by`` again (a task restarted behind its last
+    commit: duplicates). Only while it is stopped (a running worker would overwrite the
+    position). Returns (old, new) position: the offset of the last record counted as copied,
+    as Connect stores it.
 
     Connect stores a position as a record keyed by the connector and the source partition
     (JSON), valued ``{"offset": N}``; its reader keeps the last record per key, so the new
     record reuses the stored key's exact bytes and partition."""
     running = load(state)
     if running is not None and running.alive:
-        raise SandboxError("skipping records needs MirrorMaker 2 stopped: mirror-audit sandbox mm2-stop")
+        raise SandboxError("moving a position needs MirrorMaker 2 stopped: mirror-audit sandbox mm2-stop")
     dst = state.cluster("destination").bootstrap
     wanted = ["MirrorSourceConnector", {"cluster": SOURCE_ALIAS, "partition": partition, "topic": topic}]
     stored: tuple[bytes, int, int] | None = None
@@ -327,7 +310,9 @@ def skip_records(state: SandboxState, topic: str, partition: int, count: int) ->
     if stored is None:
         raise SandboxError(f"MirrorMaker 2 has committed no position of {topic}-{partition} yet")
     key_bytes, at, old = stored
-    new = old + count
+    new = old + by
+    if new < -1:
+        raise SandboxError(f"{topic}-{partition}: cannot move the position {old} back by {-by}")
     producer = Producer(client_conf(dst))
     producer.produce(offsets_topic(), key=key_bytes, value=json.dumps({"offset": new}).encode(), partition=at)
     if producer.flush(30) != 0:

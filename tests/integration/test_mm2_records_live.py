@@ -6,8 +6,8 @@ auditor's own reader):
 - skip: MirrorMaker 2 stopped, its committed source position moved forward in Connect's
   offsets topic, started again: the records in between stay on the source only (missing);
 - stray: a record produced straight into the replica (unexplained);
-- replay: MirrorMaker 2 killed (no commit) after copying records, started again: it copies
-  them again from its last commit (duplicates);
+- replay: MirrorMaker 2 stopped, its committed position moved back, started again: a task
+  restarted behind its last commit copies those records again (duplicates);
 - aborted transactions: copied while MirrorMaker 2 reads uncommitted, left behind while it
   reads committed, and never called missing either way (the auditor reads the source as
   MirrorMaker 2's consumer does: ``mirror.mm2.consumer_isolation``);
@@ -54,9 +54,6 @@ def _options(run: str, isolation: str | None = None) -> mm2.Mm2Options:
         # On the target: this module compacts its offset-syncs topic, which the other MM2
         # modules' (on the source) must keep whole.
         offset_syncs_location="target",
-        # Positions are committed only by a graceful stop: a kill then replays exactly what
-        # was copied since the last one.
-        offset_flush_interval_ms=600_000,
         consumer_isolation=isolation,  # type: ignore[arg-type]
     )
 
@@ -186,17 +183,13 @@ def faults(sandbox: SandboxState) -> Iterator[dict[str, str]]:
         _wait_replicas(sandbox, {remote["stray"]: 41})
         mm2.stop(sandbox)  # graceful: every position committed
 
-        # Copied, then killed before any commit: the next start copies these again.
-        mm2.start(sandbox, _options(run))
-        _produce(src, topics["dup"], "dup", 20, REPLAYED)
-        _wait_replicas(sandbox, {remote["dup"]: 20 + REPLAYED})
-        mm2.kill(sandbox)
-
-        # Stopped: records arrive, and MM2's committed position moves past SKIPPED of them.
+        # Stopped: records arrive and MM2's committed position moves past SKIPPED of them;
+        # another partition's position moves back over REPLAYED it had copied.
         _produce(src, topics["skip"], "skip", 20, 20)
-        mm2.skip_records(sandbox, topics["skip"], 0, SKIPPED)
+        mm2.move_position(sandbox, topics["skip"], 0, SKIPPED)
+        mm2.move_position(sandbox, topics["dup"], 0, -REPLAYED)
         mm2.start(sandbox, _options(run))
-        _wait_replicas(sandbox, {remote["skip"]: 40 - SKIPPED, remote["dup"]: 20 + 2 * REPLAYED})
+        _wait_replicas(sandbox, {remote["skip"]: 40 - SKIPPED, remote["dup"]: 20 + REPLAYED})
         mm2.stop(sandbox)
 
         # Reading committed: an aborted transaction stays behind; the tick rolls the syncs' log.
@@ -233,6 +226,7 @@ def _nightly(
         "  timeout_seconds: 30\n"
         f"mirror:\n  mm2:\n    offset_syncs_topic_location: target\n    consumer_isolation: {isolation}\n"
         "records:\n  enabled: true\n"
+        "readiness:\n  nightly_data_max_age_hours: 24\n"
         "spark:\n  master: local[2]\n  conf:\n    spark.sql.shuffle.partitions: '2'\n"
         f"scope:\n  topics:\n    include: {json.dumps(topics)}\n  groups:\n    include: ['mm2rg-none']\n"
     )
@@ -302,6 +296,21 @@ def test_skip_stray_replay_and_aborted_records_read_uncommitted_are_counted_exac
         assert (row["compared_src_records"], row["compared_dst_records"]) == want["records"], (n, row)
         assert row["uncompared_src_offsets"] == 0, (n, row)
         assert row["compared_src_end"] == row["src_high_watermark"], (n, row)
+
+    # Readiness scans no records: it reports this nightly's results with their age and, as
+    # the config asks, says NO-GO for the records it found missing and unexplained.
+    ready = run_in_process(
+        "readiness", "--config", str(tmp_path / "read_uncommitted.yaml"), "--out", str(tmp_path / "ready")
+    )
+    assert ready.returncode == 1, ready.stdout + ready.stderr
+    summary = json.loads((tmp_path / "ready" / "summary.json").read_text())
+    nightly = summary["nightly_data"]
+    assert nightly["run"] == "read_uncommitted" and 0 <= nightly["age_seconds"] < 3600, nightly
+    assert {i: r["status"] for i, r in nightly["invariants"].items()} == _statuses(inv)
+    reasons = summary["readiness_reasons"]
+    assert "MM2-DATA-1 fail in the latest nightly run (read_uncommitted)" in reasons, reasons
+    assert "MM2-DATA-2 fail in the latest nightly run (read_uncommitted)" in reasons, reasons
+    assert "data-level checks from the latest nightly run (read_uncommitted, 0.0 h ago)" in ready.stdout
 
 
 def test_an_aborted_transaction_mirror_maker_reads_committed_is_not_missing(

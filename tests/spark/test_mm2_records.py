@@ -120,20 +120,18 @@ def test_skip_stray_and_replay_are_each_caught_and_an_unsynced_partition_is_unch
     assert summary["verdict"] == "FAIL"
 
 
-def test_a_clean_copy_passes_and_the_in_process_engine_leaves_record_digests_out(
+def test_a_clean_copy_passes_a_replay_fails_under_exactly_once_and_in_process_leaves_digests_out(
     spark: Any, tmp_path: Path
 ) -> None:
-    clean = {p: PARTITIONS[0] for p in range(2)}
-    src, dst = _pair(tmp_path, clean)
-    on_spark = audit_snapshots(src, dst, tmp_path / "spark", CFG, engine="spark").summary
-    assert {i: on_spark["invariants"][i]["status"] for i in DATA_IDS} == dict.fromkeys(DATA_IDS, "pass")
-    in_process = audit_snapshots(src, dst, tmp_path / "local", CFG, engine="local").summary
-    assert {i: in_process["invariants"][i]["status"] for i in DATA_IDS} == dict.fromkeys(DATA_IDS, "skipped")
-
-
-def test_duplicates_fail_where_mirror_maker_runs_exactly_once(spark: Any, tmp_path: Path) -> None:
-    src, dst = _pair(tmp_path, {3: PARTITIONS[3]})
+    """One Spark audit for both: partition 0 a clean copy, partition 3 a replay, MirrorMaker 2
+    configured exactly once (duplicates then fail, and only where they are)."""
+    src, dst = _pair(tmp_path, {0: PARTITIONS[0], 3: PARTITIONS[3]})
     cfg = parse_config("mode: mm2\nmirror:\n  mm2:\n    exactly_once: true\n", env={})
-    inv = audit_snapshots(src, dst, tmp_path / "run", cfg, engine="spark").summary["invariants"]
-    assert inv["MM2-DATA-3"]["status"] == "fail"
+    inv = audit_snapshots(src, dst, tmp_path / "spark", cfg, engine="spark").summary["invariants"]
+    assert {i: inv[i]["status"] for i in DATA_IDS} == {
+        **dict.fromkeys(DATA_IDS, "pass"),
+        "MM2-DATA-3": "fail",
+    }
     assert _examples(inv["MM2-DATA-3"], "fail", "partition", "first_duplicate_offset") == {(3, 7)}
+    in_process = audit_snapshots(src, dst, tmp_path / "local", cfg, engine="local").summary
+    assert {i: in_process["invariants"][i]["status"] for i in DATA_IDS} == dict.fromkeys(DATA_IDS, "skipped")
