@@ -208,7 +208,11 @@ def _nightly_data(
     if not job.reads_nightly_data:
         return None
     status = {r.id: r.status for r in results}
-    ids = [inv.id for inv in prof.catalogue if inv.spark_only and status.get(inv.id) == "skipped"]
+    ids = [
+        inv.id
+        for inv in prof.catalogue
+        if inv.spark_only and not inv.not_applicable and status.get(inv.id) == "skipped"
+    ]
     if not ids:
         return None
     found = latest_nightly_data(history, ids, datetime.now(UTC))
