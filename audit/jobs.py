@@ -10,6 +10,7 @@ there: alert rules and dashboards select on it).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,15 +71,8 @@ READINESS = Job(
     _mode,
     True,
 )
-DRAINED_READINESS = Job(
-    "readiness",
-    "both clusters live, polled until the mirror is drained",
-    False,
-    True,
-    False,
-    "local",
-    _mode,
-    True,
+DRAINED_READINESS = dataclasses.replace(
+    READINESS, snapshots="both clusters live, polled until the mirror is drained"
 )
 FAILOVER_VERIFY = Job(
     "failover verify",

@@ -4,11 +4,14 @@ process's running Spark session."""
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import threading
 import time
 from collections.abc import Callable
+
+log = logging.getLogger("bench")
 
 
 def process_tree(pids: list[int], roots: bool = True) -> list[int]:
@@ -125,3 +128,56 @@ def in_session(work: Callable[[], None]) -> Measured:
         work()
         elapsed = time.perf_counter() - started
     return elapsed, peak.peak, peak.cpu()
+
+
+def best_of(sides: dict[str, Callable[[], Measured]], rounds: int, what: str) -> dict[str, Measured]:
+    """Each side measured ``rounds`` times, interleaved: the fastest round's time and CPU,
+    the largest peak of any round. ``what`` names the setup in the log lines."""
+    best: dict[str, Measured] = {}
+    for i in range(rounds):
+        for name, measure in sides.items():
+            elapsed, peak, cpu = measure()
+            log.info(
+                "%s, round %d, %s: %.2fs, peak %.0f MB, CPU %.2fs",
+                what,
+                i + 1,
+                name,
+                elapsed,
+                peak / 1e6,
+                cpu,
+            )
+            before = best.get(name)
+            if before is None or elapsed < before[0]:
+                best[name] = (elapsed, max(peak, before[1] if before else 0), cpu)
+            else:
+                best[name] = (before[0], max(peak, before[1]), before[2])
+    return best
+
+
+def print_rates(
+    results: dict[int, dict[str, Measured]], labels: dict[str, str], small: int, large: int
+) -> dict[str, float]:
+    """The table of both sizes (records per cluster; rates over both clusters) and each
+    side's marginal rate between them, 2 x (large - small) / (t_large - t_small); returns
+    the marginal rates by side."""
+    width = max(len(label) for label in labels.values()) + 2
+    for n, best in results.items():
+        total = 2 * n
+        for name, label in labels.items():
+            elapsed, peak, cpu = best[name]
+            rate = total / elapsed
+            print(
+                f"{n:>10,} records/cluster  {label:{width}s} {elapsed:7.2f}s  {rate:>10,.0f} records/s"
+                f"  CPU {cpu / total * 1e9:5.0f} ns/record  peak {peak / 1e6:6.0f} MB"
+            )
+    lo, hi = results[small], results[large]
+    extra = 2 * (large - small)
+    margin = {
+        name: extra / (hi[name][0] - lo[name][0]) if hi[name][0] > lo[name][0] else float("inf")
+        for name in labels
+    }
+    print(f"marginal rates between {small:,} and {large:,} records per cluster:")
+    for name, label in labels.items():
+        cpu = (hi[name][2] - lo[name][2]) / extra * 1e9
+        print(f"  {label:{width}s} {margin[name]:>10,.0f} records/s  CPU {cpu:5.0f} ns/record")
+    return margin

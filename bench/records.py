@@ -55,7 +55,7 @@ from common import end_offsets, stop_on_sigterm
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
-from measure import Measured, in_session, run_commands
+from measure import Measured, best_of, in_session, print_rates, run_commands
 
 from audit.collect.records.collect import collect_records
 from audit.collect.records.plan import RecordPlan, RecordRange
@@ -79,9 +79,7 @@ def produce(state: SandboxState, topic: str, records: int, replica: str | None =
     for cluster in state.clusters:
         name = replica if replica is not None and cluster.name == "destination" else topic
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        admin.create_topics([NewTopic(name, num_partitions=8, replication_factor=1)])[name].result(
-            timeout=60
-        )
+        admin.create_topics([NewTopic(name, num_partitions=8, replication_factor=1)])[name].result(timeout=60)
         p = Producer(
             {
                 "bootstrap.servers": cluster.bootstrap,
@@ -219,26 +217,7 @@ def _measure(state: SandboxState, root: Path, records: int, rounds: int) -> dict
         "cli": lambda: fresh(scan_cmd(cfg)),
         "kcat": lambda: run_commands(base_cmds),
     }
-    best: dict[str, Measured] = {}
-    for i in range(rounds):
-        for name, measure in sides.items():
-            elapsed, peak, cpu = measure()
-            log.info(
-                "%d records, round %d, %s: %.2fs, peak %.0f MB, CPU %.2fs",
-                records,
-                i + 1,
-                name,
-                elapsed,
-                peak / 1e6,
-                cpu,
-            )
-            before = best.get(name)
-            # the fastest round's time and CPU; the largest peak of any round
-            if before is None or elapsed < before[0]:
-                best[name] = (elapsed, max(peak, before[1] if before else 0), cpu)
-            else:
-                best[name] = (before[0], max(peak, before[1]), before[2])
-    return best
+    return best_of(sides, rounds, f"{records} records")
 
 
 LABELS = {
@@ -271,31 +250,12 @@ def main() -> None:
         with running(SandboxOptions(workdir=root / "sandbox", heap_mb=1024)) as state:
             for n in (args.records, args.large):
                 results[n] = _measure(state, root, n, args.rounds)
-    for n, best in results.items():
-        total = 2 * n
-        for name, label in LABELS.items():
-            elapsed, peak, cpu = best[name]
-            print(
-                f"{n:>10,} records/cluster  {label:34s} {elapsed:7.2f}s  {total / elapsed:>10,.0f} records/s"
-                f"  CPU {cpu / total * 1e9:5.0f} ns/record  peak {peak / 1e6:6.0f} MB"
-            )
-    small, large = results[args.records], results[args.large]
-    margin = {
-        name: 2 * (args.large - args.records) / (large[name][0] - small[name][0])
-        if large[name][0] > small[name][0]
-        else float("inf")
-        for name in LABELS
-    }
-    extra = 2 * (args.large - args.records)
-    print(f"marginal rates between {args.records:,} and {args.large:,} records per cluster:")
-    for name, label in LABELS.items():
-        cpu = (large[name][2] - small[name][2]) / extra * 1e9
-        print(f"  {label:34s} {margin[name]:>10,.0f} records/s  CPU {cpu:5.0f} ns/record")
+    margin = print_rates(results, LABELS, args.records, args.large)
     print(
         f"RESULT record-scan-marginal ours={margin['scan']:.0f} baseline={margin['kcat']:.0f} "
         f"ratio={margin['scan'] / margin['kcat']:.2f}"
     )
-    ours, base = small["scan"][0], small["kcat"][0]
+    ours, base = results[args.records]["scan"][0], results[args.records]["kcat"][0]
     total = 2 * args.records
     print(f"RESULT record-scan ours={total / ours:.0f} baseline={total / base:.0f} ratio={base / ours:.2f}")
 
