@@ -228,11 +228,12 @@ def _finish(
     run_dir: Path,
     clock: StageClock,
     figures: Figures,
-    history: list[dict[str, Any]] | None = None,
+    history: list[dict[str, Any]],
 ) -> RunOutcome:
-    """What the runs before say (since when, what changed), the report, the metrics, and
-    summary.json last: a run directory without it is not a finished run."""
-    from audit.report.history import annotate_since, changes, pair_of
+    """What the runs before (``history``, read once by the caller) say (since when, what
+    changed), the report, the metrics, and summary.json last: a run directory without it is
+    not a finished run."""
+    from audit.report.history import annotate_since, changes
     from audit.report.html import render_report
     from audit.report.metrics import write_metrics
     from audit.report.notices import notify_run
@@ -240,8 +241,6 @@ def _finish(
 
     shared = shared_state_root(run_dir)
     root = shared if shared is not None else run_dir
-    if history is None:
-        history = _history(run_dir, cfg, pair_of(summary))
     annotate_since(summary, history, root)
     summary["changes"] = changes(summary, history, run_dir)
     report = render_report(

@@ -4,6 +4,7 @@ process's running Spark session."""
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import subprocess
@@ -181,3 +182,36 @@ def print_rates(
         cpu = (hi[name][2] - lo[name][2]) / extra * 1e9
         print(f"  {label:{width}s} {margin[name]:>10,.0f} records/s  CPU {cpu:5.0f} ns/record")
     return margin
+
+
+def size_arguments(description: str, records: int, large: int) -> argparse.Namespace:
+    """--records, --large (for the marginal rates; must exceed --records) and --rounds."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(
+        "--records", type=int, default=records, help=f"records per cluster (default {records:,})"
+    )
+    parser.add_argument(
+        "--large",
+        type=int,
+        default=large,
+        help=f"records per cluster of the second size, for the marginal rates (default {large:,})",
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="timed rounds per side; the best is reported")
+    args = parser.parse_args()
+    if args.large <= args.records:
+        parser.error("--large must exceed --records")
+    return args
+
+
+def print_results(
+    name: str, margin: dict[str, float], results: dict[int, dict[str, Measured]], records: int
+) -> None:
+    """RESULT <name>-marginal (ours "scan" against "kcat" at the margin) and RESULT <name>
+    (both at ``records`` per cluster), records per second over both clusters."""
+    print(
+        f"RESULT {name}-marginal ours={margin['scan']:.0f} baseline={margin['kcat']:.0f} "
+        f"ratio={margin['scan'] / margin['kcat']:.2f}"
+    )
+    ours, base = results[records]["scan"][0], results[records]["kcat"][0]
+    total = 2 * records
+    print(f"RESULT {name} ours={total / ours:.0f} baseline={total / base:.0f} ratio={base / ours:.2f}")

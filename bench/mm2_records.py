@@ -30,7 +30,6 @@ baseline=<records/s> ratio=<ours/baseline>.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import shutil
 import subprocess
@@ -41,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from common import stop_on_sigterm
-from measure import Measured, best_of, in_session, print_rates, run_commands
+from measure import Measured, best_of, in_session, print_rates, print_results, run_commands, size_arguments
 from records import produce
 
 from audit.collect.records.digests import collect_digests
@@ -120,18 +119,7 @@ LABELS = {"scan": "mm2 records scan (running session)", "kcat": "kcat x 2 (both 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=2_000_000, help="records per cluster (default 2 M)")
-    parser.add_argument(
-        "--large",
-        type=int,
-        default=8_000_000,
-        help="records per cluster of the second size, for the marginal rates (default 8 M)",
-    )
-    parser.add_argument("--rounds", type=int, default=2, help="timed rounds per side; the best is reported")
-    args = parser.parse_args()
-    if args.large <= args.records:
-        parser.error("--large must exceed --records")
+    args = size_arguments(__doc__.splitlines()[0], 2_000_000, 8_000_000)
     setup_logging()
     stop_on_sigterm()
     results = {}
@@ -142,15 +130,7 @@ def main() -> None:
             for n in (args.records, args.large):
                 results[n] = _measure(state, root, n, args.rounds, spark)
     margin = print_rates(results, LABELS, args.records, args.large)
-    print(
-        f"RESULT mm2-record-scan-marginal ours={margin['scan']:.0f} baseline={margin['kcat']:.0f} "
-        f"ratio={margin['scan'] / margin['kcat']:.2f}"
-    )
-    ours, base = results[args.records]["scan"][0], results[args.records]["kcat"][0]
-    total = 2 * args.records
-    print(
-        f"RESULT mm2-record-scan ours={total / ours:.0f} baseline={total / base:.0f} ratio={base / ours:.2f}"
-    )
+    print_results("mm2-record-scan", margin, results, args.records)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,6 @@ each ours=<records/s> baseline=<records/s> ratio=<ours/baseline>.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import random
 import shutil
@@ -55,7 +54,7 @@ from common import end_offsets, stop_on_sigterm
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
-from measure import Measured, best_of, in_session, print_rates, run_commands
+from measure import Measured, best_of, in_session, print_rates, print_results, run_commands, size_arguments
 
 from audit.collect.records.collect import collect_records
 from audit.collect.records.plan import RecordPlan, RecordRange
@@ -230,18 +229,7 @@ LABELS = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=5_000_000, help="records per cluster (default 5 M)")
-    parser.add_argument(
-        "--large",
-        type=int,
-        default=20_000_000,
-        help="records per cluster of the second size, for the marginal rates (default 20 M)",
-    )
-    parser.add_argument("--rounds", type=int, default=2, help="timed rounds per side; the best is reported")
-    args = parser.parse_args()
-    if args.large <= args.records:
-        parser.error("--large must exceed --records")
+    args = size_arguments(__doc__.splitlines()[0], 5_000_000, 20_000_000)
     setup_logging()
     stop_on_sigterm()
     results = {}
@@ -251,13 +239,7 @@ def main() -> None:
             for n in (args.records, args.large):
                 results[n] = _measure(state, root, n, args.rounds)
     margin = print_rates(results, LABELS, args.records, args.large)
-    print(
-        f"RESULT record-scan-marginal ours={margin['scan']:.0f} baseline={margin['kcat']:.0f} "
-        f"ratio={margin['scan'] / margin['kcat']:.2f}"
-    )
-    ours, base = results[args.records]["scan"][0], results[args.records]["kcat"][0]
-    total = 2 * args.records
-    print(f"RESULT record-scan ours={total / ours:.0f} baseline={total / base:.0f} ratio={base / ours:.2f}")
+    print_results("record-scan", margin, results, args.records)
 
 
 if __name__ == "__main__":
