@@ -351,9 +351,15 @@ def running(state: SandboxState, opts: Mm2Options | None = None) -> Iterator[Mm2
 
 
 def offset_syncs_topic(opts: Mm2Options) -> str:
-    """MirrorMaker 2 names its offset-syncs topic after the cluster it is not on."""
-    other = TARGET_ALIAS if opts.offset_syncs_location == "source" else SOURCE_ALIAS
-    return f"mm2-offset-syncs.{other}.internal"
+    """MirrorMaker 2 names its offset-syncs topic after the cluster it is not on: as the
+    auditor's configuration of the same MirrorMaker 2 names it."""
+    from audit.config import Mm2Config
+
+    return Mm2Config(
+        source_alias=SOURCE_ALIAS,
+        target_alias=TARGET_ALIAS,
+        offset_syncs_topic_location=opts.offset_syncs_location,
+    ).offset_syncs_topic_name()
 
 
 def remote_topic(topic: str, opts: Mm2Options) -> str:
