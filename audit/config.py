@@ -319,6 +319,12 @@ class RecordsConfig:
     # round robin, so old data is re-verified over time. --full ignores the history.
     incremental: bool = True
     resample_chunks: int = 2
+    # Mode mm2, incremental: the source offsets before where the last run left a partition
+    # verified that are read again, never judged, so that a copy a restarted task wrote
+    # again of one of them is a duplicate, not a record no source explains. Reaching further
+    # back than MirrorMaker 2's offset commits (offset.flush.interval.ms of its traffic)
+    # costs reads only; reaching less far calls older replays unexplained until --full.
+    mm2_replay_lookback: int = 100_000
     # Mismatching chunks narrowed to their first divergent record per run.
     narrow_max_chunks: int = 50
     timeout_seconds: float = 120.0  # a range must make progress within this

@@ -348,7 +348,7 @@ def _check(obj: Any, path: str) -> None:
             raise _KeyProblem(_join(path, "chunk_records"), "must be at most 2147483647")
         if obj.split_records % obj.chunk_records:
             raise _KeyProblem(_join(path, "split_records"), "must be a multiple of chunk_records")
-        for name in ("max_records_per_run", "max_bytes_per_run", "resample_chunks"):
+        for name in ("max_records_per_run", "max_bytes_per_run", "resample_chunks", "mm2_replay_lookback"):
             if getattr(obj, name) < 0:
                 raise _KeyProblem(_join(path, name), "must not be negative")
         if obj.timeout_seconds <= 0:

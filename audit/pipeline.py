@@ -125,6 +125,8 @@ def audit_snapshots(
     for directory in (source, destination):
         check_offsets(directory)
     compared = compare_pair(pair, run_dir, cfg, engine, prof)
+    if job.scans_data and cfg.records.enabled and prof.describe_findings is not None:
+        prof.describe_findings(compared, cfg)
     clock.done("compare")
     results = run_validation(compared, run_dir, cfg, suites, prof.catalogue)
     untracked = write_violation_keys(compared.tables, results, run_dir)
@@ -360,14 +362,18 @@ def _nightly(
     if cfg.segments.enabled() and job.scans_data:
         _collect_batches(cfg, src, dst)
         clock.done("segments")
-    if cfg.records.enabled and job.scans_data and prof.records_scan is not None:
+    # What was verified is kept beside the runs (incremental), but not where others write.
+    state_root = shared_state_root(run_dir) or run_dir
+    scanned = cfg.records.enabled and job.scans_data and prof.records_scan is not None
+    if scanned and prof.records_scan is not None:
         from audit.spark_session import build_spark
 
-        # What was verified is kept beside the runs (incremental), but not where others write.
-        state_root = shared_state_root(run_dir) or run_dir
         prof.records_scan(build_spark(cfg.spark), cfg, src, dst, state_root, full_records)
         clock.done("records scan")
-    return audit_snapshots(src, dst, run_dir, cfg, job, engine, prof, clock=clock, suites=suites)
+    outcome = audit_snapshots(src, dst, run_dir, cfg, job, engine, prof, clock=clock, suites=suites)
+    if scanned and prof.records_settle is not None:
+        prof.records_settle(cfg, src, dst, run_dir, state_root)
+    return outcome
 
 
 def _collect_batches(cfg: AuditConfig, src: Path, dst: Path) -> None:

@@ -67,6 +67,13 @@ class Profile:
     # The nightly job's records scan (records.enabled), into both snapshots: record chunks
     # at equal offsets, or each record's content digest where offsets are translated.
     records_scan: Callable[[Any, AuditConfig, Path, Path, Path, bool], Any] | None
+    # After a nightly's comparison: what its records scan keeps for the next one, where the
+    # comparison (not the scan) decides it: (config, source, destination, run, state root).
+    records_settle: Callable[[AuditConfig, Path, Path, Path, Path], None] | None
+    # After a scanning job's comparison, before its checks: the few records its findings
+    # point at, fetched and described while the clusters are at hand (mode mm2: the first
+    # missing record per partition); registered beside the comparison tables.
+    describe_findings: Callable[[Any, AuditConfig], Any] | None
     # Whether a readiness check writes the failover plan (translated group offsets).
     failover_plan: bool
     # Which topics a snapshot of each side reads, and whether MirrorMaker 2's own too.
@@ -134,7 +141,19 @@ def _scan_chunks(spark: Any, cfg: AuditConfig, src: Path, dst: Path, state_root:
 def _scan_digests(spark: Any, cfg: AuditConfig, src: Path, dst: Path, state_root: Path, full: bool) -> Any:
     from audit.collect.records.digests import collect_digests
 
-    return collect_digests(spark, cfg, src, dst)
+    return collect_digests(spark, cfg, src, dst, state_root, full)
+
+
+def _settle_digests(cfg: AuditConfig, src: Path, dst: Path, run_dir: Path, state_root: Path) -> None:
+    from audit.collect.records.digest_history import settle_run
+
+    settle_run(cfg, src, dst, run_dir, state_root)
+
+
+def _describe_first_missing(compared: Any, cfg: AuditConfig) -> Any:
+    from audit.collect.records.first_missing import describe_first_missing
+
+    return describe_first_missing(compared, cfg)
 
 
 def _scope_of(cfg: AuditConfig) -> Callable[[str], bool]:
@@ -157,6 +176,8 @@ PROFILES: dict[str, Profile] = {
         slices=CLUSTER_MIRRORING_SLICES,
         data_level=data_level_tables,
         records_scan=_scan_chunks,
+        records_settle=None,
+        describe_findings=None,
         failover_plan=False,
         snapshot=SnapshotPlan(_same_names),
     ),
@@ -171,6 +192,8 @@ PROFILES: dict[str, Profile] = {
         slices=MM2_SLICES,
         data_level=None,
         records_scan=_scan_digests,
+        records_settle=_settle_digests,
+        describe_findings=_describe_first_missing,
         failover_plan=True,
         snapshot=SnapshotPlan(_replica_names, reads_mm2_topics=True),
     ),

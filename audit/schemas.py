@@ -232,6 +232,17 @@ SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
         _c("compacted", "boolean", False),  # the topic's cleanup.policy includes compact
         _c("detail", "string"),
     ),
+    # Optional, mode mm2, in the source snapshot: per source partition, where earlier nightly
+    # scans left every record verified (audit/collect/records/digest_history.py): the
+    # source records through ``src_through`` matched one to one to the replica's through
+    # ``dst_through``, verified since ``verified_from``. This scan judged from past them.
+    "record_digest_cuts": (
+        _c("topic", "string", False),
+        _c("partition", "int32", False),
+        _c("src_through", "int64", False),
+        _c("dst_through", "int64", False),
+        _c("verified_from", "int64", False),
+    ),
     # Optional, in the snapshot of the cluster a mirror writes to: the mirror's own state per
     # partition (KIP-1279's DescribeClusterMirrors), imported from JSON
     # (audit/collect/metadata/mirror_state.py); -1 in the source is null here.
@@ -432,6 +443,7 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("compared_dst_end", "int64"),
         _c("compared_src_records", "int64"),
         _c("compared_dst_records", "int64"),
+        _c("verified_src_offsets", "int64"),  # retained, verified by earlier runs (incremental)
         _c("uncompared_src_offsets", "int64"),
         _c("missing_records", "int64"),
         _c("first_missing_offset", "int64"),
@@ -441,6 +453,10 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("first_duplicate_offset", "int64"),
         _c("order_breaks", "int64"),
         _c("first_order_break_offset", "int64"),
+        # Where the next incremental run judges from (audit/collect/records/digest_history.py).
+        _c("clean_src_through", "int64"),
+        _c("clean_dst_through", "int64"),
+        _c("verified_from", "int64"),
         _c("none_missing", "boolean"),
         _c("none_unexplained", "boolean"),
         _c("no_duplicates", "boolean"),
@@ -689,6 +705,16 @@ AUX_TABLES: dict[str, tuple[Column, ...]] = {
     ),
     # Mode mm2: a source topic and its replica's name on the target, both ways.
     "topic_names": (_c("topic", "string"), _c("remote_topic", "string")),
+    # Mode mm2, a nightly's: the first missing record of the partitions MM2-DATA-1 fails on,
+    # fetched from the source (audit/collect/records/first_missing.py).
+    "mm2_first_missing": (
+        _c("topic", "string", False),
+        _c("partition", "int32", False),
+        _c("offset", "int64", False),
+        _c("missing_records", "int64"),
+        _c("source_record", "string"),  # abbreviated: key, value (48 bytes), timestamp, headers
+        _c("detail", "string"),  # why it was not fetched
+    ),
     "run_params": (
         _c("src_started_at_ms", "int64", False),
         _c("preserves_topic_ids", "boolean", False),

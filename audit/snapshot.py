@@ -123,6 +123,17 @@ class RecordDigestRangeRecord:
 
 
 @dataclass(frozen=True)
+class RecordDigestCutRecord:
+    """Where earlier scans left a partition verified (``record_digest_cuts``)."""
+
+    topic: str
+    partition: int
+    src_through: int
+    dst_through: int
+    verified_from: int
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """One cluster's state. ``open_transactions`` is None when it could not be collected."""
 

@@ -104,7 +104,7 @@ def _measure(state: SandboxState, root: Path, records: int, rounds: int, spark: 
     config = load_config(cfg)
 
     def scan() -> None:
-        collect_digests(spark, config, run / "source", run / "destination")
+        collect_digests(spark, config, run / "source", run / "destination", None)  # every record, each round
         _check_digests(run, records)
 
     scan()  # warm the session: Python workers, JIT, the reader's first connections

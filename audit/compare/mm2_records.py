@@ -68,16 +68,19 @@ placed AS (
     d.high_watermark IS NOT NULL AS dst_present,
     coalesce(sr.compacted, FALSE) OR coalesce(dr.compacted, FALSE) AS compacted,
     sr.read_start AS src_read_start, sr.read_end AS src_read_end,
-    dr.read_start AS dst_read_start, dr.read_end AS dst_read_end
+    dr.read_start AS dst_read_start, dr.read_end AS dst_read_end,
+    c.src_through AS cut_u, c.dst_through AS cut_d, c.verified_from
   FROM {{src_partitions}} s
   LEFT JOIN {{topic_scope}} ts ON ts.topic = s.topic
   LEFT JOIN {{topic_names}} tn ON tn.topic = s.topic
   LEFT JOIN {{dst_partitions}} d ON d.topic = tn.remote_topic AND d.partition = s.partition
   LEFT JOIN src_reads sr ON sr.topic = s.topic AND sr.partition = s.partition
   LEFT JOIN dst_reads dr ON dr.topic = s.topic AND dr.partition = s.partition
+  LEFT JOIN {{src_record_digest_cuts}} c ON c.topic = s.topic AND c.partition = s.partition
 ),
--- The offset syncs whose upstream record and its copy were both read, ranked both ways:
--- the newest ends the compared range, the oldest may start it.
+-- The offset syncs whose upstream record and its copy were both read (or both lie at or
+-- before the cut earlier runs verified through), ranked both ways: the newest ends the
+-- compared range, the oldest may start it.
 syncs_read AS (
   SELECT y.topic, y.partition, y.upstream_offset, y.downstream_offset,
     row_number() OVER (PARTITION BY y.topic, y.partition
@@ -87,11 +90,12 @@ syncs_read AS (
   FROM {{offset_syncs}} y
   JOIN placed p ON p.topic = y.topic AND p.partition = y.partition
   WHERE NOT p.compacted
-    AND y.upstream_offset >= p.src_read_start AND y.upstream_offset < p.src_read_end
-    AND y.downstream_offset >= p.dst_read_start AND y.downstream_offset < p.dst_read_end
+    AND y.upstream_offset < p.src_read_end AND y.downstream_offset < p.dst_read_end
+    AND ((y.upstream_offset >= p.src_read_start AND y.downstream_offset >= p.dst_read_start)
+      OR (y.upstream_offset <= p.cut_u AND y.downstream_offset <= p.cut_d))
 ),
 ends AS (
-  SELECT p.topic, p.partition, p.src_read_start, p.dst_read_start,
+  SELECT p.topic, p.partition, p.src_read_start, p.dst_read_start, p.cut_u, p.cut_d, p.verified_from,
     n.upstream_offset AS end_u, n.downstream_offset AS end_d,
     o.upstream_offset AS first_sync_u, o.downstream_offset AS first_sync_d
   FROM placed p
@@ -126,10 +130,13 @@ first_original AS (
   JOIN src_w s ON s.topic = d.topic AND s.partition = d.partition AND s.digest = d.digest
   GROUP BY s.topic, s.partition
 ),
+-- Past a cut, judged from just after it; else from the first copy (or sync) both hold.
 bounds AS (
-  SELECT e.topic, e.partition, e.end_u, e.end_d,
-    greatest(e.src_read_start, least(fo.first_copy_u, e.first_sync_u)) AS lo_u,
-    greatest(e.dst_read_start, least(fc.first_copy_d, e.first_sync_d)) AS lo_d
+  SELECT e.topic, e.partition, e.end_u, e.end_d, e.cut_u, e.cut_d, e.verified_from,
+    CASE WHEN e.cut_u IS NOT NULL THEN e.cut_u + 1
+      ELSE greatest(e.src_read_start, least(fo.first_copy_u, e.first_sync_u)) END AS lo_u,
+    CASE WHEN e.cut_d IS NOT NULL THEN e.cut_d + 1
+      ELSE greatest(e.dst_read_start, least(fc.first_copy_d, e.first_sync_d)) END AS lo_d
   FROM ends e
   LEFT JOIN first_copy fc ON fc.topic = e.topic AND fc.partition = e.partition
   LEFT JOIN first_original fo ON fo.topic = e.topic AND fo.partition = e.partition
@@ -180,11 +187,35 @@ tally AS (
     min(CASE WHEN out_of_order THEN dst_offset END) AS first_order_break_offset
   FROM judged GROUP BY topic, partition
 ),
+ranked AS (
+  SELECT topic, partition, src_offset, dst_offset,
+    row_number() OVER (PARTITION BY topic, partition ORDER BY src_offset) AS by_src,
+    row_number() OVER (PARTITION BY topic, partition ORDER BY dst_offset) AS by_dst
+  FROM paired WHERE matched
+),
+-- Where the next run may judge from: the last matched pair before every finding with as
+-- many matched records before it on each side, so that those are each other's copies one
+-- to one, in order (audit/collect/records/digest_history.py).
+clean AS (
+  SELECT r.topic, r.partition, max(r.src_offset) AS clean_u, max(r.dst_offset) AS clean_d
+  FROM ranked r JOIN tally t ON t.topic = r.topic AND t.partition = r.partition
+  WHERE r.by_src = r.by_dst
+    AND (t.first_missing_offset IS NULL OR r.src_offset < t.first_missing_offset)
+    AND (t.first_unexplained_offset IS NULL OR r.dst_offset < t.first_unexplained_offset)
+    AND (t.first_duplicate_offset IS NULL OR r.dst_offset < t.first_duplicate_offset)
+    AND (t.first_order_break_offset IS NULL OR r.dst_offset < t.first_order_break_offset)
+  GROUP BY r.topic, r.partition
+),
 counted AS (
   SELECT p.*,
     b.end_u AS sync_upstream_offset, b.end_d AS sync_downstream_offset,
-    b.lo_u AS compared_src_start, b.end_u + 1 AS compared_src_end,
-    b.lo_d AS compared_dst_start, b.end_d + 1 AS compared_dst_end,
+    b.lo_u AS compared_src_start, greatest(b.end_u + 1, b.lo_u) AS compared_src_end,
+    b.lo_d AS compared_dst_start, greatest(b.end_d + 1, b.lo_d) AS compared_dst_end,
+    coalesce(cl.clean_u, p.cut_u) AS clean_u, coalesce(cl.clean_d, p.cut_d) AS clean_d,
+    coalesce(p.verified_from, b.lo_u) AS new_verified_from,
+    CASE WHEN p.cut_u IS NULL THEN 0
+      ELSE greatest(0, p.cut_u + 1 - greatest(p.src_log_start_offset, p.verified_from))
+      END AS verified_before,
     -- Judged where the range was found, or where neither side holds a record to judge
     -- (nothing to miss, nothing to explain); unknown (null) otherwise.
     CASE WHEN NOT p.dst_present OR p.compacted OR p.src_read_end IS NULL OR p.dst_read_end IS NULL
@@ -197,6 +228,7 @@ counted AS (
   FROM placed p
   LEFT JOIN bounds b ON b.topic = p.topic AND b.partition = p.partition
   LEFT JOIN tally t ON t.topic = p.topic AND t.partition = p.partition
+  LEFT JOIN clean cl ON cl.topic = p.topic AND cl.partition = p.partition
 ),
 filled AS (
   SELECT topic, partition, remote_topic, in_scope, src_log_start_offset, src_high_watermark,
@@ -206,10 +238,12 @@ filled AS (
     compared_src_start, compared_src_end, compared_dst_start, compared_dst_end,
     CASE WHEN judged THEN coalesce(compared_src_records, 0) END AS compared_src_records,
     CASE WHEN judged THEN coalesce(compared_dst_records, 0) END AS compared_dst_records,
-    -- The source's retained offsets the comparison did not cover (before, past the range).
+    -- The source's retained offsets earlier runs verified, and those neither they nor this
+    -- comparison covered (before the range, past it).
+    CASE WHEN judged THEN verified_before END AS verified_src_offsets,
     CASE WHEN judged AND src_high_watermark IS NOT NULL THEN
       (src_high_watermark - src_log_start_offset)
-        - coalesce(compared_src_end - compared_src_start, 0) END AS uncompared_src_offsets,
+        - coalesce(compared_src_end - compared_src_start, 0) - verified_before END AS uncompared_src_offsets,
     CASE WHEN judged THEN coalesce(missing_records, 0) END AS missing_records,
     first_missing_offset,
     CASE WHEN judged THEN coalesce(unexplained_records, 0) END AS unexplained_records,
@@ -217,7 +251,10 @@ filled AS (
     CASE WHEN judged THEN coalesce(duplicate_records, 0) END AS duplicate_records,
     first_duplicate_offset,
     CASE WHEN judged THEN coalesce(order_breaks, 0) END AS order_breaks,
-    first_order_break_offset
+    first_order_break_offset,
+    CASE WHEN judged THEN clean_u END AS clean_src_through,
+    CASE WHEN judged THEN clean_d END AS clean_dst_through,
+    CASE WHEN judged THEN new_verified_from END AS verified_from
   FROM counted
 )
 SELECT filled.*,

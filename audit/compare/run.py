@@ -243,6 +243,10 @@ def cluster_mirroring_inputs(tables: Tables, source: Path, destination: Path) ->
             named.append(("dst", state_dir, "mirror_partitions"))
             break
     load_snapshot_table(tables, "src_open_transactions", source, "open_transactions")
+    if tables.data_level:
+        load_snapshot_table(tables, "src_record_digest_cuts", source, "record_digest_cuts")
+    else:
+        tables.put("src_record_digest_cuts", "record_digest_cuts", [])
     load_snapshot_table(tables, "dst_markers", destination, "markers")
     return named
 
@@ -255,6 +259,10 @@ def mm2_inputs(tables: Tables, source: Path, destination: Path) -> list[tuple[st
     work over a cluster takes them, the in-process one leaves them out)."""
     named = []
     load_snapshot_table(tables, "src_open_transactions", source, "open_transactions")
+    if tables.data_level:
+        load_snapshot_table(tables, "src_record_digest_cuts", source, "record_digest_cuts")
+    else:
+        tables.put("src_record_digest_cuts", "record_digest_cuts", [])
     for prefix, directory in (("src_", source), ("dst_", destination)):
         for table in ("record_digests", "record_digest_ranges"):
             if tables.data_level:

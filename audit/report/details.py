@@ -114,6 +114,12 @@ def invariant_details(
             "isolation": records_note.get("isolation"),
             "unreadable_ranges": _unreadable_ranges(records_note),
         }
+    if compared.tables.has("mm2_first_missing"):
+        by_kind["mm2_first_missing"] = {
+            "first_missing": compared.tables.rows(
+                "SELECT * FROM {mm2_first_missing} ORDER BY missing_records DESC, topic, partition"
+            )
+        }
     details: dict[str, dict[str, Any]] = {}
     for kind, fields in by_kind.items():
         for inv_id in with_details(kind):

@@ -214,10 +214,11 @@ def faults(sandbox: SandboxState) -> Iterator[dict[str, str]]:
 
 
 def _nightly(
-    sandbox: SandboxState, tmp: Path, topics: list[str], isolation: str
+    sandbox: SandboxState, tmp: Path, topics: list[str], isolation: str, run: str | None = None
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The nightly audit of ``topics`` with MM2's isolation: its invariants and its
-    mm2_record_partitions rows by source topic."""
+    """The nightly audit of ``topics`` with MM2's isolation (into ``tmp/run``, by default
+    named after the isolation): its invariants and its mm2_record_partitions rows by
+    source topic."""
     cfg = tmp / f"{isolation}.yaml"
     cfg.write_text(
         "mode: mm2\n"
@@ -230,7 +231,7 @@ def _nightly(
         "spark:\n  master: local[2]\n  conf:\n    spark.sql.shuffle.partitions: '2'\n"
         f"scope:\n  topics:\n    include: {json.dumps(topics)}\n  groups:\n    include: ['mm2rg-none']\n"
     )
-    out = tmp / isolation
+    out = tmp / (run or isolation)
     proc = run_in_process("nightly", "--config", str(cfg), "--out", str(out))
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     invariants = json.loads((out / "summary.json").read_text())["invariants"]
@@ -297,6 +298,23 @@ def test_skip_stray_replay_and_aborted_records_read_uncommitted_are_counted_exac
         assert row["uncompared_src_offsets"] == 0, (n, row)
         assert row["compared_src_end"] == row["src_high_watermark"], (n, row)
 
+    # The first missing record, fetched from the source by the nightly, its content
+    # abbreviated in summary.json and the report.
+    (first,) = inv["MM2-DATA-1"]["first_missing"]
+    skipped_from = oracle["skip"]["missing"][0]
+    assert (first["topic"], first["offset"], first["missing_records"]) == (
+        faults["skip"],
+        skipped_from,
+        SKIPPED,
+    )
+    assert first["source_record"].startswith(
+        f"key=k{skipped_from % 3} (2 bytes) value=skip-{skipped_from} (7 bytes) ts="
+    ), first
+    assert first["source_record"].endswith(f"headers=[n={skipped_from} (2 bytes)]"), first
+    nightly_report = (tmp_path / "read_uncommitted" / "report" / "index.html").read_text()
+    assert "First missing record per partition" in nightly_report
+    assert f"value=skip-{skipped_from} (7 bytes)" in nightly_report
+
     # Readiness scans no records: it reports this nightly's results with their age and, as
     # the config asks, says NO-GO for the records it found missing and unexplained.
     ready = run_in_process(
@@ -315,6 +333,30 @@ def test_skip_stray_replay_and_aborted_records_read_uncommitted_are_counted_exac
     assert "data-level checks from the latest nightly run (read_uncommitted, 0.0 h ago)" in ready.stdout
     report = (tmp_path / "ready" / "report" / "index.html").read_text()
     assert "from the latest nightly run read_uncommitted, 0.0 h ago: MM2-DATA-1 fail" in report
+
+    # The next nightly judges only past where this one left each partition verified: the
+    # healthy partition has nothing new to judge, its records counted as verified earlier;
+    # every fault is found again, from just before it.
+    inv2, again = _nightly(sandbox, tmp_path, [faults[n] for n in UNCOMMITTED], "read_uncommitted", "again")
+    assert _statuses(inv2) == _statuses(inv)
+    healthy = again[faults["txu"]]
+    retained = healthy["src_high_watermark"] - healthy["src_log_start_offset"]
+    assert (healthy["compared_src_records"], healthy["verified_src_offsets"]) == (0, retained), healthy
+    assert (healthy["uncompared_src_offsets"], healthy["missing_records"]) == (0, 0), healthy
+    assert healthy["src_read_start"] == healthy["src_high_watermark"], healthy  # no record read again
+    for n, column in (
+        ("skip", "missing_records"),
+        ("stray", "unexplained_records"),
+        ("dup", "duplicate_records"),
+    ):
+        first = f"first_{column.removesuffix('_records')}_offset"
+        assert (again[faults[n]][column], again[faults[n]][first]) == (
+            rows[faults[n]][column],
+            rows[faults[n]][first],
+        )
+        assert again[faults[n]]["compared_src_start"] > rows[faults[n]]["compared_src_start"], again[
+            faults[n]
+        ]
 
 
 def test_an_aborted_transaction_mirror_maker_reads_committed_is_not_missing(

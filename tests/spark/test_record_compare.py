@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from audit.collect.records.chunks import RangeChunker
-from audit.collect.records.narrow import _describe, first_divergence
+from audit.collect.records.narrow import describe_record, first_divergence
 from audit.config import AuditConfig
 from audit.config_file import parse_config
 from audit.pipeline import audit_snapshots
@@ -134,8 +134,8 @@ def divergence(p: Partition, lo: int, hi: int, failed: bool) -> dict[str, Any]:
         **row,
         "offset": offset,
         "kind": kind,
-        "source_record": _describe(s) if described else None,
-        "destination_record": _describe(d) if described else None,
+        "source_record": describe_record(s) if described else None,
+        "destination_record": describe_record(d) if described else None,
     }
 
 

@@ -78,5 +78,11 @@ def test_every_invariant_a_suite_names_is_declared_and_every_declared_one_is_che
 
 
 def test_each_kind_of_detail_is_shown_by_an_invariant() -> None:
-    for kind in ("open_transactions", "mirror_state", "record_divergence", "batch_divergence"):
+    for kind in (
+        "open_transactions",
+        "mirror_state",
+        "record_divergence",
+        "batch_divergence",
+        "mm2_first_missing",
+    ):
         assert with_details(kind), kind

@@ -39,6 +39,8 @@ class Case:
     dst: Side
     syncs: list[tuple[int, int]]
     expect: dict[str, Any] = field(default_factory=dict)
+    # Where earlier runs left the partition verified: (source, replica, verified from).
+    cut: tuple[int, int, int] | None = None
 
 
 def _row(table: str, **values: Any) -> tuple[Any, ...]:
@@ -58,8 +60,21 @@ def _run(cases: dict[str, Case], tmp_path: Path, exactly_once: bool = False) -> 
     syncs: list[tuple[Any, ...]] = []
     digests: dict[str, list[tuple[Any, ...]]] = {"src": [], "dst": []}
     ranges: dict[str, list[tuple[Any, ...]]] = {"src": [], "dst": []}
+    cuts: list[tuple[Any, ...]] = []
     for topic, case in cases.items():
         remote = f"source.{topic}"
+        if case.cut is not None:
+            u, d, since = case.cut
+            cuts.append(
+                _row(
+                    "record_digest_cuts",
+                    topic=topic,
+                    partition=0,
+                    src_through=u,
+                    dst_through=d,
+                    verified_from=since,
+                )
+            )
         names.append((topic, remote))
         scope.append((topic, True, False))
         for side, name, data, parts in (
@@ -115,6 +130,7 @@ def _run(cases: dict[str, Case], tmp_path: Path, exactly_once: bool = False) -> 
     tables.put("topic_names", "topic_names", names)
     tables.put("topic_scope", "topic_scope", scope)
     tables.put("offset_syncs", "mm2_offset_syncs", syncs)
+    tables.put("src_record_digest_cuts", "record_digest_cuts", cuts)
     for side in ("src", "dst"):
         tables.put(f"{side}_record_digests", "record_digests", digests[side])
         tables.put(f"{side}_record_digest_ranges", "record_digest_ranges", ranges[side])
@@ -156,6 +172,10 @@ CASES: dict[str, Case] = {
             "compared_src_records": 10,
             "compared_dst_records": 10,
             "uncompared_src_offsets": 0,
+            "verified_src_offsets": 0,
+            "clean_src_through": 9,
+            "clean_dst_through": 9,
+            "verified_from": 0,
         },
     ),
     # MirrorMaker 2 skipped source offsets 4 and 5 (its position moved past them).
@@ -163,7 +183,14 @@ CASES: dict[str, Case] = {
         Side(TEN),
         Side("abcdghij"),
         [(0, 0), (9, 7)],
-        {"missing_records": 2, "first_missing_offset": 4, "unexplained_records": 0, "duplicate_records": 0},
+        {
+            "missing_records": 2,
+            "first_missing_offset": 4,
+            "unexplained_records": 0,
+            "duplicate_records": 0,
+            "clean_src_through": 3,  # the next run judges from the first missing record again
+            "clean_dst_through": 3,
+        },
     ),
     # Another producer wrote one record into the replica.
     "stray": Case(
@@ -175,6 +202,8 @@ CASES: dict[str, Case] = {
             "first_unexplained_offset": 5,
             "missing_records": 0,
             "duplicate_records": 0,
+            "clean_src_through": 4,
+            "clean_dst_through": 4,
         },
     ),
     # A task restarted behind its last commit: e, f, g written again; the sync after the
@@ -189,6 +218,8 @@ CASES: dict[str, Case] = {
             "missing_records": 0,
             "unexplained_records": 0,
             "order_breaks": 0,
+            "clean_src_through": 6,
+            "clean_dst_through": 6,
         },
     ),
     # Two copies swapped.
@@ -196,7 +227,73 @@ CASES: dict[str, Case] = {
         Side("abcde"),
         Side("abdce"),
         [(0, 0), (4, 4)],
-        {"order_breaks": 1, "first_order_break_offset": 3, "missing_records": 0},
+        {
+            "order_breaks": 1,
+            "first_order_break_offset": 3,
+            "missing_records": 0,
+            "clean_src_through": 1,
+            "clean_dst_through": 1,
+        },
+    ),
+    # Incremental: earlier runs verified through source 4 / replica 4; judged from 5 on.
+    "after_cut": Case(
+        Side(TEN),
+        Side(TEN),
+        [(0, 0), (9, 9)],
+        {
+            "compared_src_start": 5,
+            "compared_dst_start": 5,
+            "compared_src_records": 5,
+            "verified_src_offsets": 5,
+            "uncompared_src_offsets": 0,
+            "missing_records": 0,
+            "clean_src_through": 9,
+            "verified_from": 0,
+        },
+        cut=(4, 4, 0),
+    ),
+    # Past a cut at source 6 / replica 6, a restarted task wrote e, f, g again: the source's
+    # records before the cut, read again but not judged, tell them for duplicates. No clean
+    # pair follows, so the cut stays where it was.
+    "replay_after_cut": Case(
+        Side(TEN, read=(2, 10)),
+        Side("abcdefgefghij", read=(7, 13)),
+        [(4, 7), (9, 12)],
+        {
+            "duplicate_records": 3,
+            "first_duplicate_offset": 7,
+            "unexplained_records": 0,
+            "missing_records": 0,
+            "compared_src_start": 7,
+            "clean_src_through": 6,
+            "clean_dst_through": 6,
+        },
+        cut=(6, 6, 0),
+    ),
+    # A skip past the cut is found; one before it was found by the run that stopped there.
+    "skip_after_cut": Case(
+        Side(TEN, read=(4, 10)),
+        Side("abcdghij", read=(4, 8)),
+        [(9, 7)],
+        {"missing_records": 2, "first_missing_offset": 4, "clean_src_through": 3, "clean_dst_through": 3},
+        cut=(3, 3, 0),
+    ),
+    # Nothing new since the cut on the replica, five new source records it has not copied
+    # yet: nothing judged past the newest sync, which lies before the cut; the verified
+    # part is counted, the rest said uncompared.
+    "quiet_after_cut": Case(
+        Side("abcdefghijklmno", read=(10, 15)),
+        Side(TEN, read=(10, 10)),
+        [(9, 9)],
+        {
+            "compared_src_records": 0,
+            "missing_records": 0,
+            "verified_src_offsets": 10,
+            "uncompared_src_offsets": 5,
+            "clean_src_through": 9,
+            "clean_dst_through": 9,
+        },
+        cut=(9, 9, 0),
     ),
     # Equal contents are matched by occurrence: the source holds "a" three times, the
     # replica twice.

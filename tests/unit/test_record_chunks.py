@@ -11,7 +11,7 @@ import pytest
 
 from audit.collect.records.chunks import Headers, RangeChunker, chunk_bounds
 from audit.collect.records.history import PartitionOutcome, RecordHistory
-from audit.collect.records.narrow import _describe, first_divergence
+from audit.collect.records.narrow import describe_record, first_divergence
 from audit.collect.records.plan import plan_records, task_groups
 from audit.collect.records.read import cyclic_gc_paused, partition_runs
 from audit.config import RecordsConfig, TopicRecordScope
@@ -247,14 +247,14 @@ def test_a_divergence_shows_header_values_and_escapes_losslessly() -> None:
     a = Msg(5, b"k", b"a\x00b\\x00.\xff", headers=[("trace", b"90")])
     b = Msg(5, b"k", b"a.b\\x00.\xff", headers=[("trace", b"other"), ("empty", None)])
     assert (
-        _describe(a)
+        describe_record(a)
         == r"key=k (1 bytes) value=a\x00b\\x00.\xff (9 bytes) ts=1000 headers=[trace=90 (2 bytes)]"
     )
     # a NUL and a literal '.' no longer print alike, nor do a byte 0xff and the text "\xff"
-    assert _describe(b).startswith(r"key=k (1 bytes) value=a.b\\x00.\xff (9 bytes)")
-    assert _describe(b).endswith("headers=[trace=other (5 bytes), empty=null]")
+    assert describe_record(b).startswith(r"key=k (1 bytes) value=a.b\\x00.\xff (9 bytes)")
+    assert describe_record(b).endswith("headers=[trace=other (5 bytes), empty=null]")
     long = Msg(0, None, "é".encode() * 30)
-    assert _describe(long).startswith("key=null value=" + "é" * 24 + "... (60 bytes)")
+    assert describe_record(long).startswith("key=null value=" + "é" * 24 + "... (60 bytes)")
 
 
 def test_compacted_topics_compare_only_the_offsets_both_sides_hold() -> None:

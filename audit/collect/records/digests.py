@@ -33,13 +33,21 @@ from audit.collect.metadata.kafka_admin import KafkaAdmin, require_reachable
 from audit.collect.metadata.snapshot import utc_now
 from audit.collect.records import native
 from audit.collect.records.batch_reader import BatchWaves, RangeFailed
+from audit.collect.records.digest_history import DigestHistory
 from audit.collect.records.plan import SIDES, TaskRange, task_groups
 from audit.collect.records.read import consumer_settings, cyclic_gc_paused, task_frame
 from audit.config import AuditConfig
 from audit.errors import ConfigError
 from audit.fsutil import atomic_write_json, replace_path
 from audit.progress import spark_progress
-from audit.snapshot import PartitionRecord, RecordDigestRangeRecord, read_manifest, read_records, write_table
+from audit.snapshot import (
+    PartitionRecord,
+    RecordDigestCutRecord,
+    RecordDigestRangeRecord,
+    read_manifest,
+    read_records,
+    write_table,
+)
 from audit.spark_session import sql_conf
 
 log = logging.getLogger(__name__)
@@ -55,24 +63,36 @@ def isolation_of(side: str, cfg: AuditConfig) -> str:
 
 
 def digest_ranges(
-    src_parts: list[PartitionRecord], dst_parts: list[PartitionRecord], cfg: AuditConfig
+    src_parts: list[PartitionRecord],
+    dst_parts: list[PartitionRecord],
+    cfg: AuditConfig,
+    cuts: dict[tuple[str, int], RecordDigestCutRecord] | None = None,
 ) -> list[TaskRange]:
     """(side, topic, partition, start, end, compacted=False) of every in-scope source
-    partition whose replica exists, and of that replica: from the log start to where the
-    side's isolation lets a consumer read, cut every ``records.split_records`` offsets."""
+    partition whose replica exists, and of that replica: from the log start (past a
+    partition's cut, the source from ``records.mm2_replay_lookback`` before it where the
+    replica has records past it) to where the side's isolation lets a consumer read, cut
+    every ``records.split_records`` offsets."""
     mm2 = cfg.mirror.mm2
     replicas = {(p.topic, p.partition): p for p in dst_parts}
-    wanted: list[tuple[str, PartitionRecord]] = []
+    wanted: list[tuple[str, PartitionRecord, int]] = []
     for s in src_parts:
         replica = replicas.get((mm2.remote_topic(s.topic), s.partition))
         if replica is None or not cfg.scope.mm2_topic_in_scope(s.topic):
             continue
-        wanted += [("source", s), ("destination", replica)]
+        cut = (cuts or {}).get((s.topic, s.partition))
+        src_from, dst_from = s.log_start_offset, replica.log_start_offset
+        if cut is not None:
+            dst_from = max(dst_from, cut.dst_through + 1)
+            replica_end = _end(replica, isolation_of("destination", cfg))
+            lookback = cfg.records.mm2_replay_lookback if replica_end > dst_from else 0
+            src_from = max(src_from, cut.src_through + 1 - lookback)
+        wanted += [("source", s, src_from), ("destination", replica, dst_from)]
     out: list[TaskRange] = []
     split = cfg.records.split_records
-    for side, p in wanted:
-        committed = isolation_of(side, cfg) == READ_COMMITTED
-        lo, end = p.log_start_offset, p.last_stable_offset if committed else p.high_watermark
+    for side, p, start in wanted:
+        end = _end(p, isolation_of(side, cfg))
+        lo = min(start, end)
         if end <= lo:
             out.append((side, p.topic, p.partition, lo, lo, False))  # nothing to read: stated, not skipped
         while lo < end:
@@ -82,9 +102,18 @@ def digest_ranges(
     return out
 
 
-def collect_digests(spark: Any, cfg: AuditConfig, source: Path, destination: Path) -> dict[str, Any]:
+def _end(p: PartitionRecord, isolation: str) -> int:
+    """Where a consumer of this isolation can read to."""
+    return p.last_stable_offset if isolation == READ_COMMITTED else p.high_watermark
+
+
+def collect_digests(
+    spark: Any, cfg: AuditConfig, source: Path, destination: Path, state_root: Path | None, full: bool = False
+) -> dict[str, Any]:
     """Read both sides' records into each snapshot's ``record_digests`` and
-    ``record_digest_ranges``; returns the manifest note (``notes.records``)."""
+    ``record_digest_ranges``, and the cuts judged from into the source's
+    ``record_digest_cuts`` (``state_root`` holds them between runs, None: keep none);
+    returns the manifest note (``notes.records``)."""
     src_manifest = read_manifest(source, "source")
     dst_manifest = read_manifest(destination, "destination")
     clients = {
@@ -95,7 +124,14 @@ def collect_digests(spark: Any, cfg: AuditConfig, source: Path, destination: Pat
     _require_batch_reader(settings)
     src_parts = read_records(source, "partitions", PartitionRecord)
     dst_parts = read_records(destination, "partitions", PartitionRecord)
-    ranges = digest_ranges(src_parts, dst_parts, cfg)
+    cuts: dict[tuple[str, int], RecordDigestCutRecord] = {}
+    dropped: list[str] = []
+    if state_root is not None and cfg.records.incremental and not full:
+        clusters = (src_manifest.get("cluster_id"), dst_manifest.get("cluster_id"))
+        cuts, dropped = DigestHistory.load(state_root, clusters).cuts(src_parts, dst_parts, cfg)
+        for line in dropped[:20]:
+            log.info("records (mm2): read whole again: %s", line)
+    ranges = digest_ranges(src_parts, dst_parts, cfg, cuts)
     if any(r[4] > r[3] for r in ranges):
         require_reachable("destination", cfg.cluster("destination"), dst_manifest.get("cluster_id"))
         admin: KafkaAdmin = require_reachable("source", cfg.cluster("source"), src_manifest.get("cluster_id"))
@@ -125,6 +161,7 @@ def collect_digests(spark: Any, cfg: AuditConfig, source: Path, destination: Pat
                 spark.createDataFrame([], spark_schema("record_digests")).write.parquet(str(part))
             replace_path(part, directory / "record_digests.parquet")
             write_table(directory, "record_digest_ranges", tuple(r for s, r in read if s == side))
+        write_table(source, "record_digest_cuts", tuple(cuts[k] for k in sorted(cuts)))
     failed = [(side, r) for side, r in read if not r.complete]
     note = {
         "started_at": started,
@@ -134,6 +171,9 @@ def collect_digests(spark: Any, cfg: AuditConfig, source: Path, destination: Pat
         "isolation": {side: isolation_of(side, cfg) for side in SIDES},
         "ranges": len(read),
         "offsets_read": sum(r.read_to - r.start_offset for _, r in read),
+        "full": full or not cfg.records.incremental,
+        "judged_from_cuts": len(cuts),
+        "cuts_dropped": dropped[:50],
         "unreadable_ranges": len(failed),
         "issues": [
             {

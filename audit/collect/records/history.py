@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from audit.errors import InputError
 from audit.fsutil import atomic_write_json, json_loads
@@ -39,18 +39,24 @@ class PartitionOutcome:
 
 
 class RecordHistory:
+    """Mode cluster-mirroring's history; ``FILE`` and ``FORMAT`` are a subclass's to change
+    (mode mm2 keeps its own, audit/collect/records/digest_history.py)."""
+
+    FILE = HISTORY_FILE
+    FORMAT = FORMAT
+
     def __init__(self, path: Path, data: dict[str, Any]) -> None:
         self.path = path
         self.data = data
 
     @classmethod
-    def load(cls, output_root: Path, clusters: tuple[str | None, str | None] = (None, None)) -> RecordHistory:
+    def load(cls, output_root: Path, clusters: tuple[str | None, str | None] = (None, None)) -> Self:
         """The history of this cluster pair (source id, destination id). A history kept for
         another pair (the clusters were rebuilt, or the output root is shared) is not used:
         what was verified there proves nothing here."""
-        path = output_root / HISTORY_FILE
+        path = output_root / cls.FILE
         fresh: dict[str, Any] = {
-            "format": FORMAT,
+            "format": cls.FORMAT,
             "source_cluster_id": clusters[0],
             "destination_cluster_id": clusters[1],
             "runs": 0,
@@ -62,8 +68,8 @@ class RecordHistory:
             data = json_loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise InputError(f"{path} cannot be read ({exc}): fix or remove it (or run with --full)") from exc
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise InputError(f"{path}: not a {FORMAT} file: fix or remove it (or run with --full)")
+        if not isinstance(data, dict) or data.get("format") != cls.FORMAT:
+            raise InputError(f"{path}: not a {cls.FORMAT} file: fix or remove it (or run with --full)")
         if (data.get("source_cluster_id"), data.get("destination_cluster_id")) != clusters:
             log.warning(
                 "%s belongs to clusters %s -> %s, not %s -> %s: starting a new history",

@@ -55,7 +55,7 @@ def _abbrev(value: bytes | None, limit: int = 48) -> str:
     return f"{text}{'...' if len(value) > limit else ''} ({len(value)} bytes)"
 
 
-def _describe(m: Any) -> str:
+def describe_record(m: Any) -> str:
     """One record, abbreviated: header values are shown too, or a headers_differs
     divergence would print the same line for both sides."""
     if m is None:
@@ -156,8 +156,8 @@ def _narrow_task(
                             "chunk_end": hi,
                             "offset": offset,
                             "kind": kind,
-                            "source_record": _describe(s) if offset is not None else None,
-                            "destination_record": _describe(d) if offset is not None else None,
+                            "source_record": describe_record(s) if offset is not None else None,
+                            "destination_record": describe_record(d) if offset is not None else None,
                             "detail": r.get("detail"),
                         }
                     )

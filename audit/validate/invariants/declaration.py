@@ -39,7 +39,7 @@ class Invariant:
     spark_only: bool = False
     # The details summary.json and the report add beside its counts (audit/report/details.py
     # computes each kind): "open_transactions", "mirror_state", "record_divergence",
-    # "batch_divergence".
+    # "batch_divergence", "mm2_first_missing".
     details: tuple[str, ...] = ()
     not_verified: tuple[NotVerified, ...] = ()
     # The snapshot inputs a cluster may not report, on which its verdict of a row depends:

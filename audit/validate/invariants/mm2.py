@@ -116,6 +116,7 @@ DATA_1 = Invariant(
         "log for OffsetOutOfRange resets."
     ),
     spark_only=True,
+    details=("mm2_first_missing",),
 )
 
 DATA_2 = Invariant(
