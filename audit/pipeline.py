@@ -372,7 +372,7 @@ def _nightly(
         clock.done("records scan")
     outcome = audit_snapshots(src, dst, run_dir, cfg, job, engine, prof, clock=clock, suites=suites)
     if scanned and prof.records_settle is not None:
-        prof.records_settle(cfg, src, dst, run_dir, state_root)
+        prof.records_settle(cfg, src, dst, run_dir, state_root, full_records)
     return outcome
 
 

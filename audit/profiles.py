@@ -68,8 +68,9 @@ class Profile:
     # at equal offsets, or each record's content digest where offsets are translated.
     records_scan: Callable[[Any, AuditConfig, Path, Path, Path, bool], Any] | None
     # After a nightly's comparison: what its records scan keeps for the next one, where the
-    # comparison (not the scan) decides it: (config, source, destination, run, state root).
-    records_settle: Callable[[AuditConfig, Path, Path, Path, Path], None] | None
+    # comparison (not the scan) decides it: (config, source, destination, run, state root,
+    # --full).
+    records_settle: Callable[[AuditConfig, Path, Path, Path, Path, bool], None] | None
     # After a scanning job's comparison, before its checks: the few records its findings
     # point at, fetched and described while the clusters are at hand (mode mm2: the first
     # missing record per partition); registered beside the comparison tables.
@@ -144,10 +145,12 @@ def _scan_digests(spark: Any, cfg: AuditConfig, src: Path, dst: Path, state_root
     return collect_digests(spark, cfg, src, dst, state_root, full)
 
 
-def _settle_digests(cfg: AuditConfig, src: Path, dst: Path, run_dir: Path, state_root: Path) -> None:
+def _settle_digests(
+    cfg: AuditConfig, src: Path, dst: Path, run_dir: Path, state_root: Path, full: bool
+) -> None:
     from audit.collect.records.digest_history import settle_run
 
-    settle_run(cfg, src, dst, run_dir, state_root)
+    settle_run(cfg, src, dst, run_dir, state_root, full)
 
 
 def _describe_first_missing(compared: Any, cfg: AuditConfig) -> Any:

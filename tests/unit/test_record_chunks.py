@@ -10,6 +10,7 @@ from typing import Any, TypeGuard
 import pytest
 
 from audit.collect.records.chunks import Headers, RangeChunker, chunk_bounds
+from audit.collect.records.digest_history import DigestHistory
 from audit.collect.records.history import PartitionOutcome, RecordHistory
 from audit.collect.records.narrow import describe_record, first_divergence
 from audit.collect.records.plan import plan_records, task_groups
@@ -384,8 +385,13 @@ def test_a_history_of_other_clusters_or_a_recreated_topic_proves_nothing(tmp_pat
 
 def test_an_unreadable_history_is_an_error_not_a_fresh_start(tmp_path: Path) -> None:
     (tmp_path / "record-verification.json").write_text("{not json")
-    with pytest.raises(InputError, match=r"record-verification\.json"):
+    with pytest.raises(InputError, match=r"record-verification\.json cannot be read .*or run with --full"):
         RecordHistory.load(tmp_path)
+    # As the error advises, a --full run, which reads nothing of it, starts a new one.
+    assert RecordHistory.load(tmp_path, full=True).partitions() == {}
+    (tmp_path / "mm2-record-verification.json").write_text('{"format": "something else"}')
+    with pytest.raises(InputError, match=r"not a mirror-audit-mm2-record-verification/1 file"):
+        DigestHistory.load(tmp_path)
 
 
 def test_partition_runs_split_a_consume_result_by_partition_topic_and_error() -> None:

@@ -52,7 +52,7 @@ def collect_records(
     )
     topic_ids = {p.topic: p.topic_id for p in src_parts}
     history = RecordHistory.load(
-        output_root, (src_manifest.get("cluster_id"), dst_manifest.get("cluster_id"))
+        output_root, (src_manifest.get("cluster_id"), dst_manifest.get("cluster_id")), full
     )
     spans = {(p.topic, p.partition): (p.log_start_offset, p.high_watermark) for p in src_parts}
     source_admin = None

@@ -110,7 +110,9 @@ def _stale(
     return None
 
 
-def settle_run(cfg: AuditConfig, source: Path, destination: Path, run_dir: Path, state_root: Path) -> None:
+def settle_run(
+    cfg: AuditConfig, source: Path, destination: Path, run_dir: Path, state_root: Path, full: bool
+) -> None:
     """After a nightly's comparison: keep the cuts it found for the next scan."""
     import pyarrow.parquet as pq
 
@@ -131,7 +133,7 @@ def settle_run(cfg: AuditConfig, source: Path, destination: Path, run_dir: Path,
         read_manifest(source, "source").get("cluster_id"),
         read_manifest(destination, "destination").get("cluster_id"),
     )
-    history = DigestHistory.load(state_root, clusters)
+    history = DigestHistory.load(state_root, clusters, full)
     history.settle(rows, {p.topic: p.topic_id for p in src_parts})
     history.save()
     log.info("records (mm2): cuts of %d partitions kept in %s", len(rows), history.path)

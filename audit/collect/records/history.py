@@ -50,10 +50,13 @@ class RecordHistory:
         self.data = data
 
     @classmethod
-    def load(cls, output_root: Path, clusters: tuple[str | None, str | None] = (None, None)) -> Self:
+    def load(
+        cls, output_root: Path, clusters: tuple[str | None, str | None] = (None, None), full: bool = False
+    ) -> Self:
         """The history of this cluster pair (source id, destination id). A history kept for
         another pair (the clusters were rebuilt, or the output root is shared) is not used:
-        what was verified there proves nothing here."""
+        what was verified there proves nothing here. An unreadable file is an error, but a
+        ``--full`` run (``full``), which reads nothing of it, starts a new one over it."""
         path = output_root / cls.FILE
         fresh: dict[str, Any] = {
             "format": cls.FORMAT,
@@ -66,10 +69,17 @@ class RecordHistory:
             return cls(path, fresh)
         try:
             data = json_loads(path.read_text(encoding="utf-8"))
+            problem = None
         except (OSError, ValueError) as exc:
-            raise InputError(f"{path} cannot be read ({exc}): fix or remove it (or run with --full)") from exc
-        if not isinstance(data, dict) or data.get("format") != cls.FORMAT:
-            raise InputError(f"{path}: not a {cls.FORMAT} file: fix or remove it (or run with --full)")
+            data, problem = None, f"{path} cannot be read ({exc})"
+        if problem is None and (not isinstance(data, dict) or data.get("format") != cls.FORMAT):
+            problem = f"{path}: not a {cls.FORMAT} file"
+        if problem is not None:
+            if not full:
+                raise InputError(f"{problem}: fix or remove it (or run with --full)")
+            log.warning("%s: replaced by a new history (--full)", problem)
+            return cls(path, fresh)
+        assert isinstance(data, dict)
         if (data.get("source_cluster_id"), data.get("destination_cluster_id")) != clusters:
             log.warning(
                 "%s belongs to clusters %s -> %s, not %s -> %s: starting a new history",
