@@ -103,11 +103,21 @@ MM2: tuple[Invariant, ...] = (SYNC_1, CKPT_1, CKPT_2, CKPT_3, CKPT_4, GROUP_1, R
 
 # Record level (audit/compare/mm2_records.py): a nightly records scan of both sides.
 _DATA_NEEDS = "record_digests of both sides (records scan in mode mm2)"
+# A partition the scan did not say it read (on either side), its replica absent, or no
+# offset sync to end the compared range: unchecked. (A digest absent where the scan read is
+# no unknown: it is a record that side does not hold.)
+_DATA_INPUTS = (
+    "src:record_digest_ranges",
+    "dst:record_digest_ranges",
+    "src:mm2_offset_syncs",
+    "dst:partitions",
+)
 
 DATA_1 = Invariant(
     "MM2-DATA-1",
     statement="every source record in the compared range has its copy on the replica",
     needs=_DATA_NEEDS,
+    inputs=_DATA_INPUTS,
     remediation=(
         "Source records never reached the replica: MirrorMaker 2 skipped them (its committed source "
         "position moved past them: a reset, or records truncated on the source before it read them) or its "
@@ -123,6 +133,7 @@ DATA_2 = Invariant(
     "MM2-DATA-2",
     statement="every replica record in the compared range is a copy of a source record",
     needs=_DATA_NEEDS,
+    inputs=_DATA_INPUTS,
     remediation=(
         "The replica holds records no source record explains: another producer writes to the replica topic, "
         "or another source topic is mirrored into it (a replication policy mapping two topics to one name). "
@@ -136,6 +147,7 @@ DATA_3 = Invariant(
     "MM2-DATA-3",
     statement="no source record is copied to the replica more than once",
     needs=_DATA_NEEDS,
+    inputs=_DATA_INPUTS,
     remediation=(
         "Records were copied twice: a MirrorSourceTask restarted behind its last committed position "
         "(at-least-once delivery). Consumers of the replica must tolerate them, or run MirrorMaker 2 with "
@@ -149,6 +161,7 @@ DATA_4 = Invariant(
     "MM2-DATA-4",
     statement="copies on the replica keep the source's record order",
     needs=_DATA_NEEDS,
+    inputs=_DATA_INPUTS,
     remediation=(
         "Copies on the replica are out of the source's order: more than one task or MirrorMaker 2 instance "
         "wrote the partition, or a producer retried without idempotence. Check for a second MirrorMaker 2 "
