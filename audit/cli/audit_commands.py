@@ -143,8 +143,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument(
         "--full",
         action="store_true",
-        help="with records.enabled: verify every record of the common ranges, ignoring the incremental "
-        "history",
+        help="with records.enabled: verify every record (mode cluster-mirroring: of the common ranges; "
+        "mode mm2: every retained record of both sides), ignoring the incremental history",
     )
     add_out(
         p,
