@@ -18,6 +18,7 @@ pipeline chooses; what is computed is the same SQL (``sql.py``).
 from __future__ import annotations
 
 import logging
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -133,9 +134,18 @@ class SparkTables:
         # adds a sampling job for its range partitioning. Over data (a row per record),
         # coalesce(1) would pull the last stage's work (the windows after the last shuffle)
         # into one task: a shuffle of the small result gathers it instead.
+        staged = []
+        for step in comparison.steps:
+            at = path.with_name(f"{step.name}.step.parquet")  # Spark reads no path named .* or _*
+            self.query(step.sql).write.mode("overwrite").parquet(str(at))
+            self._frames[step.name] = self.spark.read.parquet(str(at))
+            staged.append(at)
         df = self.query(comparison.declared_sql(ordered=False))
         one = df.repartition(1) if comparison.grows_with_data else df.coalesce(1)
         self.write(comparison.table, one.sortWithinPartitions(*comparison.key), path)
+        for step, at in zip(comparison.steps, staged, strict=True):  # the result was read back
+            del self._frames[step.name]
+            shutil.rmtree(at, ignore_errors=True)
 
     def write(self, table: str, df: Any, path: Path) -> None:
         """Write a DataFrame cast to ``table``'s declared columns and read it back, so that
@@ -223,10 +233,15 @@ class LocalTables:
     def compute(self, comparison: Comparison, path: Path) -> None:
         import pyarrow.parquet as pq
 
+        for step in comparison.steps:
+            self._register(step.name, self.query(step.sql).arrow().read_all())
         schema = arrow_schema(comparison.table, "comparison")
         result = self.query(comparison.declared_sql()).arrow().read_all().cast(schema)
         pq.write_table(result, path)
         self._register(comparison.table, result)
+        for step in comparison.steps:
+            self.con.unregister(step.name)
+            del self._arrow[step.name]
 
     def rows(self, sql: str) -> list[dict[str, Any]]:
         rel = self.query(sql)

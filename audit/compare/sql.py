@@ -39,6 +39,17 @@ class TableRows:
 
 
 @dataclass(frozen=True)
+class Step:
+    """A named query a comparison computes before its own, written ``{name}`` in the steps
+    after it and in the comparison's query: the engine materializes it (Spark: a Parquet
+    file read back; DuckDB: an Arrow table), so that the work it does over every record is
+    done once, however often later steps read it. Gone once the comparison is written."""
+
+    name: str
+    sql: str
+
+
+@dataclass(frozen=True)
 class Comparison:
     """One comparison table: its name (declared in ``audit.schemas.COMPARISON_TABLES``),
     the columns that identify a row, and the query that computes it."""
@@ -55,6 +66,8 @@ class Comparison:
     # Its inputs grow with the data (a row per record), though its result stays small: the
     # engine keeps the work spread to the end and gathers only the result.
     grows_with_data: bool = False
+    # Queries computed and materialized first, in order (``Step``).
+    steps: tuple[Step, ...] = ()
 
     @property
     def rows(self) -> TableRows:
