@@ -243,10 +243,6 @@ def cluster_mirroring_inputs(tables: Tables, source: Path, destination: Path) ->
             named.append(("dst", state_dir, "mirror_partitions"))
             break
     load_snapshot_table(tables, "src_open_transactions", source, "open_transactions")
-    if tables.data_level:
-        load_snapshot_table(tables, "src_record_digest_cuts", source, "record_digest_cuts")
-    else:
-        tables.put("src_record_digest_cuts", "record_digest_cuts", [])
     load_snapshot_table(tables, "dst_markers", destination, "markers")
     return named
 
@@ -259,16 +255,16 @@ def mm2_inputs(tables: Tables, source: Path, destination: Path) -> list[tuple[st
     work over a cluster takes them, the in-process one leaves them out)."""
     named = []
     load_snapshot_table(tables, "src_open_transactions", source, "open_transactions")
-    if tables.data_level:
-        load_snapshot_table(tables, "src_record_digest_cuts", source, "record_digest_cuts")
-    else:
-        tables.put("src_record_digest_cuts", "record_digest_cuts", [])
-    for prefix, directory in (("src_", source), ("dst_", destination)):
-        for table in ("record_digests", "record_digest_ranges"):
-            if tables.data_level:
-                load_snapshot_table(tables, prefix + table, directory, table)
-            else:
-                tables.put(prefix + table, table, [])
+    scanned = [("src_", source, "record_digest_cuts")] + [
+        (prefix, directory, table)
+        for prefix, directory in (("src_", source), ("dst_", destination))
+        for table in ("record_digests", "record_digest_ranges")
+    ]
+    for prefix, directory, table in scanned:
+        if tables.data_level:
+            load_snapshot_table(tables, prefix + table, directory, table)
+        else:
+            tables.put(prefix + table, table, [])
     for name, table, side in (
         ("offset_syncs", "mm2_offset_syncs", "src"),
         ("checkpoints", "mm2_checkpoints", "dst"),
