@@ -364,14 +364,14 @@ def _nightly(
         clock.done("segments")
     # What was verified is kept beside the runs (incremental), but not where others write.
     state_root = shared_state_root(run_dir) or run_dir
-    scanned = cfg.records.enabled and job.scans_data and prof.records_scan is not None
-    if scanned and prof.records_scan is not None:
+    scan = prof.records_scan if cfg.records.enabled and job.scans_data else None
+    if scan is not None:
         from audit.spark_session import build_spark
 
-        prof.records_scan(build_spark(cfg.spark), cfg, src, dst, state_root, full_records)
+        scan(build_spark(cfg.spark), cfg, src, dst, state_root, full_records)
         clock.done("records scan")
     outcome = audit_snapshots(src, dst, run_dir, cfg, job, engine, prof, clock=clock, suites=suites)
-    if scanned and prof.records_settle is not None:
+    if scan is not None and prof.records_settle is not None:
         prof.records_settle(cfg, src, dst, run_dir, state_root, full_records)
     return outcome
 

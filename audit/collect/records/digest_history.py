@@ -23,11 +23,10 @@ finds is kept all the same.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from audit.collect.records.history import RecordHistory
+from audit.collect.records.history import RecordHistory, stamp
 from audit.config import AuditConfig
 from audit.snapshot import PartitionRecord, RecordDigestCutRecord, read_manifest, read_records
 
@@ -76,7 +75,7 @@ class DigestHistory(RecordHistory):
         is the one the run found (none: its entry goes, so a ``--full`` run that found a
         fault before an older cut is not overruled by it); an unjudged one keeps its own."""
         parts = self.data.setdefault("partitions", {})
-        now = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        now = stamp()
         for row in rows:
             key = f"{row['topic']}/{int(row['partition'])}"
             if row.get("compared_src_records") is None:

@@ -38,6 +38,11 @@ class PartitionOutcome:
     mismatched: tuple[tuple[int, int], ...] = ()
 
 
+def stamp() -> str:
+    """Now, as a partition's ``updated_at`` in the file (UTC, to the second)."""
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 class RecordHistory:
     """Mode cluster-mirroring's history; ``FILE`` and ``FORMAT`` are a subclass's to change
     (mode mm2 keeps its own, audit/collect/records/digest_history.py)."""
@@ -118,7 +123,7 @@ class RecordHistory:
         to the first chunk that mismatched or could not be read; a mismatch in a re-checked
         older chunk pulls it back there, so the next run reads from it again."""
         parts = self.data.setdefault("partitions", {})
-        now = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        now = stamp()
         ids = topic_ids or {}
         for (topic, partition), out in outcomes.items():
             entry = parts.setdefault(_key(topic, partition), {"verified_through": 0, "mismatched": []})
