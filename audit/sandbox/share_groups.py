@@ -21,7 +21,14 @@ from typing import Any
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from audit.collect.metadata.java_admin import JavaAdmin, classpath, java_gateway, open_admin
+from audit.collect.metadata.java_admin import (
+    JavaAdmin,
+    JavaCallError,
+    ShareGroup,
+    classpath,
+    java_gateway,
+    open_admin,
+)
 from audit.errors import SandboxError
 from audit.sandbox.mirror import ends_by_tp
 from audit.sandbox.traffic import client_conf
@@ -149,6 +156,21 @@ def delete_share_groups(bootstrap: str, groups: list[str]) -> None:
         admin.delete_share_groups(groups)
 
 
+READ_TRIES = 3
+
+
+def _read(admin: JavaAdmin, groups: list[str]) -> list[ShareGroup]:
+    for attempt in range(1, READ_TRIES + 1):
+        try:
+            return admin.share_groups(groups)
+        except JavaCallError as exc:
+            if attempt == READ_TRIES:
+                raise SandboxError(f"share groups {groups}: not read in {READ_TRIES} tries: {exc}") from None
+            log.warning("share groups %s not read (%s): reading again", groups, exc)
+            time.sleep(2.0)
+    raise AssertionError("unreachable")
+
+
 def sync_share_group_offsets(
     src_bootstrap: str,
     dst_bootstrap: str,
@@ -158,12 +180,16 @@ def sync_share_group_offsets(
     """Set each destination share group inactive there to clamp(source start offset), as
     KIP-1279's coordinator syncs share groups; a group with members on the destination is
     left alone. ``adjust(group, topic, partition, clamped)`` lets a test inject a faulty
-    value. Returns the offsets written."""
+    value. Returns the offsets written.
+
+    The groups are read again, up to ``READ_TRIES`` times, where the Java Admin's read
+    fails (a share coordinator of a busy sandbox that has not answered): a coordinator's
+    sync that fails is retried at its next cycle too."""
     dst_offsets = AdminClient(client_conf(dst_bootstrap))
     written = 0
     with _admins(src_bootstrap, dst_bootstrap) as (src, dst):
-        members = {g.group_id: g.member_count for g in dst.share_groups(groups)}
-        for source_group in src.share_groups(groups):
+        members = {g.group_id: g.member_count for g in _read(dst, groups)}
+        for source_group in _read(src, groups):
             if members.get(source_group.group_id, 0) > 0:
                 log.info("share group %s is active on the destination: not synced", source_group.group_id)
                 continue

@@ -149,6 +149,33 @@ def test_the_jvm_of_a_java_admin_ends_with_its_block() -> None:
         os.kill(pid, 0)
 
 
+def test_a_failed_java_call_is_read_while_its_jvm_lives_and_kafkas_retriable_errors_are_told_apart() -> None:
+    """A Java Admin future that failed becomes one line read inside the JVM (a py4j error
+    outliving its gateway cannot say its own name: CI once showed only "<exception str()
+    failed>"), and Kafka's RetriableException subclasses are the ones tried again."""
+    from audit.collect.metadata.java_admin import JavaAdmin, JavaCallError
+
+    jars = classpath("auto")
+    assert not isinstance(jars, str), jars
+    failed = []
+    with java_gateway(jars) as gateway:
+        admin = JavaAdmin(gateway, None, 5.0)
+        for name, message in (
+            ("CoordinatorLoadInProgressException", "loading"),
+            ("GroupAuthorizationException", "no"),
+        ):
+            future = gateway.jvm.java.util.concurrent.CompletableFuture()
+            error = getattr(gateway.jvm.org.apache.kafka.common.errors, name)(message)
+            future.completeExceptionally(error)
+            with pytest.raises(JavaCallError) as caught:
+                admin._get(future)
+            failed.append(caught.value)
+    assert [(e.cause, str(e), e.retriable) for e in failed] == [
+        ("CoordinatorLoadInProgressException", "CoordinatorLoadInProgressException: loading", True),
+        ("GroupAuthorizationException", "GroupAuthorizationException: no", False),
+    ]
+
+
 def test_the_continuous_mirror_syncs_share_groups_as_the_coordinator_does(sandbox: SandboxState) -> None:
     """The sandbox's running mirror (the failover demo's) syncs a share group's start
     offsets too, clamped, within its share sync period, as KIP-1279's coordinator does."""

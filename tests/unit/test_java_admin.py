@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from audit.collect.metadata.java_admin import classpath, java_properties, java_system_properties
+from audit.collect.metadata.java_admin import (
+    JavaAdmin,
+    JavaCallError,
+    ShareGroup,
+    classpath,
+    java_properties,
+    java_system_properties,
+)
 
 
 def _libs(root: Path, *names: str) -> Path:
@@ -149,3 +156,42 @@ def test_an_oidc_login_becomes_the_java_clients_own_client_credentials_login() -
     assert java_system_properties(client) == {
         "org.apache.kafka.sasl.oauthbearer.allowed.urls": "http://idp/token"
     }
+
+
+class _Flaky(JavaAdmin):
+    """The share-group read's retry loop alone: ``_share_groups`` fails as told, then answers."""
+
+    retry_seconds = 0.0
+
+    def __init__(self, failures: list[JavaCallError], timeout_seconds: float = 5.0) -> None:
+        super().__init__(gateway=type("G", (), {"jvm": None})(), admin=None, timeout_seconds=timeout_seconds)
+        self.failures = failures
+        self.tries = 0
+
+    def _share_groups(self, group_ids: object) -> list[ShareGroup]:
+        self.tries += 1
+        if self.failures:
+            raise self.failures.pop(0)
+        return [ShareGroup("g", "EMPTY", 0, ())]
+
+
+def test_a_retriable_failure_reading_share_groups_is_tried_again() -> None:
+    loading = JavaCallError("CoordinatorLoadInProgressException", "loading", retriable=True)
+    admin = _Flaky([loading, loading])
+    assert admin.share_groups(["g"]) == [ShareGroup("g", "EMPTY", 0, ())]
+    assert admin.tries == 3
+
+
+def test_a_failure_kafka_does_not_call_retriable_is_raised_at_once() -> None:
+    refused = JavaCallError("GroupAuthorizationException", "GroupAuthorizationException: no", retriable=False)
+    admin = _Flaky([refused])
+    with pytest.raises(JavaCallError, match="GroupAuthorizationException: no"):
+        admin.share_groups(["g"])
+    assert admin.tries == 1
+
+
+def test_retrying_stops_at_the_clients_timeout() -> None:
+    admin = _Flaky([JavaCallError("TimeoutException", "t", retriable=True)] * 1000, timeout_seconds=0.0)
+    with pytest.raises(JavaCallError):
+        admin.share_groups(["g"])
+    assert admin.tries == 1

@@ -26,6 +26,7 @@ from __future__ import annotations
 import glob
 import logging
 import os
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -238,6 +239,8 @@ def _read(path: str) -> str | None:
 class JavaAdmin:
     """The Java Admin client of one cluster, in a JVM of its own (``java_admin``)."""
 
+    retry_seconds = 1.0  # between two tries of a read that failed retriably
+
     def __init__(self, gateway: Any, admin: Any, timeout_seconds: float) -> None:
         self._gateway = gateway
         self._jvm = gateway.jvm
@@ -245,12 +248,47 @@ class JavaAdmin:
         self._timeout_ms = int(timeout_seconds * 1000)
 
     def _get(self, future: Any) -> Any:
-        return future.get(self._timeout_ms, self._jvm.java.util.concurrent.TimeUnit.MILLISECONDS)
+        """A future's value; its failure as a :class:`JavaCallError` read while the JVM is
+        still there (a py4j error outliving its gateway cannot even say its own name)."""
+        from py4j.protocol import Py4JJavaError
+
+        try:
+            return future.get(self._timeout_ms, self._jvm.java.util.concurrent.TimeUnit.MILLISECONDS)
+        except Py4JJavaError as exc:
+            raise JavaCallError(_java_cause(exc), java_error(exc), self._retriable(exc)) from None
+
+    def _retriable(self, exc: Any) -> bool:
+        """Whether Kafka calls the failure's innermost cause retriable (a coordinator
+        loading or moving, a request timed out): the same call may succeed a moment later."""
+        try:
+            cause = exc.java_exception
+            while cause.getCause() is not None:
+                cause = cause.getCause()
+            retriable = self._jvm.java.lang.Class.forName("org.apache.kafka.common.errors.RetriableException")
+            return bool(retriable.isInstance(cause))
+        except Exception:  # the JVM cannot say: not retried
+            log.debug("classifying a Java exception failed", exc_info=True)
+            return False
 
     def share_groups(self, group_ids: Sequence[str]) -> list[ShareGroup]:
         """Each share group's state, member count and start offsets (every partition it has
         state for; a partition without a start offset yet is left out). A group the cluster
-        does not know (deleted since it was listed, or never there) is left out."""
+        does not know (deleted since it was listed, or never there) is left out.
+
+        A retriable failure (the share coordinator still loading the group's state, which
+        the Admin client's own retries do not all cover) is tried again, for up to the
+        client's timeout in all: a transient answer is not a share group left unread."""
+        deadline = time.monotonic() + self._timeout_ms / 1000
+        while True:
+            try:
+                return self._share_groups(group_ids)
+            except JavaCallError as exc:
+                if not exc.retriable or time.monotonic() >= deadline:
+                    raise
+                log.info("reading share groups: %s; trying again", exc)
+                time.sleep(self.retry_seconds)
+
+    def _share_groups(self, group_ids: Sequence[str]) -> list[ShareGroup]:
         if not group_ids:
             return []
         futures = self._admin.describeShareGroups(list(group_ids)).describedGroups()
@@ -258,8 +296,8 @@ class JavaAdmin:
         for gid in group_ids:
             try:
                 described[gid] = self._get(futures.get(gid))
-            except Exception as exc:
-                if _java_cause(exc) != "GroupIdNotFoundException":
+            except JavaCallError as exc:
+                if exc.cause != "GroupIdNotFoundException":
                     raise
         if not described:
             return []
@@ -308,8 +346,8 @@ class JavaAdmin:
         for gid in group_ids:
             try:
                 self._get(futures.get(gid))
-            except Exception as exc:
-                if _java_cause(exc) != "GroupIdNotFoundException":
+            except JavaCallError as exc:
+                if exc.cause != "GroupIdNotFoundException":
                     raise
 
     def set_group_config(self, group_id: str, key: str, value: str) -> None:
@@ -356,6 +394,16 @@ def _state(word: str) -> str:
     return _state_word(word)
 
 
+class JavaCallError(Exception):
+    """A Java Admin call that failed: its innermost cause's simple class name (None: the
+    JVM could not say) and the one line :func:`java_error` makes of it."""
+
+    def __init__(self, cause: str | None, message: str, retriable: bool = False) -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.retriable = retriable
+
+
 def _java_cause(exc: BaseException) -> str | None:
     """The simple class name of a failed Java call's innermost cause (None: not a Java
     error, or the JVM cannot say)."""
@@ -377,6 +425,8 @@ def java_error(exc: BaseException) -> str:
     ExecutionException wraps the broker's answer), never the Java stack trace."""
     from py4j.protocol import Py4JJavaError
 
+    if isinstance(exc, JavaCallError):
+        return str(exc)
     if isinstance(exc, Py4JJavaError):
         try:
             cause = exc.java_exception
