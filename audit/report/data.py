@@ -79,13 +79,15 @@ FROM {{partitions}} WHERE in_scope AND dst_present
 ORDER BY data_lag_records DESC NULLS LAST, topic, partition LIMIT {CHART_ROWS}
 """,
     epochs=f"""
-SELECT topic, partition, src_leader_epoch, dst_leader_epoch, epoch_headroom, {VERDICT_SQL} AS verdict
+SELECT topic, partition, src_leader_epoch, dst_leader_epoch, epoch_headroom AS headroom,
+  {VERDICT_SQL} AS verdict
 FROM {{partitions}} WHERE in_scope AND dst_present
 ORDER BY epoch_headroom ASC NULLS FIRST, topic, partition LIMIT {CHART_ROWS}
 """,
     group_positions=f"""
-SELECT group_id, topic, partition, dst_log_start_offset, dst_high_watermark, dst_committed_offset,
-  expected_offset, dst_active, coalesce(src_group_type, dst_group_type) AS group_type
+SELECT group_id, topic, partition, dst_log_start_offset AS log_start, dst_high_watermark AS log_end,
+  dst_committed_offset AS committed, expected_offset, dst_active AS active,
+  coalesce(src_group_type, dst_group_type) AS group_type
 FROM {{group_offsets}} WHERE topic_in_scope AND dst_partition_known
 ORDER BY abs(coalesce(sync_delta, 0)) DESC, group_id, topic, partition LIMIT {CHART_ROWS}
 """,

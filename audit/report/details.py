@@ -48,7 +48,12 @@ def first_batch_divergence(compared: Compared, limit: int = DIVERGENCE_PARTITION
     if not compared.tables.has("batch_diffs"):
         return []
     sql = _first_per_partition(
-        "batch_diffs", "in_scope AND batch_status != 'same'", "base_offset", "differing_batches", limit
+        "batch_diffs",
+        "in_scope AND batch_status != 'same'",
+        "base_offset",
+        "differing_batches",
+        limit,
+        select="*, batch_status AS status",
     )
     out = []
     for row in compared.tables.rows(sql):
@@ -57,7 +62,7 @@ def first_batch_divergence(compared: Compared, limit: int = DIVERGENCE_PARTITION
                 "topic": row["topic"],
                 "partition": row["partition"],
                 "base_offset": row["base_offset"],
-                "status": row["batch_status"],
+                "status": row["status"],
                 "differing_fields": row["differing_fields"],
                 "differing_batches": row["differing_batches"],
                 "fields": [

@@ -116,8 +116,8 @@ def _svg_positions(rows: tuple[dict[str, Any], ...]) -> Markup:
     parts = [_svg_open(width, len(rows) * bar_h + 10)]
     for i, r in enumerate(rows):
         y = i * bar_h + 4
-        start, end = int(r["dst_log_start_offset"] or 0), int(r["dst_high_watermark"] or 0)
-        committed, expected = r["dst_committed_offset"], r["expected_offset"]
+        start, end = int(r["log_start"] or 0), int(r["log_end"] or 0)
+        committed, expected = r["committed"], r["expected_offset"]
         pts = [p for p in (start, end, committed, expected) if p is not None]
         lo, hi = min(pts), max(pts)
         span = (hi - lo) or 1
@@ -128,7 +128,7 @@ def _svg_positions(rows: tuple[dict[str, Any], ...]) -> Markup:
         # A share group's dot is its start offset (KIP-932), synced by the same clamp.
         kind = " (share group)" if r.get("group_type") == "share" else ""
         label = f"{r['group_id']} {r['topic']}-{r['partition']}{kind}" + (
-            " (active)" if r["dst_active"] else ""
+            " (active)" if r["active"] else ""
         )
         parts.append(
             f'<text x="{left - 6}" y="{y + 12}" font-size="11" text-anchor="end">{_label(label)}</text>'
@@ -371,7 +371,7 @@ def render_report(
         ),
         epoch_chart=_svg_bars(
             data.epochs,
-            "epoch_headroom",
+            "headroom",
             lambda r: f"{r['topic']}-{r['partition']}",
             float(thresholds.get("epoch_headroom", 0)) or None,
             lambda r: _VERDICT_COLOURS.get(r.get("verdict"), "#1f8a4c"),

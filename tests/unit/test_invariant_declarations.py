@@ -12,6 +12,7 @@ import json
 import re
 from pathlib import Path
 
+from audit.schemas import AUX_TABLES, SNAPSHOT_TABLES
 from audit.validate.gx import shipped_expectations_dir
 from audit.validate.invariants import (
     ALL,
@@ -57,6 +58,101 @@ def test_no_invariant_id_is_a_literal_outside_its_declaration() -> None:
             if INVARIANT_ID.search(code):
                 found.append(f"{path.relative_to(AUDIT.parent)}:{n}: {line.strip()[:60]}")
     assert found == [], "\n".join(found)
+
+
+# Where a checked column's name may stand as a literal outside the queries, and why: a
+# word the code uses for something else too, or one definition two stages share. A new
+# entry needs a reason as good; a column read by name in Python is otherwise a second
+# place its meaning lives (rename it in the query that hands it over).
+COLUMN_LITERALS_ALLOWED = {
+    ("audit/cli/output.py", "stopped"): "a sandbox node's state word, not the column",
+    ("audit/cli/output.py", "skipped_records"): "failover verify's figure of that name in summary.json",
+    ("audit/cli/output.py", "unseen_records"): "failover verify's figure of that name in summary.json",
+    ("audit/collect/batches/closure.py", "closes_twice"): (
+        "the transaction closure is one PySpark definition the collect stage (segment LSOs) "
+        "and the compare stage (CM-TXN-3) share; it computes the column"
+    ),
+    ("audit/collect/records/pairs.py", "dst_present"): (
+        "the chunk pairing is one PySpark definition the collect stage (which chunks to "
+        "narrow) and the compare stage (CM-DATA-1) share; it computes the column"
+    ),
+    ("audit/report/html.py", "epoch_headroom"): "the configured threshold of that name, drawn as a line",
+    ("audit/report/html.py", "failed"): "the history table's count of failed invariants",
+    ("audit/report/metrics.py", "failed"): "the notices' count of messages no webhook took",
+    ("audit/report/metrics.py", "lag_seconds"): "summary.json's lag_by_topic field of that name",
+    ("audit/report/notices.py", "failed"): "the notices' count of messages no webhook took",
+    ("audit/sandbox/injected.py", "failed"): "an injected fault's outcome word",
+}
+# Query declarations: their string arguments are SQL an engine runs, the query written once.
+QUERY_DECLARATIONS = {"Figure", "Step", "Comparison"}
+
+
+def _checked_columns() -> set[str]:
+    """The comparison-table columns the suites' checks read (their columns and row
+    conditions), less the snapshot's own columns, which the collectors write by name."""
+    names: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("column", "column_A", "column_B", "name") and isinstance(value, str):
+                    names.add(value)
+                elif key == "column_list":
+                    names.update(value)
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    for path in shipped_expectations_dir().glob("*.json"):
+        for expectation in json.loads(path.read_text())["expectations"]:
+            walk(expectation["kwargs"])
+    inputs = {c.name for table in (*SNAPSHOT_TABLES.values(), *AUX_TABLES.values()) for c in table}
+    return names - inputs
+
+
+def _query_arguments(tree: ast.AST) -> set[int]:
+    """ids of the string nodes handed to a query declaration (SQL, not Python), and of
+    the names a mapping gives its declarations (a figure's name in summary.json)."""
+
+    def declares(node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Call) and getattr(node.func, "id", None) in QUERY_DECLARATIONS
+
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if declares(node):
+            assert isinstance(node, ast.Call)
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                found.update(id(n) for n in ast.walk(arg))
+        elif isinstance(node, ast.Dict):
+            found.update(id(k) for k, v in zip(node.keys, node.values, strict=True) if k and declares(v))
+    return found
+
+
+def test_no_checked_column_is_a_literal_outside_the_queries() -> None:
+    """A column a check reads is computed in its comparison's query (audit/compare/) and
+    declared in audit/schemas.py; Python elsewhere that picks it out by name decides what
+    it means a second time. The report's queries rename what they hand over."""
+    checked = _checked_columns()
+    assert {"data_lag_records", "sync_delta", "epoch_headroom"} <= checked  # the scan sees the suites
+    skipped = (DECLARATIONS, AUDIT / "compare")
+    found, used = [], set()
+    for path in sorted(AUDIT.rglob("*.py")):
+        if any(s in path.parents for s in skipped) or path == AUDIT / "schemas.py":
+            continue
+        rel = str(path.relative_to(AUDIT.parent))
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        exempt = _docstrings(tree) | _query_arguments(tree)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in exempt:
+                continue
+            if node.value in checked:
+                if (rel, node.value) in COLUMN_LITERALS_ALLOWED:
+                    used.add((rel, node.value))
+                else:
+                    found.append(f"{rel}:{node.lineno}: {node.value!r}")
+    assert found == [], "\n".join(found)
+    assert used == set(COLUMN_LITERALS_ALLOWED), set(COLUMN_LITERALS_ALLOWED) - used  # no stale entry
 
 
 def test_every_invariant_is_declared_once_with_its_remediation() -> None:

@@ -162,8 +162,21 @@ def collect_digests(
             replace_path(part, directory / "record_digests.parquet")
             write_table(directory, "record_digest_ranges", tuple(r for s, r in read if s == side))
         write_table(source, "record_digest_cuts", tuple(cuts[k] for k in sorted(cuts)))
+    note = _scan_note(started, read, cfg, full, len(cuts), dropped)
+    for directory, manifest in ((source, src_manifest), (destination, dst_manifest)):
+        manifest.setdefault("notes", {})["records"] = note
+        atomic_write_json(directory / "manifest.json", manifest)
+    log.info("records (mm2): %d ranges, %d unreadable", len(read), note["unreadable_ranges"])
+    return note
+
+
+def _scan_note(
+    started: str, read: list[tuple[str, Any]], cfg: AuditConfig, full: bool, cuts: int, dropped: list[str]
+) -> dict[str, Any]:
+    """The scan's manifest note (``notes.records``): what it read, from which cuts, and the
+    ranges it could not read whole."""
     failed = [(side, r) for side, r in read if not r.complete]
-    note = {
+    return {
         "started_at": started,
         "finished_at": utc_now(),
         "kind": "digests",
@@ -172,7 +185,7 @@ def collect_digests(
         "ranges": len(read),
         "offsets_read": sum(r.read_to - r.start_offset for _, r in read),
         "full": full or not cfg.records.incremental,
-        "judged_from_cuts": len(cuts),
+        "judged_from_cuts": cuts,
         "cuts_dropped": dropped[:50],
         "unreadable_ranges": len(failed),
         "issues": [
@@ -187,11 +200,6 @@ def collect_digests(
             for side, r in failed[:50]
         ],
     }
-    for directory, manifest in ((source, src_manifest), (destination, dst_manifest)):
-        manifest.setdefault("notes", {})["records"] = note
-        atomic_write_json(directory / "manifest.json", manifest)
-    log.info("records (mm2): %d ranges, %d unreadable", len(read), len(failed))
-    return note
 
 
 def _source_topic(side: str, topic: str, cfg: AuditConfig) -> str | None:
