@@ -144,16 +144,49 @@ def _side(batches: Any, prefix: str) -> Any:
     ).withColumn(f"{prefix}present", F.lit(True))
 
 
-def compare_batches(
-    src_batches: Any, dst_batches: Any, dst_partitions: Any, topic_scope: Any, cfg: AuditConfig
-) -> Any:
-    """One row per batch start offset inside the common range of a partition, either side.
+def unread_partitions(src_batches: Any, dst_batches: Any, src_partitions: Any, dst_partitions: Any) -> Any:
+    """Partitions both snapshots say hold records (high watermark past the log start) of
+    which a side's scan read no batch: nothing of them was compared, so they are unchecked,
+    never passed by omission (a log dir scanned without the partition's replica, a fetch
+    that read nothing). One row each: where the comparison would have started
+    (``base_offset``: the later log start) and the destination's leader epoch. A partition
+    empty on a side has nothing to compare; what it lacks is the metadata invariants'."""
+    from pyspark.sql import functions as F
 
-    ``batch_status``: same | differs | missing_on_destination | extra_on_destination;
-    ``differing_fields`` names what differs. ``dst_epoch_within_dle``: the destination
-    batch's partition leader epoch is <= the destination partition's leader epoch (DLE);
-    ``epochs_equal``: the epochs of both sides agree (asserted only when
-    ``mirror.preserves_batch_epochs``)."""
+    def holding(parts: Any, prefix: str) -> Any:
+        return parts.where(F.col("high_watermark") > F.col("log_start_offset")).select(
+            "topic", "partition", F.col("log_start_offset").alias(f"{prefix}log_start")
+        )
+
+    def read(batches: Any, flag: str) -> Any:
+        return batches.select("topic", "partition").distinct().withColumn(flag, F.lit(True))
+
+    return (
+        holding(src_partitions, "src_")
+        .join(holding(dst_partitions, "dst_"), ["topic", "partition"])
+        .join(read(src_batches, "_src_read"), ["topic", "partition"], "left")
+        .join(read(dst_batches, "_dst_read"), ["topic", "partition"], "left")
+        .where(F.col("_src_read").isNull() | F.col("_dst_read").isNull())
+        .select("topic", "partition", F.greatest("src_log_start", "dst_log_start").alias("base_offset"))
+    )
+
+
+def compare_batches(
+    src_batches: Any,
+    dst_batches: Any,
+    src_partitions: Any,
+    dst_partitions: Any,
+    topic_scope: Any,
+    cfg: AuditConfig,
+) -> Any:
+    """One row per batch start offset inside the common range of a partition, either side,
+    and one per partition a side's scan did not read (``unread_partitions``).
+
+    ``batch_status``: same | differs | missing_on_destination | extra_on_destination, or
+    null where the partition was not read (unchecked); ``differing_fields`` names what
+    differs. ``dst_epoch_within_dle``: the destination batch's partition leader epoch is <=
+    the destination partition's leader epoch (DLE); ``epochs_equal``: the epochs of both
+    sides agree (asserted only when ``mirror.preserves_batch_epochs``)."""
     from pyspark.sql import functions as F
 
     ranges = common_range(src_batches, dst_batches).select("topic", "partition", "range_start", "range_end")
@@ -169,13 +202,23 @@ def compare_batches(
         .join(dle, ["topic", "partition"], "left")
         .withColumn("src_present", F.coalesce("src_present", F.lit(False)))
         .withColumn("dst_present", F.coalesce("dst_present", F.lit(False)))
+        .withColumn("_unread", F.lit(False))
     )
+    unread = (
+        unread_partitions(src_batches, dst_batches, src_partitions, dst_partitions)
+        .join(dle, ["topic", "partition"], "left")
+        .withColumn("src_present", F.lit(False))
+        .withColumn("dst_present", F.lit(False))
+        .withColumn("_unread", F.lit(True))
+    )
+    j = j.unionByName(unread, allowMissingColumns=True)
     diffs = F.concat_ws(
         ",",
         *[F.when(~F.col(f"src_{c}").eqNullSafe(F.col(f"dst_{c}")), F.lit(c)) for c in BATCH_FIELDS],
     )
     status = (
-        F.when(~F.col("dst_present"), F.lit("missing_on_destination"))
+        F.when(F.col("_unread"), F.lit(None).cast("string"))
+        .when(~F.col("dst_present"), F.lit("missing_on_destination"))
         .when(~F.col("src_present"), F.lit("extra_on_destination"))
         .when(F.col("differing_fields") != "", F.lit("differs"))
         .otherwise(F.lit("same"))
@@ -203,6 +246,7 @@ def compare_batches(
             "epochs_must_match",
             F.lit(cfg.mirror.preserves_batch_epochs) & F.col("src_present") & F.col("dst_present"),
         )
+        .drop("_unread")
     )
 
 

@@ -333,7 +333,7 @@ def data_level_tables(
                 f"{source if src_m is None else destination}: batches.parquet without markers.parquet "
                 "(both come from the same scan: rerun it)"
             )
-        written.append(write("batch_diffs", compare_batches(src_b, dst_b, dst_parts, scope, cfg)))
+        written.append(write("batch_diffs", compare_batches(src_b, dst_b, src_parts, dst_parts, scope, cfg)))
         written.append(write("marker_diffs", compare_markers(src_m, dst_m, src_b, dst_b, scope)))
         src_i, dst_i = optional(source, "batch_scan_issues"), optional(destination, "batch_scan_issues")
         if src_i is not None or dst_i is not None:

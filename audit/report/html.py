@@ -127,9 +127,7 @@ def _svg_positions(rows: tuple[dict[str, Any], ...]) -> Markup:
 
         # A share group's dot is its start offset (KIP-932), synced by the same clamp.
         kind = " (share group)" if r.get("group_type") == "share" else ""
-        label = f"{r['group_id']} {r['topic']}-{r['partition']}{kind}" + (
-            " (active)" if r["active"] else ""
-        )
+        label = f"{r['group_id']} {r['topic']}-{r['partition']}{kind}" + (" (active)" if r["active"] else "")
         parts.append(
             f'<text x="{left - 6}" y="{y + 12}" font-size="11" text-anchor="end">{_label(label)}</text>'
         )

@@ -134,7 +134,13 @@ CAUSES: dict[str, tuple[Cause, ...]] = {
         _DST_EPOCH,
         ("record leader epochs of the chunk (no record in it)", "dst_max_record_epoch IS NULL"),
     ),
-    "batch_diffs": _causes(_DST_EPOCH),
+    "batch_diffs": _causes(
+        (
+            "the batches of the partition on one side (no scan read any, though both sides hold records)",
+            "batch_status IS NULL",
+        ),
+        _DST_EPOCH,
+    ),
     "commit_epochs": _causes(
         (
             "the destination batch holding the committed offset (not among the batches read)",

@@ -182,6 +182,25 @@ def test_an_identical_copy_audits_as_identical(spark: Any, tmp_path: Path) -> No
     assert inv["CM-TXN-2"]["evaluated"] == 2
 
 
+def test_a_partition_a_sides_scan_did_not_read_is_unchecked_not_passed(spark: Any, tmp_path: Path) -> None:
+    """Both snapshots say orders-1 holds records, but the destination's scan read none of
+    its batches (a log dir without its replica): nothing of it was compared, so CM-DATA-2
+    warns with that partition unchecked, naming the input, instead of passing by omission
+    (found by tests/spark/test_unknown_data_level.py)."""
+    src_tree = source_tree(tmp_path / "src")
+    shutil.copytree(src_tree / "orders-0", tmp_path / "dst" / "orders-0")
+    _scan(spark, src_tree, tmp_path / "s", "source")
+    _scan(spark, tmp_path / "dst", tmp_path / "d", "destination")
+    # The destination's partitions as a live snapshot lists them: orders-1 among them.
+    shutil.copy(tmp_path / "s" / "partitions.parquet", tmp_path / "d" / "partitions.parquet")
+    data2 = _audit(spark, tmp_path / "s", tmp_path / "d", tmp_path / "run")["invariants"]["CM-DATA-2"]
+    assert data2["status"] == "warn", data2
+    (gap,) = data2["unchecked_gaps"]
+    assert gap["missing"].startswith("the batches of the partition on one side") and gap["rows"] == 1, gap
+    assert [(f["topic"], f["partition"]) for f in gap["first"]] == [("orders", "1")]
+    assert data2["violations"] == 0  # orders-0, read on both sides, is the same
+
+
 def test_a_live_log_dir_audits_its_current_replicas_only(spark: Any, tmp_path: Path) -> None:
     """A broker's log dir as Kafka leaves it: replica directories set aside (a -future copy
     being moved between log dirs, a -delete and a -stray one, all holding damaged batches),

@@ -227,6 +227,7 @@ DATA_1 = Invariant(
         "the divergence."
     ),
     spark_only=True,
+    inputs=("src:record_chunks", "dst:record_chunks"),
     details=("record_divergence",),
     # Rows its checks count as passed without verifying them: a compacted chunk whose
     # difference the narrowing budget (records.narrow_max_chunks) did not reach.
@@ -254,6 +255,7 @@ DATA_2 = Invariant(
         "(`kafka-reassign-partitions` to move the replica)."
     ),
     spark_only=True,
+    inputs=("src:batches", "dst:batches"),
     details=("batch_divergence",),
 )
 
@@ -268,6 +270,7 @@ TXN_2 = Invariant(
         "differing marker."
     ),
     spark_only=True,
+    inputs=("src:markers", "dst:markers"),
 )
 
 
@@ -284,6 +287,7 @@ TXN_3 = Invariant(
         "--start-offset O`; a double close on the destination needs the partition re-mirrored."
     ),
     spark_only=True,
+    inputs=("src:partitions", "dst:partitions"),
 )
 
 
@@ -300,6 +304,7 @@ EPOCH_4 = Invariant(
         "bump the destination epoch (`kafka-leader-election`) above the batches'."
     ),
     spark_only=True,
+    inputs=("dst:partitions.leader_epoch", "dst:record_chunks.max_record_epoch"),
 )
 
 
