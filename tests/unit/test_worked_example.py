@@ -86,22 +86,19 @@ def test_the_worked_example_applies_as_written_and_its_invariant_warns_and_passe
     assert kept["status"] == "pass", kept
 
     # The copy's own checks of the declarations hold with the new invariant in it, and the
-    # property test generated from the declarations covers it (its input taken away).
+    # property test generated from the declarations covers it (its input taken away): its
+    # cluster-mirroring cases, the catalogue the example adds to (the other jobs' cases run
+    # in this tier already, on the checkout).
     checks = _python(
         tree,
         env,
-        *("-m", "pytest", "-q", "-p", "no:cacheprovider"),
+        *("-m", "pytest", "-v", "-p", "no:cacheprovider"),
         "tests/unit/test_invariant_declarations.py",
         "tests/unit/test_unknown_never_passes.py",
+        *("-k", "not mm2 and not failover-verify and not failback"),
     )
     assert checks.returncode == 0, checks.stdout[-3000:]
-    assert "CM-RETAIN-1:dst:partitions" in _collected(tree, env), "the property test did not cover it"
-
-
-def _collected(tree: Path, env: dict[str, str]) -> str:
-    return _python(
-        tree, env, "-m", "pytest", "-q", "--collect-only", "tests/unit/test_unknown_never_passes.py"
-    ).stdout
+    assert "CM-RETAIN-1:dst:partitions] PASSED" in checks.stdout, "the property test did not cover it"
 
 
 def _python(tree: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
