@@ -31,9 +31,11 @@ from audit.schemas import arrow_schema
 from tests.snapshots import T0_MS, part, write_pair
 
 # The fast tier (make unit) runs the tests marked so on its one Spark session: each
-# data-level invariant passing and failing, CM-DATA-1 left unchecked, the batch ones
-# skipped without batches; their comparisons are PySpark (audit/compare/batches.py,
-# records.py), not the shared SQL. The other tests here run in make test.
+# data-level invariant failing, CM-DATA-1 left unchecked, the batch ones skipped without
+# batches; their comparisons are PySpark (audit/compare/batches.py, records.py), not the
+# shared SQL. Each passing, and never passing on an unknown input, is
+# tests/spark/test_unknown_data_level.py's, in the same tier. The other tests here run in
+# make test.
 FAST_TIER = pytest.mark.unit
 
 SIZE = 10  # records.chunk_records
@@ -240,7 +242,6 @@ def _healthy() -> list[Partition]:
     ]
 
 
-@FAST_TIER
 def test_identical_chunks_and_a_compacted_topic_pass_every_record_invariant(
     spark: Any, tmp_path: Path
 ) -> None:
