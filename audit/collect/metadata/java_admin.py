@@ -255,20 +255,20 @@ class JavaAdmin:
         try:
             return future.get(self._timeout_ms, self._jvm.java.util.concurrent.TimeUnit.MILLISECONDS)
         except Py4JJavaError as exc:
-            raise JavaCallError(_java_cause(exc), java_error(exc), self._retriable(exc)) from None
+            raise self._call_error(exc) from None
 
-    def _retriable(self, exc: Any) -> bool:
-        """Whether Kafka calls the failure's innermost cause retriable (a coordinator
-        loading or moving, a request timed out): the same call may succeed a moment later."""
+    def _call_error(self, exc: Any) -> JavaCallError:
+        """The failure read from its innermost cause: its class, the one line
+        :func:`java_error` makes of it, and whether Kafka calls it retriable (a coordinator
+        loading or moving, a request timed out: the same call may succeed a moment later)."""
         try:
-            cause = exc.java_exception
-            while cause.getCause() is not None:
-                cause = cause.getCause()
+            cause = _innermost(exc)
+            name = str(cause.getClass().getSimpleName())
             retriable = self._jvm.java.lang.Class.forName("org.apache.kafka.common.errors.RetriableException")
-            return bool(retriable.isInstance(cause))
-        except Exception:  # the JVM cannot say: not retried
-            log.debug("classifying a Java exception failed", exc_info=True)
-            return False
+            return JavaCallError(name, java_error(exc), bool(retriable.isInstance(cause)))
+        except Exception:  # the JVM cannot say: unnamed, not retried
+            log.debug("reading a Java exception failed", exc_info=True)
+            return JavaCallError(None, java_error(exc))
 
     def share_groups(self, group_ids: Sequence[str]) -> list[ShareGroup]:
         """Each share group's state, member count and start offsets (every partition it has
@@ -404,20 +404,13 @@ class JavaCallError(Exception):
         self.retriable = retriable
 
 
-def _java_cause(exc: BaseException) -> str | None:
-    """The simple class name of a failed Java call's innermost cause (None: not a Java
-    error, or the JVM cannot say)."""
-    from py4j.protocol import Py4JJavaError
-
-    if not isinstance(exc, Py4JJavaError):
-        return None
-    try:
-        cause = exc.java_exception
-        while cause.getCause() is not None:
-            cause = cause.getCause()
-        return str(cause.getClass().getSimpleName())
-    except Exception:  # the JVM is gone
-        return None
+def _innermost(exc: Any) -> Any:
+    """A failed Java call's innermost cause (a future's ExecutionException wraps the
+    broker's answer); raises where the JVM is gone."""
+    cause = exc.java_exception
+    while cause.getCause() is not None:
+        cause = cause.getCause()
+    return cause
 
 
 def java_error(exc: BaseException) -> str:
@@ -429,9 +422,7 @@ def java_error(exc: BaseException) -> str:
         return str(exc)
     if isinstance(exc, Py4JJavaError):
         try:
-            cause = exc.java_exception
-            while cause.getCause() is not None:
-                cause = cause.getCause()
+            cause = _innermost(exc)
             return f"{cause.getClass().getSimpleName()}: {cause.getMessage()}"
         except Exception:  # the JVM is gone: only the Python side is left to say it
             log.debug("reading a Java exception failed", exc_info=True)
