@@ -158,15 +158,12 @@ def unread_partitions(src_batches: Any, dst_batches: Any, src_partitions: Any, d
             "topic", "partition", F.col("log_start_offset").alias(f"{prefix}log_start")
         )
 
-    def read(batches: Any, flag: str) -> Any:
-        return batches.select("topic", "partition").distinct().withColumn(flag, F.lit(True))
-
     return (
         holding(src_partitions, "src_")
         .join(holding(dst_partitions, "dst_"), ["topic", "partition"])
-        .join(read(src_batches, "_src_read"), ["topic", "partition"], "left")
-        .join(read(dst_batches, "_dst_read"), ["topic", "partition"], "left")
-        .where(F.col("_src_read").isNull() | F.col("_dst_read").isNull())
+        .join(covered_ranges(src_batches, "src_"), ["topic", "partition"], "left")
+        .join(covered_ranges(dst_batches, "dst_"), ["topic", "partition"], "left")
+        .where(F.col("src_first_offset").isNull() | F.col("dst_first_offset").isNull())
         .select("topic", "partition", F.greatest("src_log_start", "dst_log_start").alias("base_offset"))
     )
 
@@ -202,14 +199,13 @@ def compare_batches(
         .join(dle, ["topic", "partition"], "left")
         .withColumn("src_present", F.coalesce("src_present", F.lit(False)))
         .withColumn("dst_present", F.coalesce("dst_present", F.lit(False)))
-        .withColumn("_unread", F.lit(False))
     )
+    # A batch is on one side at least; a row on neither is a partition no scan read.
     unread = (
         unread_partitions(src_batches, dst_batches, src_partitions, dst_partitions)
         .join(dle, ["topic", "partition"], "left")
         .withColumn("src_present", F.lit(False))
         .withColumn("dst_present", F.lit(False))
-        .withColumn("_unread", F.lit(True))
     )
     j = j.unionByName(unread, allowMissingColumns=True)
     diffs = F.concat_ws(
@@ -217,7 +213,7 @@ def compare_batches(
         *[F.when(~F.col(f"src_{c}").eqNullSafe(F.col(f"dst_{c}")), F.lit(c)) for c in BATCH_FIELDS],
     )
     status = (
-        F.when(F.col("_unread"), F.lit(None).cast("string"))
+        F.when(~F.col("src_present") & ~F.col("dst_present"), F.lit(None).cast("string"))
         .when(~F.col("dst_present"), F.lit("missing_on_destination"))
         .when(~F.col("src_present"), F.lit("extra_on_destination"))
         .when(F.col("differing_fields") != "", F.lit("differs"))
@@ -246,7 +242,6 @@ def compare_batches(
             "epochs_must_match",
             F.lit(cfg.mirror.preserves_batch_epochs) & F.col("src_present") & F.col("dst_present"),
         )
-        .drop("_unread")
     )
 
 
