@@ -27,9 +27,8 @@ from audit.profiles import profile_of
 from audit.schemas import columns
 from audit.snapshot import write_table
 from audit.validate.invariants import CLUSTER_MIRRORING, Invariant
-from audit.validate.run import mode_suites
-from audit.validate.violations import domain_sql, unchecked_rows_sql, unexpected_rows_sql
 from tests.snapshots import T0_MS, part, write_pair
+from tests.statuses import fold_statuses
 
 pytestmark = pytest.mark.unit  # the fast tier's one Spark session checks the data level too
 
@@ -161,38 +160,9 @@ def compared(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Compared:
 
 
 def _status(compared: Compared, inv_id: str, partitions: tuple[int, ...]) -> str:
-    """The invariant's status over these partitions' rows, folded as the validator folds
-    it (tests/unit/test_unknown_never_passes.py ``_statuses``)."""
-    params = dataclasses.asdict(CFG.thresholds)
-    rank = {"skipped": 0, "pass": 1, "warn": 2, "fail": 3}
-    status = "skipped"
+    """The invariant's status over these partitions' rows, folded as the validator folds it."""
     only = f"partition IN ({', '.join(map(str, partitions))})"
-    for suite in mode_suites(CFG, profile_of(CFG).suite_patterns):
-        for e in suite.raw["expectations"]:
-            if e["meta"]["invariant"] != inv_id:
-                continue
-            if not compared.tables.has(suite.table):  # its input was not collected (scan issues)
-                continue
-            rejected = unexpected_rows_sql(e["type"], e["kwargs"], params)
-            unchecked = unchecked_rows_sql(e["type"], e["kwargs"], params)
-            domain = domain_sql(e["kwargs"], params)
-            assert rejected is not None and domain is not None, (suite.name, e["type"])
-            if _count(compared, suite.table, f"{only} AND ({rejected})"):
-                got = e["meta"]["severity"]
-            elif unchecked is not None and _count(compared, suite.table, f"{only} AND ({unchecked})"):
-                got = "warn"
-            elif _count(compared, suite.table, f"{only} AND ({domain})"):
-                got = "pass"
-            else:
-                got = "skipped"
-            if rank[got] > rank[status]:
-                status = got
-    return status
-
-
-def _count(compared: Compared, table: str, where: str) -> int:
-    (row,) = compared.tables.rows(f"SELECT count(*) AS n FROM {{{table}}} WHERE {where}")
-    return int(row["n"])
+    return fold_statuses(compared, CFG, profile_of(CFG).suite_patterns, only).get(inv_id, "skipped")
 
 
 def test_every_data_level_invariant_declares_its_inputs() -> None:

@@ -37,9 +37,8 @@ from audit.snapshot import (
     write_table,
 )
 from audit.validate.invariants import CLUSTER_MIRRORING, FAILBACK, FAILOVER_VERIFY, MM2, MM2_DATA, Invariant
-from audit.validate.run import mode_suites
-from audit.validate.violations import domain_sql, unchecked_rows_sql, unexpected_rows_sql
 from tests.snapshots import T0_MS, group, mirror, offset, part, write_pair
+from tests.statuses import fold_statuses
 
 REMOTE = "source.orders"
 SCANNED_TABLES = (
@@ -283,36 +282,7 @@ def _statuses(scenario: Scenario, pair: dict[str, dict[str, list[Any]]], root: P
         compared = run_compare(_RecordScale(), prof.comparisons, prof.inputs, pair_read, root / "run", cfg)
     else:
         compared = compare_snapshots(src, dst, root / "run", cfg, engine="local", prof=prof)
-    params = dataclasses.asdict(cfg.thresholds)
-    status: dict[str, str] = {}
-    rank = {"skipped": 0, "pass": 1, "warn": 2, "fail": 3}
-    for suite in mode_suites(cfg, prof.suite_patterns):
-        if not compared.tables.has(suite.table):  # not computed: its input was not collected
-            for e in suite.raw["expectations"]:
-                status.setdefault(e["meta"]["invariant"], "skipped")
-            continue
-        for e in suite.raw["expectations"]:
-            inv, severity = e["meta"]["invariant"], e["meta"]["severity"]
-            rejected = unexpected_rows_sql(e["type"], e["kwargs"], params)
-            unchecked = unchecked_rows_sql(e["type"], e["kwargs"], params)
-            domain = domain_sql(e["kwargs"], params)
-            assert rejected is not None and domain is not None, (suite.name, e["type"])
-            if _count(compared, suite.table, rejected):
-                got = severity
-            elif unchecked is not None and _count(compared, suite.table, unchecked):
-                got = "warn"
-            elif _count(compared, suite.table, domain):
-                got = "pass"
-            else:  # no row in the check's domain: it checked nothing
-                got = "skipped"
-            if rank[got] >= rank[status.get(inv, "skipped")]:
-                status[inv] = got
-    return status
-
-
-def _count(compared: Any, table: str, where: str) -> int:
-    (row,) = compared.tables.rows(f"SELECT count(*) AS n FROM {{{table}}} WHERE {where}")
-    return int(row["n"])
+    return fold_statuses(compared, cfg, prof.suite_patterns)
 
 
 TOPIC_LEVEL = frozenset({"topic_id"})
