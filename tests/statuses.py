@@ -1,6 +1,7 @@
 """Each invariant's status folded from a run's comparison tables as the validator folds it,
 without Great Expectations: the generated "unknown never passes" tests' judge
-(tests/unit/test_unknown_never_passes.py, tests/spark/test_unknown_data_level.py)."""
+(tests/unit/test_unknown_never_passes.py, tests/unit/test_invariant_outcomes.py,
+tests/spark/test_unknown_data_level.py)."""
 
 from __future__ import annotations
 
@@ -26,21 +27,19 @@ def fold_statuses(
     params = dataclasses.asdict(cfg.thresholds)
     status: dict[str, str] = {}
     for suite in mode_suites(cfg, suite_patterns):
+        checks = suite.raw["expectations"]
         if not compared.tables.has(suite.table):
-            for e in suite.raw["expectations"]:
+            for e in checks:
                 status.setdefault(e["meta"]["invariant"], "skipped")
             continue
-        for e in suite.raw["expectations"]:
+        counts = _counts(compared, suite.table, only, [_forms(suite.name, e, params) for e in checks])
+        for e, (rejected, unchecked, judged) in zip(checks, counts, strict=True):
             inv, severity = e["meta"]["invariant"], e["meta"]["severity"]
-            rejected = unexpected_rows_sql(e["type"], e["kwargs"], params)
-            unchecked = unchecked_rows_sql(e["type"], e["kwargs"], params)
-            domain = domain_sql(e["kwargs"], params)
-            assert rejected is not None and domain is not None, (suite.name, e["type"])
-            if _count(compared, suite.table, f"({only}) AND ({rejected})"):
+            if rejected:
                 got = severity
-            elif unchecked is not None and _count(compared, suite.table, f"({only}) AND ({unchecked})"):
+            elif unchecked:
                 got = "warn"
-            elif _count(compared, suite.table, f"({only}) AND ({domain})"):
+            elif judged:
                 got = "pass"
             else:  # no row in the check's domain: it checked nothing
                 got = "skipped"
@@ -49,6 +48,23 @@ def fold_statuses(
     return status
 
 
-def _count(compared: Any, table: str, where: str) -> int:
-    (row,) = compared.tables.rows(f"SELECT count(*) AS n FROM {{{table}}} WHERE {where}")
-    return int(row["n"])
+def _forms(suite: str, e: dict[str, Any], params: dict[str, Any]) -> tuple[str, str, str]:
+    """The rows an expectation rejects, leaves unchecked (FALSE where it leaves none) and
+    judges (its domain), as the validator derives them from the suite."""
+    rejected = unexpected_rows_sql(e["type"], e["kwargs"], params)
+    unchecked = unchecked_rows_sql(e["type"], e["kwargs"], params)
+    domain = domain_sql(e["kwargs"], params)
+    assert rejected is not None and domain is not None, (suite, e["type"])
+    return rejected, unchecked or "FALSE", domain
+
+
+def _counts(compared: Any, table: str, only: str, forms: list[tuple[str, str, str]]) -> list[tuple[int, ...]]:
+    """Each expectation's (rejected, unchecked, judged) row counts over the rows ``only``
+    selects: one query per table, every count a column of it."""
+    columns = [
+        f"sum(CASE WHEN ({only}) AND ({where}) THEN 1 ELSE 0 END) AS c{i}_{j}"
+        for i, three in enumerate(forms)
+        for j, where in enumerate(three)
+    ]
+    (row,) = compared.tables.rows(f"SELECT {', '.join(columns)} FROM {{{table}}}")
+    return [tuple(int(row[f"c{i}_{j}"] or 0) for j in range(3)) for i in range(len(forms))]
