@@ -46,7 +46,7 @@ class Scenario:
     those inputs known: the tables of each side, as tests/snapshots.py writes them."""
 
     name: str
-    cfg: AuditConfig
+    config: str  # the audit config, YAML
     catalogue: tuple[Invariant, ...]
     tables: Pair
     # A failover job's own profile (given the readiness run it compares against), else the
@@ -56,6 +56,15 @@ class Scenario:
     # Computes the data-level tables whose SQL both engines share (mode mm2's record
     # matching) in process, at this test's scale: its invariants join the test.
     records: bool = False
+
+    @property
+    def cfg(self) -> AuditConfig:
+        return parse_config(self.config, env={})
+
+    def job_profile(self, cfg: AuditConfig, before: Path) -> Profile:
+        """The profile its catalogue is judged by (``before``: the readiness run a failover
+        job compares against)."""
+        return profile_of(cfg) if self.profile is None else self.profile(before)
 
 
 @dataclass(frozen=True)
@@ -86,7 +95,7 @@ class _RecordScale(LocalTables):
     data_level = True
 
 
-CM = parse_config("mirror:\n  preserves_topic_ids: true\n", env={})
+CM = "mirror:\n  preserves_topic_ids: true\n"
 
 
 SCENARIOS = (
@@ -122,7 +131,7 @@ SCENARIOS = (
     # checkpointed at 60 -> 55 (within what the sync at 50 allows) and synced to it.
     Scenario(
         "mm2",
-        parse_config("mode: mm2\nmirror:\n  mm2:\n    sync_group_offsets: true\n", env={}),
+        "mode: mm2\nmirror:\n  mm2:\n    sync_group_offsets: true\n",
         # MirrorMaker 2's own invariants (the cluster-mirroring ones it keeps read other
         # tables in this mode; their inputs are declared for cluster-mirroring).
         MM2,
@@ -148,7 +157,7 @@ SCENARIOS = (
     # at the first and the last.
     Scenario(
         "mm2-records",
-        parse_config("mode: mm2\n", env={}),
+        "mode: mm2\n",
         MM2_DATA,
         {
             "src": {
@@ -255,13 +264,11 @@ def scenario_statuses(
     that severity rejects a row, warn where a check leaves a row unchecked, pass where it
     judged rows, skipped where none was in its checks' domains (nothing in scope)."""
     cfg = cfg or scenario.cfg
-    prof = profile_of(cfg)
-    if scenario.profile is not None:
-        before = root / "before"
-        if scenario.before is not None:  # the readiness run the job compares against
-            b_src, b_dst = write_scenario(root / "before-snapshots", scenario.before)
-            compare_snapshots(b_src, b_dst, before, cfg, engine="local")
-        prof = scenario.profile(before)
+    before = root / "before"
+    if scenario.before is not None:  # the readiness run the job compares against
+        b_src, b_dst = write_scenario(root / "before-snapshots", scenario.before)
+        compare_snapshots(b_src, b_dst, before, cfg, engine="local")
+    prof = scenario.job_profile(cfg, before)
     src, dst = write_scenario(root, pair)
     if scenario.records:
         pair_read = read_pair(src, dst)

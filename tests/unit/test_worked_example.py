@@ -57,7 +57,7 @@ def test_the_worked_example_applies_as_written_and_its_invariant_warns_and_passe
     tree = tmp_path / "tree"
     for name in ("audit", "expectations", "tests"):
         shutil.copytree(ROOT / name, tree / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
-    column, sql, expectation, declaration = _steps()
+    column, sql, expectation, declaration, case = _steps()
 
     _insert_after(tree / "audit" / "schemas.py", '_c("src_retained_records", "int64"),', column)
     _insert_after(tree / "audit" / "compare" / "cluster_mirroring.py", "AS src_retained_records,", sql)
@@ -85,20 +85,33 @@ def test_the_worked_example_applies_as_written_and_its_invariant_warns_and_passe
     assert broken["remediation"].startswith("Raise the destination topic's retention")
     assert kept["status"] == "pass", kept
 
-    # The copy's own checks of the declarations hold with the new invariant in it, and the
-    # property test generated from the declarations covers it (its input taken away): its
-    # cluster-mirroring cases, the catalogue the example adds to (the other jobs' cases run
-    # in this tier already, on the checkout).
+    # Before step 5, the copy's outcome test names the invariant that has no case; after
+    # it, the copy's own checks of the declarations hold with the new invariant in it, the
+    # property test generated from the declarations covers it (its input taken away) and
+    # its case warns: its cluster-mirroring cases, the catalogue the example adds to (the
+    # other jobs' cases run in this tier already, on the checkout).
+    outcomes = "tests/unit/test_invariant_outcomes.py"
+    before = _python(
+        tree, env, "-m", "pytest", "-q", "-p", "no:cacheprovider", outcomes, "-k", "has_its_cases"
+    )
+    assert before.returncode == 1 and "CM-RETAIN-1: no warn case" in before.stdout, before.stdout[-3000:]
+    _insert_after(tree / outcomes, "# -- partitions (cm_partitions", case)
     checks = _python(
         tree,
         env,
         *("-m", "pytest", "-v", "-p", "no:cacheprovider"),
         "tests/unit/test_invariant_declarations.py",
         "tests/unit/test_unknown_never_passes.py",
-        *("-k", "not mm2 and not failover-verify and not failback"),
+        outcomes,
+        *(
+            "-k",
+            "not mm2 and not failover-verify and not failback and not (reaches_the_status and not RETAIN)",
+        ),
     )
     assert checks.returncode == 0, checks.stdout[-3000:]
     assert "CM-RETAIN-1:dst:partitions] PASSED" in checks.stdout, "the property test did not cover it"
+    assert "[CM-RETAIN-1:warn:5 records deleted ahead] PASSED" in checks.stdout, "its case did not run"
+    assert "test_every_invariant_has_its_cases PASSED" in checks.stdout
 
 
 def _python(tree: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
