@@ -262,6 +262,20 @@ def add_demo(sub: Any) -> None:
 def add_sandbox(sub: Any) -> None:
     sb = sub.add_parser("sandbox", help="the local two-cluster Kafka sandbox (real brokers, loopback)")
     sbsub = sb.add_subparsers(dest="sandbox_command", metavar="ACTION", required=True)
+    _add_up(sbsub)
+    p = sbsub.add_parser("status", help="show each cluster's bootstrap address, cluster id and pids")
+    add_workdir(p)
+    p.set_defaults(handler=cmd_sandbox_status)
+    p = sbsub.add_parser("down", help="stop the processes 'up' started and remove their data")
+    add_workdir(p)
+    p.add_argument("--keep-data", action="store_true", help="keep the brokers' data directories")
+    p.set_defaults(handler=cmd_sandbox_down)
+    _add_mm2(sbsub)
+    _add_mirror(sbsub)
+
+
+def _add_up(sbsub: Any) -> None:
+    """``sandbox up``: the clusters, their size, ports and logins."""
     p = sbsub.add_parser("up", help="fetch Kafka if needed, start source and destination clusters")
     add_workdir(p)
     p.add_argument(
@@ -293,13 +307,10 @@ def add_sandbox(sub: Any) -> None:
     add_timeout(p, "the clusters")
     add_kafka_version(p)
     p.set_defaults(handler=cmd_sandbox_up)
-    p = sbsub.add_parser("status", help="show each cluster's bootstrap address, cluster id and pids")
-    add_workdir(p)
-    p.set_defaults(handler=cmd_sandbox_status)
-    p = sbsub.add_parser("down", help="stop the processes 'up' started and remove their data")
-    add_workdir(p)
-    p.add_argument("--keep-data", action="store_true", help="keep the brokers' data directories")
-    p.set_defaults(handler=cmd_sandbox_down)
+
+
+def _add_mm2(sbsub: Any) -> None:
+    """``sandbox mm2-start`` and ``mm2-stop``: a real MirrorMaker 2 between the clusters."""
     p = sbsub.add_parser(
         "mm2-start", help="start a real MirrorMaker 2 (dedicated mode) from source to destination"
     )
@@ -331,6 +342,10 @@ def add_sandbox(sub: Any) -> None:
     p = sbsub.add_parser("mm2-stop", help="stop the MirrorMaker 2 that mm2-start started (its log stays)")
     add_workdir(p)
     p.set_defaults(handler=cmd_sandbox_mm2_stop)
+
+
+def _add_mirror(sbsub: Any) -> None:
+    """The offset-preserving mirror emulator: start, pause, its state, and the failover that stops it."""
     p = sbsub.add_parser(
         "mirror-start",
         help="start the offset-preserving mirror emulator as a background process that copies "
