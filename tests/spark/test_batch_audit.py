@@ -25,9 +25,11 @@ from tests.batches import batch, control_batch, index
 from tests.snapshots import part, write_pair
 
 # The fast tier (make unit) runs the tests marked so on its one Spark session: each
-# data-level invariant passing and failing, CM-DATA-1 left unchecked, the batch ones
-# skipped without batches; their comparisons are PySpark (audit/compare/batches.py,
-# records.py), not the shared SQL. The other tests here run in make test.
+# data-level invariant failing, the batch ones skipped without batches; their comparisons
+# are PySpark (audit/compare/batches.py, records.py), not the shared SQL. Each passing, and
+# never passing on an unknown input, is tests/spark/test_unknown_data_level.py's, in the
+# same tier. The other tests here (an identical copy of real segments passing among them)
+# run in make test.
 FAST_TIER = pytest.mark.unit
 
 TOPIC_ID = "q1zq4Ck7TyWBfw0r_E9hKA"
@@ -168,7 +170,6 @@ def _audit(spark: Any, src: Path, dst: Path, run: Path, cfg: AuditConfig | None 
     return audit_snapshots(src, dst, run, cfg or AuditConfig(), engine="spark").summary
 
 
-@FAST_TIER
 def test_an_identical_copy_audits_as_identical(spark: Any, tmp_path: Path) -> None:
     src_tree = source_tree(tmp_path / "src")
     dst_tree = tmp_path / "dst"

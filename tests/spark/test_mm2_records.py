@@ -1,7 +1,9 @@
 """MM2-DATA-1 to -4 through the whole pipeline on Spark: hand-made snapshots whose record
 digests hold a skip, a stray record and a replay, judged by the suites, with the examples,
 the unchecked partitions and the statuses a user reads in summary.json. The matching itself
-is tested situation by situation in tests/unit/test_mm2_record_matching.py (in process)."""
+is tested situation by situation in tests/unit/test_mm2_record_matching.py, and each
+invariant failing, warning, passing and left unchecked in tests/unit/test_invariant_outcomes.py
+and test_unknown_never_passes.py (in process, the fast tier): this runs in make test."""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from audit.config_file import parse_config
 from audit.pipeline import audit_snapshots
@@ -20,7 +21,6 @@ from audit.validate.invariants import MM2_DATA
 from tests.snapshots import part, write_pair
 
 CFG = parse_config("mode: mm2\n", env={})
-FAST_TIER = pytest.mark.unit
 DATA_IDS = {inv.id for inv in MM2_DATA}
 
 # Per partition of "orders": the source's contents and the replica's (a letter a record),
@@ -91,7 +91,6 @@ def _examples(inv: dict[str, Any], severity: str, *cols: str) -> set[tuple[Any, 
     }
 
 
-@FAST_TIER
 def test_skip_stray_and_replay_are_each_caught_and_an_unsynced_partition_is_unchecked(
     spark: Any, tmp_path: Path
 ) -> None:
