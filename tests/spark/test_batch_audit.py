@@ -25,10 +25,10 @@ from tests.batches import batch, control_batch, index
 from tests.snapshots import part, write_pair
 
 # The fast tier (make unit) runs the tests marked so on its one Spark session: each
-# data-level invariant failing, the batch ones skipped without batches; their comparisons
-# are PySpark (audit/compare/batches.py, records.py), not the shared SQL. Each passing, and
-# never passing on an unknown input, is tests/spark/test_unknown_data_level.py's, in the
-# same tier. The other tests here (an identical copy of real segments passing among them)
+# data-level invariant failing; their comparisons are PySpark (audit/compare/batches.py,
+# records.py), not the shared SQL. Each passing, and never passing on an unknown input, is
+# tests/spark/test_unknown_data_level.py's, in the same tier. The other tests here (an
+# identical copy of real segments passing, the batch invariants skipped without batches)
 # run in make test.
 FAST_TIER = pytest.mark.unit
 
@@ -485,7 +485,6 @@ def _rewrite_epoch(seg: Path, base_offset: int) -> None:
     seg.write_bytes(bytes(data))
 
 
-@FAST_TIER
 def test_without_batches_the_batch_invariants_are_skipped_as_not_collected(
     spark: Any, tmp_path: Path
 ) -> None:

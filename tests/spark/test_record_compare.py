@@ -31,11 +31,10 @@ from audit.schemas import arrow_schema
 from tests.snapshots import T0_MS, part, write_pair
 
 # The fast tier (make unit) runs the tests marked so on its one Spark session: each
-# data-level invariant failing, CM-DATA-1 left unchecked, the batch ones skipped without
-# batches; their comparisons are PySpark (audit/compare/batches.py, records.py), not the
-# shared SQL. Each passing, and never passing on an unknown input, is
-# tests/spark/test_unknown_data_level.py's, in the same tier. The other tests here run in
-# make test.
+# record-level invariant failing; their comparisons are PySpark (audit/compare/records.py),
+# not the shared SQL. Each passing, and never passing on an unknown input (left unchecked),
+# is tests/spark/test_unknown_data_level.py's, in the same tier. The other tests here (a
+# compacted topic's chunk left unverified among them) run in make test.
 FAST_TIER = pytest.mark.unit
 
 SIZE = 10  # records.chunk_records
@@ -393,7 +392,6 @@ def test_without_record_chunks_of_both_sides_the_record_invariants_are_skipped(
         assert inv[inv_id]["status"] == "skipped", (inv_id, inv[inv_id])
 
 
-@FAST_TIER
 def test_a_differing_chunk_left_unnarrowed_is_unverified_on_a_compacted_topic_only(
     spark: Any, tmp_path: Path
 ) -> None:
