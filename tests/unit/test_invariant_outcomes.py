@@ -270,6 +270,16 @@ OUTCOMES = (
     Outcome(
         "CM-LAG-1", "pass", "20 unreplicated, 20 allowed", SRC_AT_120, {"max_lag_records": 20}, scenario="mm2"
     ),
+    # The cluster-mirroring invariants mode mm2 judges on its own tables (mm2_partitions,
+    # mm2_group_offsets), beside those of its catalogue.
+    Outcome("CM-TOPIC-1", "fail", "no replica on the target", {"dst:partitions": []}, scenario="mm2"),
+    Outcome(
+        "CM-GROUP-2",
+        "fail",
+        "synced past the replica's end",
+        on("dst:group_offsets", committed_offset=120),
+        scenario="mm2",
+    ),
     # -- mm2 records (mm2_records: ten records, each copied once, in order) --------------------
     Outcome("MM2-DATA-1", "fail", "the copy of offset 5 missing", TWICE),
     Outcome(
