@@ -131,7 +131,7 @@ def _spark(obj: SparkConfig, path: str) -> None:
     if why:
         raise KeyProblem(join(path, "worker_malloc"), why)
     for i, pattern in enumerate(obj.secret_conf):
-        _pattern(pattern, f"{join(path, 'secret_conf')}[{i}]", show=False)  # it may hold a secret's shape
+        _pattern(pattern, f"{join(path, 'secret_conf')}[{i}]", show=False)  # named by its index only
 
 
 def _pushgateway(obj: OutputConfig, path: str) -> None:

@@ -33,11 +33,9 @@ from tests.statuses import fold_statuses
 # Each side's tables (snapshot table name -> its rows, the records tests/snapshots.py writes).
 Pair = dict[str, dict[str, list[Any]]]
 
-REMOTE = "source.orders"
-SCANNED_TABLES = (
-    "record_digests",
-    "record_digest_ranges",
-)  # the mm2 replica of orders under the default replication policy
+REMOTE = "source.orders"  # the mm2 replica of orders under the default replication policy
+# A records scan's tables (mode mm2), written beside a snapshot.
+SCANNED_TABLES = ("record_digests", "record_digest_ranges")
 
 
 @dataclass(frozen=True)
