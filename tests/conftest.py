@@ -2,8 +2,8 @@
 
 Markers follow the folders (tests/unit, tests/spark, tests/integration), so ``-m unit``
 (``make unit``, the fast tier) runs in a few minutes: the unit tests, every metadata
-invariant on the in-process engine, and the data-level invariants' own tests marked
-``FAST_TIER`` on one Spark session; ``make test`` runs everything.
+invariant on the in-process engine, and every data-level check on one Spark compare
+(tests/spark/test_data_level_outcomes.py); ``make test`` runs everything.
 """
 
 from __future__ import annotations

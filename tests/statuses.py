@@ -1,7 +1,7 @@
 """Each invariant's status folded from a run's comparison tables as the validator folds it,
 without Great Expectations: the generated "unknown never passes" tests' judge
 (tests/unit/test_unknown_never_passes.py, tests/unit/test_invariant_outcomes.py,
-tests/spark/test_unknown_data_level.py)."""
+tests/spark/test_data_level_outcomes.py)."""
 
 from __future__ import annotations
 
@@ -9,43 +9,116 @@ import dataclasses
 from typing import Any
 
 from audit.config import AuditConfig
+from audit.validate.gx import _judged_columns
 from audit.validate.run import mode_suites
 from audit.validate.violations import domain_sql, unchecked_rows_sql, unexpected_rows_sql
 
 RANK = {"skipped": 0, "pass": 1, "warn": 2, "fail": 3}
 
 
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One expectation of a suite: the table it reads, its invariant and severity, and the
+    column it judges (two checks of one column differ by severity)."""
+
+    table: str
+    invariant: str
+    severity: str
+    column: str
+
+
+Counts = tuple[int, int, int]  # a check's rejected, unchecked and judged rows
+
+
+def check_counts(
+    compared: Any, cfg: AuditConfig, suite_patterns: tuple[str, ...], only: str = "TRUE"
+) -> dict[Check, Counts | None]:
+    """Each expectation's (rejected, unchecked, judged) row counts over the rows ``only``
+    selects, None where its table was not computed (its input was not collected)."""
+    return {
+        check: None if by is None else by.get(0, (0, 0, 0))
+        for check, by in _grouped(compared, cfg, suite_patterns, only, None).items()
+    }
+
+
+def counts_by_partition(
+    compared: Any, cfg: AuditConfig, suite_patterns: tuple[str, ...]
+) -> dict[Check, dict[int, Counts] | None]:
+    """Each expectation's counts per partition (one query per table for every partition: a
+    test of many partitions' cases then folds any of them without another query)."""
+    return _grouped(compared, cfg, suite_patterns, "TRUE", "partition")
+
+
+def over(
+    counts: dict[Check, dict[int, Counts] | None], partitions: tuple[int, ...]
+) -> dict[Check, Counts | None]:
+    """The per-partition counts summed over ``partitions``."""
+    return {
+        check: None if by is None else _sum(by.get(p, (0, 0, 0)) for p in partitions)
+        for check, by in counts.items()
+    }
+
+
+def fold(counts: dict[Check, Counts | None]) -> dict[str, str]:
+    """Per invariant: fail or warn where a check of that severity rejects a row, warn where a
+    check leaves a row unchecked, pass where it judged rows, skipped where none was in its
+    checks' domains or its table was not computed."""
+    status: dict[str, str] = {}
+    for check, got_counts in counts.items():
+        rejected, unchecked, judged = got_counts or (0, 0, 0)
+        if rejected:
+            got = check.severity
+        elif unchecked:
+            got = "warn"
+        elif judged:
+            got = "pass"
+        else:  # no row in the check's domain (or no table): it checked nothing
+            got = "skipped"
+        if RANK[got] >= RANK[status.get(check.invariant, "skipped")]:
+            status[check.invariant] = got
+    return status
+
+
 def fold_statuses(
     compared: Any, cfg: AuditConfig, suite_patterns: tuple[str, ...], only: str = "TRUE"
 ) -> dict[str, str]:
-    """Per invariant over the rows ``only`` selects: fail or warn where a check of that
-    severity rejects a row, warn where a check leaves a row unchecked, pass where it judged
-    rows, skipped where none was in its checks' domains or its table was not computed (its
-    input was not collected). Each expectation's rows are selected by the SQL forms the
-    validator derives from the suites themselves (tests/unit/test_violations.py holds the
-    first to the rows GX rejects)."""
+    """Each invariant's status over the rows ``only`` selects (``fold``)."""
+    return fold(check_counts(compared, cfg, suite_patterns, only))
+
+
+def _sum(counts: Any) -> Counts:
+    rejected = unchecked = judged = 0
+    for r, u, j in counts:
+        rejected, unchecked, judged = rejected + r, unchecked + u, judged + j
+    return rejected, unchecked, judged
+
+
+def _grouped(
+    compared: Any, cfg: AuditConfig, suite_patterns: tuple[str, ...], only: str, key: str | None
+) -> dict[Check, dict[int, Counts] | None]:
+    """Each expectation's counts over the rows ``only`` selects, per value of ``key`` (a
+    column; None: all under 0), None where its table was not computed. The rows are selected by the SQL
+    forms the validator derives from the suites themselves (tests/unit/test_violations.py
+    holds the first to the rows GX rejects)."""
     params = dataclasses.asdict(cfg.thresholds)
-    status: dict[str, str] = {}
+    out: dict[Check, dict[int, Counts] | None] = {}
     for suite in mode_suites(cfg, suite_patterns):
         checks = suite.raw["expectations"]
+        keys = [
+            Check(
+                suite.table,
+                e["meta"]["invariant"],
+                e["meta"]["severity"],
+                ",".join(_judged_columns(e["kwargs"])),
+            )
+            for e in checks
+        ]
         if not compared.tables.has(suite.table):
-            for e in checks:
-                status.setdefault(e["meta"]["invariant"], "skipped")
+            out.update(dict.fromkeys(keys))
             continue
-        counts = _counts(compared, suite.table, only, [_forms(suite.name, e, params) for e in checks])
-        for e, (rejected, unchecked, judged) in zip(checks, counts, strict=True):
-            inv, severity = e["meta"]["invariant"], e["meta"]["severity"]
-            if rejected:
-                got = severity
-            elif unchecked:
-                got = "warn"
-            elif judged:
-                got = "pass"
-            else:  # no row in the check's domain: it checked nothing
-                got = "skipped"
-            if RANK[got] >= RANK[status.get(inv, "skipped")]:
-                status[inv] = got
-    return status
+        forms = [_forms(suite.name, e, params) for e in checks]
+        out.update(zip(keys, _counts(compared, suite.table, only, key, forms), strict=True))
+    return out
 
 
 def _forms(suite: str, e: dict[str, Any], params: dict[str, Any]) -> tuple[str, str, str]:
@@ -58,13 +131,23 @@ def _forms(suite: str, e: dict[str, Any], params: dict[str, Any]) -> tuple[str, 
     return rejected, unchecked or "FALSE", domain
 
 
-def _counts(compared: Any, table: str, only: str, forms: list[tuple[str, str, str]]) -> list[tuple[int, ...]]:
+def _counts(
+    compared: Any, table: str, only: str, key: str | None, forms: list[tuple[str, str, str]]
+) -> list[dict[int, Counts]]:
     """Each expectation's (rejected, unchecked, judged) row counts over the rows ``only``
-    selects: one query per table, every count a column of it."""
+    selects, per value of ``key``: one query per table, every count a column of it."""
     columns = [
-        f"sum(CASE WHEN ({only}) AND ({where}) THEN 1 ELSE 0 END) AS c{i}_{j}"
+        f"sum(CASE WHEN ({where}) THEN 1 ELSE 0 END) AS c{i}_{j}"
         for i, three in enumerate(forms)
         for j, where in enumerate(three)
     ]
-    (row,) = compared.tables.rows(f"SELECT {', '.join(columns)} FROM {{{table}}}")
-    return [tuple(int(row[f"c{i}_{j}"] or 0) for j in range(3)) for i in range(len(forms))]
+    grouped = f" GROUP BY {key}" if key else ""
+    rows = compared.tables.rows(
+        f"SELECT {key or 0} AS k, {', '.join(columns)} FROM {{{table}}} AS judged WHERE ({only}){grouped}"
+    )
+    got: list[dict[int, Counts]] = [{} for _ in forms]
+    for row in rows:
+        for i, by in enumerate(got):
+            c = [int(row[f"c{i}_{j}"] or 0) for j in range(3)]
+            by[int(row["k"])] = (c[0], c[1], c[2])
+    return got

@@ -24,13 +24,9 @@ from audit.snapshot import Role
 from tests.batches import batch, control_batch, index
 from tests.snapshots import part, write_pair
 
-# The fast tier (make unit) runs the tests marked so on its one Spark session: each
-# data-level invariant failing; their comparisons are PySpark (audit/compare/batches.py,
-# records.py), not the shared SQL. Each passing, and never passing on an unknown input, is
-# tests/spark/test_unknown_data_level.py's, in the same tier. The other tests here (an
-# identical copy of real segments passing, the batch invariants skipped without batches)
-# run in make test.
-FAST_TIER = pytest.mark.unit
+# These run the whole audit on Spark over segments the real scanner reads (make test). The
+# fast tier checks each batch-level check failing, passing and never passing on an unknown
+# input on its one Spark compare, without an audit: tests/spark/test_data_level_outcomes.py.
 
 TOPIC_ID = "q1zq4Ck7TyWBfw0r_E9hKA"
 
@@ -187,7 +183,7 @@ def test_a_partition_a_sides_scan_did_not_read_is_unchecked_not_passed(spark: An
     """Both snapshots say orders-1 holds records, but the destination's scan read none of
     its batches (a log dir without its replica): nothing of it was compared, so CM-DATA-2
     warns with that partition unchecked, naming the input, instead of passing by omission
-    (found by tests/spark/test_unknown_data_level.py)."""
+    (found by the data level's unknown-input tests, tests/spark/test_data_level_outcomes.py)."""
     src_tree = source_tree(tmp_path / "src")
     shutil.copytree(src_tree / "orders-0", tmp_path / "dst" / "orders-0")
     _scan(spark, src_tree, tmp_path / "s", "source")
@@ -292,7 +288,6 @@ def _rewrite(path: Path, old: bytes, new: bytes) -> None:
     path.write_bytes(data.replace(old, new))
 
 
-@FAST_TIER
 def test_each_damage_to_a_copy_is_caught_at_its_offset(spark: Any, tmp_path: Path) -> None:
     """Into the destination's copy: a flipped payload byte (offset 0), a removed batch (6),
     a changed marker (5: COMMIT became ABORT) and a second ABORT closing the same producer

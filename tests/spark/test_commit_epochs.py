@@ -21,8 +21,6 @@ from tests.batches import batch
 from tests.snapshots import offset, part, write_pair
 from tests.spark.test_batch_audit import _write_partition
 
-pytestmark = pytest.mark.unit
-
 
 def _records(n: int) -> list[tuple[bytes | None, bytes | None]]:
     return [(b"k", f"v{i}".encode()) for i in range(n)]
@@ -85,6 +83,7 @@ def test_a_clamped_commit_must_carry_the_epoch_of_the_batch_at_its_offset(spark:
     assert gap["rows"] == 1
 
 
+@pytest.mark.unit  # in process: the fast tier's (the Spark one above is make test's)
 def test_without_the_destinations_batches_cm_epoch_3_checks_only_the_dle(tmp_path: Path) -> None:
     """The same commits on the in-process engine (readiness): no batch is read, so the
     wrong epoch (4 <= DLE 5) passes the one check there is; nothing is claimed of it."""

@@ -20,7 +20,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from audit.collect.records.chunks import RangeChunker
 from audit.collect.records.narrow import describe_record, first_divergence
@@ -30,12 +29,9 @@ from audit.pipeline import audit_snapshots
 from audit.schemas import arrow_schema
 from tests.snapshots import T0_MS, part, write_pair
 
-# The fast tier (make unit) runs the tests marked so on its one Spark session: each
-# record-level invariant failing; their comparisons are PySpark (audit/compare/records.py),
-# not the shared SQL. Each passing, and never passing on an unknown input (left unchecked),
-# is tests/spark/test_unknown_data_level.py's, in the same tier. The other tests here (a
-# compacted topic's chunk left unverified among them) run in make test.
-FAST_TIER = pytest.mark.unit
+# These run the whole audit on Spark (make test). The fast tier checks each record-level
+# check failing, passing and never passing on an unknown input on its one Spark compare,
+# without an audit: tests/spark/test_data_level_outcomes.py.
 
 SIZE = 10  # records.chunk_records
 RECORD_INVARIANTS = ("CM-DATA-1", "CM-TXN-2", "CM-EPOCH-4")
@@ -317,7 +313,6 @@ def _faulty() -> list[Partition]:
     ]
 
 
-@FAST_TIER
 def test_each_chunk_fault_is_reported_at_its_chunk(spark: Any, tmp_path: Path) -> None:
     src, dst = write_records(tmp_path / "pair", _faulty())
     summary = _audit(src, dst, tmp_path / "run")

@@ -116,7 +116,7 @@ def test_every_invariant_of_every_job_declares_its_inputs_or_says_why_not() -> N
     invariant its scenario evaluates declares the inputs the test above takes away, unless
     it is listed with its reason. Mode mm2's record level is evaluated (its SQL runs on
     both engines); cluster mirroring's (PySpark code) is evaluated on Spark, by
-    tests/spark/test_unknown_data_level.py, from the same declarations."""
+    tests/spark/test_data_level_outcomes.py, from the same declarations."""
     assert {sc.catalogue for sc in SCENARIOS} == {CLUSTER_MIRRORING, MM2, MM2_DATA, FAILOVER_VERIFY, FAILBACK}
     undeclared = {
         inv.id
