@@ -25,10 +25,9 @@ from audit.config import (
     Thresholds,
     TopicRecordScope,
     WebhookConfig,
-    redact_url,
-    split_url_credentials,
 )
 from audit.errors import ConfigError
+from audit.redaction import redact_url, split_url_credentials
 
 
 class KeyProblem(Exception):

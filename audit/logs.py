@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
 
-from audit.config import REDACTED
 from audit.display import visible
+from audit.redaction import REDACTED
 
 _FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from audit import worker_malloc
-from audit.config import SparkConfig, redact_uri
+from audit.config import SparkConfig
+from audit.redaction import redact_uri
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from audit.profiles import profile_of
 def cmd_segments_scan(args: argparse.Namespace) -> int:
     from audit.collect.batches.collect import write_batch_scan
     from audit.collect.batches.segments import ScanOptions, scan_segments
-    from audit.config import redact_uri, uri_secrets
     from audit.logs import register_secrets
+    from audit.redaction import redact_uri, uri_secrets
     from audit.spark_session import build_spark
 
     cfg = config_of(args)

@@ -26,9 +26,10 @@ from urllib.error import HTTPError, URLError
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, write_to_textfile
 from prometheus_client.exposition import basic_auth_handler, default_handler
 
-from audit.config import OutputConfig, split_url_credentials
+from audit.config import OutputConfig
 from audit.errors import OutputError
 from audit.paths import check_writable, local_path, writable_directory
+from audit.redaction import split_url_credentials
 
 log = logging.getLogger(__name__)
 

@@ -26,9 +26,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from audit.config import AuditConfig, NotifyConfig, WebhookConfig, webhook_shown
+from audit.config import AuditConfig, NotifyConfig, WebhookConfig
 from audit.display import visible
 from audit.fsutil import atomic_write_json, json_loads
+from audit.redaction import webhook_shown
 
 log = logging.getLogger(__name__)
 

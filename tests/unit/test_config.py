@@ -13,11 +13,11 @@ from audit.config import (
     SegmentsConfig,
     Thresholds,
     TopicRecordScope,
-    redact_properties,
 )
 from audit.config_file import load_config, parse_config
 from audit.errors import ConfigError
 from audit.logs import SecretMask
+from audit.redaction import redact_properties
 
 FULL = """
 mode: cluster-mirroring

@@ -25,9 +25,10 @@ from typing import Any
 from audit.collect.batches.format import CONTROL_TYPES, ISSUE_SEVERITY, ScanIssue
 from audit.collect.batches.scan import BatchScan
 from audit.collect.metadata.snapshot import utc_now
-from audit.config import AuditConfig, redact_uri
+from audit.config import AuditConfig
 from audit.errors import ConfigError, InputError
 from audit.fsutil import atomic_directory, atomic_write_json, private_dir_as_umask
+from audit.redaction import redact_uri
 from audit.schemas import SNAPSHOT_TABLES
 from audit.snapshot import Role, Snapshot, make_manifest, read_manifest, write_snapshot, write_table
 

@@ -10,8 +10,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from audit.config import ScopeConfig, redact_uri
+from audit.config import ScopeConfig
 from audit.errors import InputError
+from audit.redaction import redact_uri
 
 log = logging.getLogger(__name__)
 

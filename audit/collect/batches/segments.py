@@ -35,8 +35,9 @@ from audit.collect.batches.columns import walk_columns
 from audit.collect.batches.format import ScanSink, walk
 from audit.collect.batches.listing import SET_ASIDE_DETAIL, Listing, list_segments
 from audit.collect.batches.scan import BatchScan, emit, issue_accumulator, scan_schema, scan_schema_arrow
-from audit.config import ScopeConfig, redact_uri
+from audit.config import ScopeConfig
 from audit.errors import InputError
+from audit.redaction import redact_uri
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ import logging
 from typing import Any, Literal
 
 from audit.collect.logins import TOKEN_PROVIDER
-from audit.config import REDACTED, is_secret_key
 from audit.errors import ConfigError
+from audit.redaction import REDACTED, is_secret_key
 
 log = logging.getLogger(__name__)
 
