@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,6 @@ from audit.profiles import profile_of
 from audit.schemas import columns
 from audit.snapshot import write_table
 from audit.validate.invariants import CLUSTER_MIRRORING, Invariant
-from audit.validate.run import mode_suites
 from tests.snapshots import T0_MS, offset, part, write_pair
 from tests.statuses import Check, Counts, counts_by_partition, fold, over
 
@@ -383,28 +382,19 @@ def _status(counts: dict[Check, dict[int, Counts] | None], inv_id: str, partitio
     return fold(over(counts, partitions)).get(inv_id, "skipped")
 
 
-def _named(check: Check) -> tuple[str, ...]:
-    """A check as a case names it: ``table.column:severity``, or ``table.column`` alone where
-    no other check of that table judges the column."""
-    plain = f"{check.table}.{check.column}"
-    return plain, f"{plain}:{check.severity}"
+def _names(checks: Collection[Check]) -> dict[Check, set[str]]:
+    """The names a case may give each check: ``table.column:severity``, and ``table.column``
+    where no other check judges that column of that table."""
+    plain = Counter(f"{c.table}.{c.column}" for c in checks)
+    out = {}
+    for c in checks:
+        column = f"{c.table}.{c.column}"
+        out[c] = {f"{column}:{c.severity}", *([column] if plain[column] == 1 else [])}
+    return out
 
 
 def _by_name(counts: dict[Check, Counts | None]) -> dict[str, Counts | None]:
-    plain = Counter(_named(c)[0] for c in counts)
-    return {name: n for c, n in counts.items() for name in _named(c) if ":" in name or plain[name] == 1}
-
-
-def _data_level_checks() -> list[Check]:
-    """The checks of the suites on the tables only Spark computes (every suite table that is
-    not a metadata comparison's)."""
-    metadata = {c.table for c in PROFILE.comparisons}
-    return [
-        Check(s.table, e["meta"]["invariant"], e["meta"]["severity"], e["kwargs"]["column"])
-        for s in mode_suites(CFG, PROFILE.suite_patterns)
-        if s.table not in metadata
-        for e in s.raw["expectations"]
-    ]
+    return {name: counts[c] for c, names in _names(counts).items() for name in names}
 
 
 def test_every_data_level_invariant_declares_its_inputs() -> None:
@@ -448,9 +438,10 @@ def test_every_data_level_check_has_its_cases(counts: dict[Check, dict[int, Coun
     rows (no scan issue, no clamped commit there)."""
     missing = []
     healthy = over(counts, (0,))
-    for check in _data_level_checks():
-        names = set(_named(check))
-        cases = [d for d in DAMAGES if d.invariant == check.invariant and names & set(d.checks)]
+    metadata = {c.table for c in PROFILE.comparisons}  # the rest only Spark computes
+    names = _names(counts)
+    for check in (c for c in counts if c.table not in metadata):
+        cases = [d for d in DAMAGES if d.invariant == check.invariant and names[check] & set(d.checks)]
         if not any(d.expected == check.severity for d in cases):
             missing.append(f"{check.invariant}: no {check.severity} case for {check.table}.{check.column}")
         judged_at_0 = (healthy.get(check) or (0, 0, 0))[2]
