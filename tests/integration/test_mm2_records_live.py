@@ -36,6 +36,7 @@ from audit.collect.metadata.mm2_formats import decode_offset_sync
 from audit.sandbox import mm2
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, client_conf, create_topic, produce, scan_messages
+from tests.cleaner import cleaner_lines, prompt_cleaner
 from tests.cli import run_in_process
 
 # Source topics of this module, one partition each; "tick" only makes the offset-syncs
@@ -130,29 +131,20 @@ def _syncs(bootstrap: str, topics: set[str]) -> dict[str, int]:
     return out
 
 
-def _compact_faster(sandbox: SandboxState, undo: bool = False) -> None:
+def _compact_syncs_faster(sandbox: SandboxState) -> None:
     """The offset-syncs topic rolls a segment a second and is cleaned as soon as anything is
-    dirty; the destination's cleaner looks every half second (Kafka's default: 15 s)."""
+    dirty (with :func:`tests.cleaner.prompt_cleaner`, the cleaner looks every half second)."""
     admin = AdminClient(client_conf(sandbox.cluster("destination").bootstrap))
-    op = AlterConfigOpType.DELETE if undo else AlterConfigOpType.SET
-    broker = ConfigResource(
-        "broker",
-        "1",
-        incremental_configs=[ConfigEntry("log.cleaner.backoff.ms", "500", incremental_operation=op)],
+    op = AlterConfigOpType.SET
+    topic = ConfigResource(
+        "topic",
+        SYNCS_TOPIC,
+        incremental_configs=[
+            ConfigEntry("segment.ms", "1000", incremental_operation=op),
+            ConfigEntry("min.cleanable.dirty.ratio", "0.01", incremental_operation=op),
+        ],
     )
-    resources = [broker]
-    if not undo:
-        resources.append(
-            ConfigResource(
-                "topic",
-                SYNCS_TOPIC,
-                incremental_configs=[
-                    ConfigEntry("segment.ms", "1000", incremental_operation=op),
-                    ConfigEntry("min.cleanable.dirty.ratio", "0.01", incremental_operation=op),
-                ],
-            )
-        )
-    for future in admin.incremental_alter_configs(resources).values():
+    for future in admin.incremental_alter_configs([topic]).values():
         future.result(timeout=30)
 
 
@@ -165,52 +157,55 @@ def faults(sandbox: SandboxState) -> Iterator[dict[str, str]]:
     remote = {n: mm2.remote_topic(t, mm2.Mm2Options()) for n, t in topics.items()}
     for t in topics.values():
         create_topic(src, t)
-    try:
-        # Reading uncommitted (MM2's default): the first copies, an aborted transaction among them.
-        mm2.start(sandbox, _options(run))
-        _compact_faster(sandbox)
-        for n in ("skip", "stray", "dup"):
-            _produce(src, topics[n], n, 0, 20)
-        _produce(src, topics["txu"], "txu", 0, 5)
-        _abort(src, topics["txu"], "txu")
-        _produce(src, topics["txu"], "txu", 5, 5)
-        _wait_replicas(
-            sandbox, {remote["skip"]: 20, remote["stray"]: 20, remote["dup"]: 20, remote["txu"]: 15}
-        )
-        # A stray record in the replica, between two runs of copies.
-        produce(dst, remote["stray"], [Record(None, b"stray-intruder")], partition=0)
-        _produce(src, topics["stray"], "stray", 20, 20)
-        _wait_replicas(sandbox, {remote["stray"]: 41})
-        mm2.stop(sandbox)  # graceful: every position committed
+    with prompt_cleaner(sandbox.cluster("destination")):
+        try:
+            # Reading uncommitted (MM2's default): the first copies, an aborted transaction among them.
+            mm2.start(sandbox, _options(run))
+            _compact_syncs_faster(sandbox)
+            for n in ("skip", "stray", "dup"):
+                _produce(src, topics[n], n, 0, 20)
+            _produce(src, topics["txu"], "txu", 0, 5)
+            _abort(src, topics["txu"], "txu")
+            _produce(src, topics["txu"], "txu", 5, 5)
+            _wait_replicas(
+                sandbox, {remote["skip"]: 20, remote["stray"]: 20, remote["dup"]: 20, remote["txu"]: 15}
+            )
+            # A stray record in the replica, between two runs of copies.
+            produce(dst, remote["stray"], [Record(None, b"stray-intruder")], partition=0)
+            _produce(src, topics["stray"], "stray", 20, 20)
+            _wait_replicas(sandbox, {remote["stray"]: 41})
+            mm2.stop(sandbox)  # graceful: every position committed
 
-        # Stopped: records arrive and MM2's committed position moves past SKIPPED of them;
-        # another partition's position moves back over REPLAYED it had copied.
-        _produce(src, topics["skip"], "skip", 20, 20)
-        mm2.move_position(sandbox, topics["skip"], 0, SKIPPED)
-        mm2.move_position(sandbox, topics["dup"], 0, -REPLAYED)
-        mm2.start(sandbox, _options(run))
-        _wait_replicas(sandbox, {remote["skip"]: 40 - SKIPPED, remote["dup"]: 20 + REPLAYED})
-        mm2.stop(sandbox)
+            # Stopped: records arrive and MM2's committed position moves past SKIPPED of them;
+            # another partition's position moves back over REPLAYED it had copied.
+            _produce(src, topics["skip"], "skip", 20, 20)
+            mm2.move_position(sandbox, topics["skip"], 0, SKIPPED)
+            mm2.move_position(sandbox, topics["dup"], 0, -REPLAYED)
+            mm2.start(sandbox, _options(run))
+            _wait_replicas(sandbox, {remote["skip"]: 40 - SKIPPED, remote["dup"]: 20 + REPLAYED})
+            mm2.stop(sandbox)
 
-        # Reading committed: an aborted transaction stays behind; the tick rolls the syncs' log.
-        mm2.start(sandbox, _options(run, "read_committed"))
-        _produce(src, topics["txc"], "txc", 0, 5)
-        _abort(src, topics["txc"], "txc")
-        _produce(src, topics["txc"], "txc", 5, 5)
-        time.sleep(1.5)
-        _produce(src, topics["tick"], "tick", 0, 1)
-        _wait_replicas(sandbox, {remote["txc"]: 10, remote["tick"]: 1})
-        mm2.stop(sandbox)
-        # The cleaner leaves each partition's newest sync: the older ones are gone.
-        wanted = {topics[n] for n in UNCOMMITTED}
-        deadline = time.monotonic() + 90
-        while (left := _syncs(dst, wanted)) != dict.fromkeys(wanted, 1):
-            assert time.monotonic() < deadline, f"offset syncs left after compaction: {left}"
-            time.sleep(1)
-        yield topics
-    finally:
-        mm2.stop(sandbox)
-        _compact_faster(sandbox, undo=True)
+            # Reading committed: an aborted transaction stays behind; the tick rolls the syncs' log.
+            mm2.start(sandbox, _options(run, "read_committed"))
+            _produce(src, topics["txc"], "txc", 0, 5)
+            _abort(src, topics["txc"], "txc")
+            _produce(src, topics["txc"], "txc", 5, 5)
+            time.sleep(1.5)
+            _produce(src, topics["tick"], "tick", 0, 1)
+            _wait_replicas(sandbox, {remote["txc"]: 10, remote["tick"]: 1})
+            mm2.stop(sandbox)
+            # The cleaner leaves each partition's newest sync: the older ones are gone.
+            wanted = {topics[n] for n in UNCOMMITTED}
+            deadline = time.monotonic() + 90
+            while (left := _syncs(dst, wanted)) != dict.fromkeys(wanted, 1):
+                assert time.monotonic() < deadline, (
+                    f"offset syncs left after compaction: {left}\n"
+                    + cleaner_lines(sandbox.cluster("destination"))
+                )
+                time.sleep(1)
+            yield topics
+        finally:
+            mm2.stop(sandbox)
 
 
 def _nightly(

@@ -30,6 +30,7 @@ from audit.config import ClusterConfig
 from audit.errors import ClusterError
 from audit.sandbox.mirror import wait_transactions_settled
 from audit.sandbox.state import SandboxState
+from tests.cleaner import cleaner_lines, prompt_cleaner
 from tests.cli import run_cli, run_in_process, submit_cli
 
 T0 = int(time.time() * 1000) - 3_600_000  # recent: older records would fall to retention
@@ -145,7 +146,8 @@ def audited(sandbox: SandboxState, tmp_path_factory: pytest.TempPathFactory) -> 
     _produce_with_abort(dst, t["aborted"], base, True, f"a-dst-{sfx}")
     _produce_with_abort(src, t["txnlost"], base, True, f"l-src-{sfx}")
     _produce_with_abort(dst, t["txnlost"], base, False, f"l-dst-{sfx}")
-    # Compacted on both; only the destination's cleaner runs (small segments, no lag).
+    # Compacted on both; only the destination's cleaner runs (small segments, no lag), made
+    # to look every half second while the test waits on it.
     _create(src, t["compacted"], **{"cleanup.policy": "compact"})
     _create(
         dst,
@@ -159,15 +161,17 @@ def audited(sandbox: SandboxState, tmp_path_factory: pytest.TempPathFactory) -> 
     )
     # A second apart: a segment rolls on segment.ms measured in record timestamps.
     compact: list[Rec] = [(f"c{i % 5}".encode(), f"v{i}".encode(), None, T0 + i * 1000) for i in range(60)]
-    for b in (src, dst):
-        _produce(b, t["compacted"], compact[:50])
-    time.sleep(1.0)
-    for b in (src, dst):
-        _produce(b, t["compacted"], compact[50:])  # rolls the destination's segment
-    deadline = time.monotonic() + 90
-    while _count(dst, t["compacted"]) >= 60 and time.monotonic() < deadline:
-        time.sleep(2)
+    with prompt_cleaner(sandbox.cluster("destination")):
+        for b in (src, dst):
+            _produce(b, t["compacted"], compact[:50])
+        time.sleep(1.0)
+        for b in (src, dst):
+            _produce(b, t["compacted"], compact[50:])  # rolls the destination's segment
+        deadline = time.monotonic() + 180
+        while _count(dst, t["compacted"]) >= 60 and time.monotonic() < deadline:
+            time.sleep(1)
     compacted_away = 60 - _count(dst, t["compacted"])
+    cleaner = "" if compacted_away else cleaner_lines(sandbox.cluster("destination"))
 
     root = tmp_path_factory.mktemp("records")
     cfg = root / "audit.yaml"
@@ -203,6 +207,7 @@ def audited(sandbox: SandboxState, tmp_path_factory: pytest.TempPathFactory) -> 
         "summary": summary,
         "groups": (groups_before, groups_after),
         "compacted_away": compacted_away,
+        "cleaner": cleaner,
         "run": run,
         "cfg": cfg,
         "first_note": first_note,
@@ -248,7 +253,7 @@ def test_identical_retention_cut_aborted_and_compacted_topics_pass(audited: dict
     included), a destination whose first records retention deleted (only the common range
     is compared), a mirrored aborted transaction, and a topic each cleaner compacted its own
     way (records equal wherever both sides hold one)."""
-    assert audited["compacted_away"] > 0, "the destination's log cleaner did not run"
+    assert audited["compacted_away"] > 0, f"the destination's log cleaner did not run:\n{audited['cleaner']}"
     assert not {"same", "retention", "aborted", "compacted"} & set(_first(audited))
     coverage = {
         (p["topic"]): p["ranges"]
