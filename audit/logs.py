@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterable
 from datetime import datetime
@@ -91,12 +92,21 @@ class JsonFormatter(logging.Formatter):
 _MASK = SecretMask()
 
 
+_PY4J = f"{os.sep}py4j{os.sep}"
+
+
 def _no_client_tracebacks(record: logging.LogRecord) -> bool:
     """kafka-python logs a broker that drops a connection at ERROR with its traceback, also
     where the auditor handles the failure and says what it means in one line of its own;
     its message stays, the traceback only with --verbose. The secret mask may already have
     rendered the traceback into ``exc_text`` when the record was made (``register_secrets``),
-    so both are cleared."""
+    so both are cleared.
+
+    py4j logs a command it retries (a JVM closing its side while answering, as a gateway
+    shutting down does) with ``logging.info`` on the root logger, traceback included, past
+    the ``py4j`` logger's level: a ``make demo`` printed one. Below WARNING it is dropped."""
+    if record.name == "root" and record.levelno < logging.WARNING and _PY4J in record.pathname:
+        return False
     if record.name.startswith("kafka."):
         record.exc_info = None
         record.exc_text = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -151,6 +152,42 @@ def test_a_clients_traceback_shows_only_with_verbose_even_with_secrets_registere
         setup_logging()
     err = capsys.readouterr().err
     assert "Error receiving network data" in err
+    assert ("Traceback" in err) is verbose, err
+
+
+@pytest.mark.parametrize("verbose", [False, True], ids=["default", "verbose"])
+def test_py4j_retry_chatter_on_the_root_logger_shows_only_with_verbose(
+    verbose: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bug found (a fresh clone's ``make demo``): py4j logs a command it retries with
+    ``logging.info`` on the root logger, traceback included ("Exception while sending
+    command ... Answer from Java side is empty", a gateway closing while it answered), past
+    the level the ``py4j`` logger is held at; the demo printed the traceback. The record is
+    made as py4j's own call makes it: on the root logger, from py4j's source file."""
+    import py4j.java_gateway
+
+    setup_logging(verbose=verbose)
+    root = logging.getLogger()
+    try:
+        try:
+            raise ConnectionError("Answer from Java side is empty")
+        except ConnectionError:
+            record = root.makeRecord(
+                "root",
+                logging.INFO,
+                py4j.java_gateway.__file__,
+                1038,
+                "Exception while sending command.",
+                (),
+                sys.exc_info(),
+            )
+        root.handle(record)
+        logging.getLogger("audit.test").info("the audit's own line")
+    finally:
+        setup_logging()
+    err = capsys.readouterr().err
+    assert "the audit's own line" in err
+    assert ("Exception while sending command" in err) is verbose, err
     assert ("Traceback" in err) is verbose, err
 
 
