@@ -8,10 +8,12 @@ tests/integration/test_hostile_live.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -81,18 +83,26 @@ def test_the_failover_plan_preview_shows_group_ids_escaped(capsys: pytest.Captur
     assert visible(HOSTILE) in out
 
 
+@contextlib.contextmanager
+def _cli_logging(verbose: bool = False, log_format: LogFormat = "text") -> Iterator[None]:
+    """The CLI's log handler (``setup_logging``) for the block; the default one set up
+    again after, so no test leaves its handler to the next."""
+    setup_logging(verbose=verbose, log_format=log_format)
+    try:
+        yield
+    finally:
+        setup_logging()
+
+
 def _log_a_hostile_warning_and_an_exception(log_format: LogFormat) -> None:
     """A warning naming the hostile group id, then an exception with its traceback, logged
     through the CLI's handler in ``log_format``; the default handler set up again after."""
-    setup_logging(log_format=log_format)
-    try:
+    with _cli_logging(log_format=log_format):
         logging.getLogger("audit.test").warning("group %s: describe failed", HOSTILE)
         try:
             raise ValueError("boom")
         except ValueError:
             logging.getLogger("audit.test").exception("detail")
-    finally:
-        setup_logging()
 
 
 def test_log_lines_show_control_characters_escaped(capsys: pytest.CaptureFixture[str]) -> None:
@@ -142,14 +152,11 @@ def test_a_clients_traceback_shows_only_with_verbose_even_with_secrets_registere
     hid it looked only at what the mask had already cleared. Any config with a password
     therefore printed the client's tracebacks under the one-line error."""
     register_secrets(["s3cret-for-the-traceback-test"])
-    setup_logging(verbose=verbose)
-    try:
+    with _cli_logging(verbose=verbose):
         try:
             raise ConnectionResetError(104, "Connection reset by peer")
         except ConnectionResetError:
             logging.getLogger("kafka.net.transport").exception("Error receiving network data")
-    finally:
-        setup_logging()
     err = capsys.readouterr().err
     assert "Error receiving network data" in err
     assert ("Traceback" in err) is verbose, err
@@ -166,9 +173,8 @@ def test_py4j_retry_chatter_on_the_root_logger_shows_only_with_verbose(
     made as py4j's own call makes it: on the root logger, from py4j's source file."""
     import py4j.java_gateway
 
-    setup_logging(verbose=verbose)
     root = logging.getLogger()
-    try:
+    with _cli_logging(verbose=verbose):
         try:
             raise ConnectionError("Answer from Java side is empty")
         except ConnectionError:
@@ -183,8 +189,6 @@ def test_py4j_retry_chatter_on_the_root_logger_shows_only_with_verbose(
             )
         root.handle(record)
         logging.getLogger("audit.test").info("the audit's own line")
-    finally:
-        setup_logging()
     err = capsys.readouterr().err
     assert "the audit's own line" in err
     assert ("Exception while sending command" in err) is verbose, err
