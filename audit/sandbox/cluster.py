@@ -176,7 +176,7 @@ def up(opts: SandboxOptions) -> SandboxState:
     """
     workdir = opts.workdir
     version = kafka_version(opts.kafka_version)
-    existing = _running_or_cleared(workdir)
+    existing = running_sandbox(workdir)
     if existing is not None:
         if existing.kafka_version != version:
             raise SandboxError(
@@ -212,7 +212,7 @@ def up(opts: SandboxOptions) -> SandboxState:
     return state
 
 
-def _running_or_cleared(workdir: Path) -> SandboxState | None:
+def running_sandbox(workdir: Path) -> SandboxState | None:
     """The sandbox already running in ``workdir``, or None once a stale one (no broker of
     it alive) is cleared away; a partly running one is an error."""
     existing = load_state(workdir)

@@ -5,7 +5,7 @@ offset-preserving emulator, groups are synced with the clamp, destination leader
 are bumped ahead of the source's by real leader moves, then the nightly audit runs.
 Without ``--healthy`` five faults are injected on the real brokers first:
 
-- payments-0: the source leader moves (broker stop), so SLE rises above DLE (CM-EPOCH-1);
+- payments-0: the source leader moves (a preferred election), so SLE rises above DLE (CM-EPOCH-1);
 - billing: its destination offset is set beyond the destination LEO (CM-GROUP-2, CM-GROUP-1);
 - analytics: its destination offset is left stale, behind the clamp (CM-GROUP-1 warning);
 - orders-1: a transaction is left open on the source (CM-TXN-1 warning);
@@ -28,9 +28,10 @@ from confluent_kafka.cimpl import NewTopic
 
 from audit.config import AuditConfig, ClusterConfig, OutputConfig, RecordsConfig, SparkConfig
 from audit.pipeline import RunOutcome, nightly
-from audit.sandbox.cluster import SandboxOptions, default_workdir, down, start_node, stop_node, up
+from audit.sandbox.cluster import default_workdir
+from audit.sandbox.demo_sandbox import demo_sandbox
 from audit.sandbox.injected import InjectedFaults
-from audit.sandbox.leaders import elect_preferred, wait_in_sync, wait_leader
+from audit.sandbox.leaders import move_leaders
 from audit.sandbox.mirror import SourceRecord, mirror_once, sync_group_offsets, wait_transactions_settled
 from audit.sandbox.share_groups import share_groups_supported, start_share_consumer, sync_share_group_offsets
 from audit.sandbox.state import SandboxState
@@ -63,25 +64,6 @@ def _create(bootstrap: str, topic: str, assignment: list[list[int]]) -> None:
         [NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)]
     )
     futures[topic].result(timeout=60)
-
-
-def _move_leadership(
-    state: SandboxState, cluster: str, tps: list[TopicPartition], times: int
-) -> SandboxState:
-    """Raise the leader epoch of partitions led by node 2 by ``times`` with real leader changes."""
-    node1 = state.cluster(cluster).node(1).bootstrap
-    for i in range(times):
-        if i % 2 == 0:  # node 2 leads: stop it, leadership moves to node 1 (+1)
-            stop_node(state, cluster, 2)
-            for tp in tps:
-                wait_leader(node1, tp.topic, tp.partition, 1)
-            state = start_node(state, cluster, 2)
-        else:  # node 1 leads, node 2 is preferred: a preferred election moves it back (+1)
-            wait_in_sync(node1, tps)
-            elect_preferred(node1, tps)
-            for tp in tps:
-                wait_leader(node1, tp.topic, tp.partition, 2)
-    return state
 
 
 def _traffic(src: str) -> None:
@@ -144,77 +126,77 @@ def _corrupt(topic: str, partition: int, record: SourceRecord) -> SourceRecord:
 @contextlib.contextmanager
 def prepared(healthy: bool, workdir: Path | None = None, keep: bool = False) -> Iterator[SandboxState]:
     """The demo's sandbox with its traffic mirrored and (unless ``healthy``) its faults
-    injected, for the length of the block; torn down after it unless ``keep``."""
+    injected, for the length of the block: a sandbox of its own, stopped after it, or the
+    one running in ``workdir``, left running without the demo's topics and groups
+    (``audit.sandbox.demo_sandbox``); ``keep`` leaves either as it is."""
     workdir = workdir or default_workdir()
-    state = up(SandboxOptions(workdir=workdir, brokers_per_cluster=2))
-    open_txn: Producer | None = None
-    try:
-        src, dst = state.cluster("source").bootstrap, state.cluster("destination").bootstrap
-        require_fresh_demo(src, TOPICS, workdir)
-        # Source leaders on node 1, except payments (node 2) whose leader a fault moves.
-        _create(src, "orders", [[1, 2]] * TOPICS["orders"])
-        _create(src, "payments", [[2, 1]])
-        _create(src, "audit-log", [[1, 2]] * TOPICS["audit-log"])
-        # Destination leaders on node 2, moved to raise DLE ahead of SLE (the mirror's epoch bumps);
-        # the faulty demo leaves payments' destination leader (node 1) where it is.
-        _create(dst, "orders", [[2, 1]] * TOPICS["orders"])
-        _create(dst, "payments", [[2, 1]] if healthy else [[1, 2]])
-        _create(dst, "audit-log", [[2, 1]] * (TOPICS["audit-log"] - (0 if healthy else 1)))
-        bumped = [TopicPartition("orders", p) for p in range(3)]
-        bumped += [TopicPartition("audit-log", p) for p in range(TOPICS["audit-log"] - (0 if healthy else 1))]
-        if healthy:
-            bumped.append(TopicPartition("payments", 0))
-        state = _move_leadership(state, "destination", bumped, EPOCH_BUMPS)
-
-        _traffic(src)
-        _commit_groups(src)
-        wait_transactions_settled(src, list(TOPICS))
-        n_dst_audit = TOPICS["audit-log"] - (0 if healthy else 1)
-        copied = mirror_once(
-            src,
-            dst,
-            list(TOPICS),
-            lambda t, p: t != "audit-log" or p < n_dst_audit,
-            tamper=None if healthy else _corrupt,
-        )
-        log.info("mirror emulator copied %d offsets", sum(copied.values()))
-
-        def faults(gid: str, topic: str, partition: int, clamped: int) -> int:
+    with demo_sandbox(workdir, 2, keep, "demo") as state:
+        open_txn: Producer | None = None
+        try:
+            src, dst = state.cluster("source").bootstrap, state.cluster("destination").bootstrap
+            require_fresh_demo(src, TOPICS, workdir)
+            # Source leaders on node 1, except payments (node 2) whose leader a fault moves.
+            _create(src, "orders", [[1, 2]] * TOPICS["orders"])
+            _create(src, "payments", [[2, 1]])
+            _create(src, "audit-log", [[1, 2]] * TOPICS["audit-log"])
+            # Destination leaders moved to raise DLE ahead of SLE (the mirror's epoch bumps); the
+            # faulty demo leaves payments' destination leader where it is.
+            _create(dst, "orders", [[2, 1]] * TOPICS["orders"])
+            _create(dst, "payments", [[2, 1]] if healthy else [[1, 2]])
+            _create(dst, "audit-log", [[2, 1]] * (TOPICS["audit-log"] - (0 if healthy else 1)))
+            bumped = [TopicPartition("orders", p) for p in range(3)]
+            bumped += [
+                TopicPartition("audit-log", p) for p in range(TOPICS["audit-log"] - (0 if healthy else 1))
+            ]
             if healthy:
-                return clamped
-            if gid == "billing" and partition == 0:
-                return clamped + 250  # beyond the destination LEO
-            if gid == "analytics" and partition == 0:
-                return clamped - 60  # a stale sync
-            return clamped
+                bumped.append(TopicPartition("payments", 0))
+            move_leaders(dst, bumped, EPOCH_BUMPS)
 
-        sync_group_offsets(src, dst, list(GROUPS), faults)
-        if share_groups_supported(src):
-            share_group, share_topic, sessions = SHARE_GROUP
-            for acknowledged in sessions:
-                start_share_consumer(src, share_group, share_topic, acknowledge=acknowledged).close()
-            sync_share_group_offsets(src, dst, [share_group])
-        else:
-            log.info("Kafka %s has no share groups: the demo makes none", state.kafka_version)
-        if not healthy:
-            state = _move_leadership(state, "source", [TopicPartition("payments", 0)], 1)
-            open_txn = Producer(client_conf(src, **{"transactional.id": "demo-left-open"}))
-            open_txn.init_transactions(30)
-            open_txn.begin_transaction()
-            for i in range(3):
-                open_txn.produce("orders", f"pending-{i}".encode(), partition=1)
-            open_txn.flush(30)
-        yield state
-    finally:
-        if open_txn is not None:
-            try:
-                open_txn.abort_transaction(30)
-            except Exception:  # the sandbox is going away anyway
-                log.debug("aborting the demo's open transaction failed", exc_info=True)
-        if keep:
-            log.info("sandbox left running: mirror-audit sandbox status / down")
-        else:
-            down(workdir)
+            _traffic(src)
+            _commit_groups(src)
+            wait_transactions_settled(src, list(TOPICS))
+            n_dst_audit = TOPICS["audit-log"] - (0 if healthy else 1)
+            copied = mirror_once(
+                src,
+                dst,
+                list(TOPICS),
+                lambda t, p: t != "audit-log" or p < n_dst_audit,
+                tamper=None if healthy else _corrupt,
+            )
+            log.info("mirror emulator copied %d offsets", sum(copied.values()))
+
+            def faults(gid: str, topic: str, partition: int, clamped: int) -> int:
+                if healthy:
+                    return clamped
+                if gid == "billing" and partition == 0:
+                    return clamped + 250  # beyond the destination LEO
+                if gid == "analytics" and partition == 0:
+                    return clamped - 60  # a stale sync
+                return clamped
+
+            sync_group_offsets(src, dst, list(GROUPS), faults)
+            if share_groups_supported(src):
+                share_group, share_topic, sessions = SHARE_GROUP
+                for acknowledged in sessions:
+                    start_share_consumer(src, share_group, share_topic, acknowledge=acknowledged).close()
+                sync_share_group_offsets(src, dst, [share_group])
+            else:
+                log.info("Kafka %s has no share groups: the demo makes none", state.kafka_version)
+            if not healthy:
+                move_leaders(src, [TopicPartition("payments", 0)])
+                open_txn = Producer(client_conf(src, **{"transactional.id": "demo-left-open"}))
+                open_txn.init_transactions(30)
+                open_txn.begin_transaction()
+                for i in range(3):
+                    open_txn.produce("orders", f"pending-{i}".encode(), partition=1)
+                open_txn.flush(30)
+            yield state
+        finally:
+            if open_txn is not None:
+                try:
+                    open_txn.abort_transaction(30)
+                except Exception:  # the sandbox is going away or being cleared anyway
+                    log.debug("aborting the demo's open transaction failed", exc_info=True)
 
 
 def run_demo(

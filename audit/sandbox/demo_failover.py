@@ -36,7 +36,8 @@ from audit.failover_jobs import failback_readiness, failover_verify
 from audit.pipeline import RunOutcome, nightly
 from audit.run_dirs import new_run_dir
 from audit.sandbox import mirror_control
-from audit.sandbox.cluster import SandboxOptions, default_workdir, down, up
+from audit.sandbox.cluster import default_workdir
+from audit.sandbox.demo_sandbox import demo_sandbox
 from audit.sandbox.injected import InjectedFaults
 from audit.sandbox.leaders import move_leaders
 from audit.sandbox.state import SandboxState
@@ -137,53 +138,53 @@ def run_failover_demo(
     output_root: Path = Path("reports"),
 ) -> FailoverDemo:
     workdir = workdir or default_workdir()
-    state = up(SandboxOptions(workdir=workdir, brokers_per_cluster=2))
-    open_txn: Producer | None = None
-    try:
-        src, dst = state.cluster("source").bootstrap, state.cluster("destination").bootstrap
-        require_fresh_demo(src, TOPICS, workdir)
-        _create(src)
-        _create(dst)
-        all_tps = [TopicPartition(t, p) for t, n in TOPICS.items() for p in range(n)]
-        move_leaders(dst, all_tps, EPOCH_BUMPS)
-        _traffic(src)
-        mirror_control.start(state, topics="orders|payments", groups="billing|shipping")
-        mirror_control.wait_caught_up(state)
-
-        cfg = failover_config(state, output_root)
-        run_dir = out if out is not None else new_run_dir(cfg)
-        if healthy:
-            status, drained = drained_readiness(cfg, run_dir / "readiness", timeout=120, interval=1.0)
-            if drained is None:
-                raise SandboxError(f"the healthy demo did not drain within 120s: {status}")
-            readiness = drained
-        else:
-            mirror_control.pause(state, [PAUSED[0]])
-            mirror_control.wait_caught_up(state)  # a cycle has seen the pause
-            produce(src, PAUSED[0], _records("pay-late", LAG_AT_CHECK), partition=PAUSED[1])
-            mirror_control.wait_caught_up(state)
-            readiness = nightly(cfg, run_dir / "readiness", readiness=True, engine="local")
-            # Producers keep writing after the check, and a transaction is in flight.
-            produce(src, PAUSED[0], _records("pay-later", AFTER_CHECK), partition=PAUSED[1])
-            open_txn = _open_transaction(src)
+    with demo_sandbox(workdir, 2, keep, "failover demo") as state:
+        open_txn: Producer | None = None
+        try:
+            src, dst = state.cluster("source").bootstrap, state.cluster("destination").bootstrap
+            require_fresh_demo(src, TOPICS, workdir)
+            _create(src)
+            _create(dst)
+            all_tps = [TopicPartition(t, p) for t, n in TOPICS.items() for p in range(n)]
+            move_leaders(dst, all_tps, EPOCH_BUMPS)
+            _traffic(src)
+            mirror_control.start(state, topics="orders|payments", groups="billing|shipping")
             mirror_control.wait_caught_up(state)
 
-        mirror_control.failover(state)
-        fo_cfg = replace(cfg, mirror=replace(cfg.mirror, state_file=str(mirror_control.state_path(state))))
-        verify = failover_verify(fo_cfg, run_dir / "readiness", run_dir / "verify", engine="local")
-        if not healthy:
-            topic, partition, n = AFTER_STOP
-            produce(src, topic, _records("split-brain", n), partition=partition)
-        failback = failback_readiness(fo_cfg, run_dir / "failback", engine="local")
-        return FailoverDemo(run_dir, (("readiness", readiness), ("verify", verify), ("failback", failback)))
-    finally:
-        if open_txn is not None:
-            try:
-                open_txn.abort_transaction(30)
-            except Exception:  # the sandbox is going away anyway
-                log.debug("aborting the demo's open transaction failed", exc_info=True)
-        mirror_control.stop(state)
-        if keep:
-            log.info("sandbox left running: mirror-audit sandbox status / down")
-        else:
-            down(workdir)
+            cfg = failover_config(state, output_root)
+            run_dir = out if out is not None else new_run_dir(cfg)
+            if healthy:
+                status, drained = drained_readiness(cfg, run_dir / "readiness", timeout=120, interval=1.0)
+                if drained is None:
+                    raise SandboxError(f"the healthy demo did not drain within 120s: {status}")
+                readiness = drained
+            else:
+                mirror_control.pause(state, [PAUSED[0]])
+                mirror_control.wait_caught_up(state)  # a cycle has seen the pause
+                produce(src, PAUSED[0], _records("pay-late", LAG_AT_CHECK), partition=PAUSED[1])
+                mirror_control.wait_caught_up(state)
+                readiness = nightly(cfg, run_dir / "readiness", readiness=True, engine="local")
+                # Producers keep writing after the check, and a transaction is in flight.
+                produce(src, PAUSED[0], _records("pay-later", AFTER_CHECK), partition=PAUSED[1])
+                open_txn = _open_transaction(src)
+                mirror_control.wait_caught_up(state)
+
+            mirror_control.failover(state)
+            fo_cfg = replace(
+                cfg, mirror=replace(cfg.mirror, state_file=str(mirror_control.state_path(state)))
+            )
+            verify = failover_verify(fo_cfg, run_dir / "readiness", run_dir / "verify", engine="local")
+            if not healthy:
+                topic, partition, n = AFTER_STOP
+                produce(src, topic, _records("split-brain", n), partition=partition)
+            failback = failback_readiness(fo_cfg, run_dir / "failback", engine="local")
+            return FailoverDemo(
+                run_dir, (("readiness", readiness), ("verify", verify), ("failback", failback))
+            )
+        finally:
+            if open_txn is not None:
+                try:
+                    open_txn.abort_transaction(30)
+                except Exception:  # the sandbox is going away or being cleared anyway
+                    log.debug("aborting the demo's open transaction failed", exc_info=True)
+            mirror_control.stop(state)

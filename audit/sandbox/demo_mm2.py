@@ -37,7 +37,8 @@ from audit.config import (
 from audit.errors import SandboxError
 from audit.pipeline import RunOutcome, nightly
 from audit.sandbox import mm2
-from audit.sandbox.cluster import SandboxOptions, default_workdir, down, up
+from audit.sandbox.cluster import default_workdir
+from audit.sandbox.demo_sandbox import demo_sandbox
 from audit.sandbox.injected import InjectedFaults
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import (
@@ -210,30 +211,30 @@ def run_mm2_demo(
     output_root: Path = Path("reports"),
 ) -> RunOutcome:
     workdir = workdir or default_workdir()
-    state = up(SandboxOptions(workdir=workdir, brokers_per_cluster=1))
-    live: _LiveConsumer | None = None
-    try:
-        src, dst = state.cluster("source").bootstrap, state.cluster("destination").bootstrap
-        require_fresh_demo(src, TOPICS, workdir)
-        for topic, n in TOPICS.items():
-            create_topic(src, topic, partitions=n)
-        mm2.start(state, OPTIONS)
-        _traffic(src)
-        for group, offsets in COMMITS.items():
-            commit_offsets(src, group, offsets)
-        _wait_mirrored(src, dst, synced_groups=set(COMMITS))
-        if not healthy:
-            _skip(state, src, dst)
-            live = _LiveConsumer(dst, "billing", _remote("orders"))
-            # Retention on the target passes analytics' checkpoint (40 on payments-0).
-            cut = TopicPartition(_remote("payments"), 0, 45)
-            admin = AdminClient(client_conf(dst))  # held: a collected client never completes its futures
-            admin.delete_records([cut])[cut].result(timeout=60)
-        return nightly(demo_config(state, output_root), out)
-    finally:
-        if live is not None:
-            live.close()
-        if keep:
-            log.info("sandbox and MirrorMaker 2 left running: mirror-audit sandbox status / mm2-stop / down")
-        else:
-            down(workdir)
+    with demo_sandbox(workdir, 1, keep, "MirrorMaker 2 demo") as state:
+        live: _LiveConsumer | None = None
+        try:
+            src, dst = state.cluster("source").bootstrap, state.cluster("destination").bootstrap
+            require_fresh_demo(src, TOPICS, workdir)
+            for topic, n in TOPICS.items():
+                create_topic(src, topic, partitions=n)
+            mm2.start(state, OPTIONS)
+            _traffic(src)
+            for group, offsets in COMMITS.items():
+                commit_offsets(src, group, offsets)
+            _wait_mirrored(src, dst, synced_groups=set(COMMITS))
+            if not healthy:
+                _skip(state, src, dst)
+                live = _LiveConsumer(dst, "billing", _remote("orders"))
+                # Retention on the target passes analytics' checkpoint (40 on payments-0).
+                cut = TopicPartition(_remote("payments"), 0, 45)
+                admin = AdminClient(client_conf(dst))  # held: a collected client never completes its futures
+                admin.delete_records([cut])[cut].result(timeout=60)
+            return nightly(demo_config(state, output_root), out)
+        finally:
+            if live is not None:
+                live.close()
+            if keep:
+                log.info("MirrorMaker 2 left running: mirror-audit sandbox mm2-stop")
+            else:
+                mm2.stop(state)
