@@ -1,4 +1,13 @@
-"""The demo end to end on its own real sandbox: healthy passes, faulty fails on exactly its faults."""
+"""Every demo end to end on real brokers: healthy passes, faulty fails on exactly its faults.
+
+The demos share one sandbox, started as a user starts one (``mirror-audit sandbox up
+--brokers 2``): each runs on it, leaves it running and removes the topics and groups it made,
+so the next finds it as it was (``audit/sandbox/demo_sandbox.py``; every test here checks
+that it did). ``make demo`` and ``mirror-audit demo --healthy`` run verbatim in a fresh copy
+of the tree, the README's environment variable naming the sandbox's work dir. A demo on a
+sandbox of its own starts and stops it: tests/integration/test_versions_live.py runs the
+demos that way, and the image's test too (tests/packaging/test_image.py).
+"""
 
 from __future__ import annotations
 
@@ -7,11 +16,16 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
+from audit.sandbox import demo_failover
+from audit.sandbox.demo_sandbox import Footprint, footprint
+from audit.sandbox.state import load_state
 from audit.validate.invariants import CM_IN_MM2, MM2, MM2_DATA
 from tests.cli import run_cli
 
@@ -21,14 +35,37 @@ INJECTED_FAILURES = {"CM-TOPIC-1", "CM-EPOCH-1", "CM-GROUP-1", "CM-GROUP-2", "CM
 INJECTED_WARNINGS = {"CM-TXN-1", "CM-EPOCH-2", "CM-OFFSET-1", "CM-OFFSET-2"}
 
 
-def _demo(tmp_path: Path, *flags: str) -> tuple[int, dict[str, Any], str]:
+@pytest.fixture(scope="module")
+def shared_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Footprint]]:
+    """The demos' sandbox (its work dir) and what it held before any demo ran."""
+    workdir = tmp_path_factory.mktemp("demo-sandbox")
+    env = {**os.environ, "MIRROR_AUDIT_SANDBOX_DIR": str(workdir)}
+    up = run_cli("sandbox", "up", "--brokers", "2", env=env, timeout=300)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        state = load_state(workdir)
+        assert state is not None
+        yield workdir, footprint(state)
+    finally:
+        run_cli("sandbox", "down", env=env, timeout=300)
+
+
+def _left_as_found(sandbox: tuple[Path, Footprint]) -> None:
+    """The demo left the sandbox running, without a topic or group it made."""
+    workdir, before = sandbox
+    state = load_state(workdir)
+    assert state is not None, "the demo stopped a sandbox it had not started"
+    assert footprint(state) == before
+
+
+def _demo(tmp_path: Path, workdir: Path, *flags: str) -> tuple[int, dict[str, Any], str]:
     proc = run_cli(
         "demo",
         *flags,
         "--out",
         str(tmp_path / "run"),
         "--workdir",
-        str(tmp_path / "sandbox"),
+        str(workdir),
         timeout=900,
         cwd=tmp_path,
     )
@@ -81,10 +118,12 @@ def fresh_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tree
 
 
-def _readme_command(tree: Path, tmp_path: Path, argv: list[str]) -> tuple[int, dict[str, Any], str, Path]:
-    """Run a README command verbatim in the tree's root; the sandbox's work dir goes to a
-    temporary directory through the README's environment variable, not a flag."""
-    env = {**os.environ, "MIRROR_AUDIT_SANDBOX_DIR": str(tmp_path / "sandbox")}
+def _readme_command(
+    tree: Path, sandbox: tuple[Path, Footprint], argv: list[str]
+) -> tuple[int, dict[str, Any], str, Path]:
+    """Run a README command verbatim in the tree's root; the sandbox's work dir is named by
+    the README's environment variable, not a flag."""
+    env = {**os.environ, "MIRROR_AUDIT_SANDBOX_DIR": str(sandbox[0])}
     proc = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, timeout=900, check=False)
     output = proc.stdout + proc.stderr
     reports = [ln.removeprefix("report: ") for ln in proc.stdout.splitlines() if ln.startswith("report: ")]
@@ -92,14 +131,14 @@ def _readme_command(tree: Path, tmp_path: Path, argv: list[str]) -> tuple[int, d
     report = Path(reports[-1])
     summary_path = report.parent.parent / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-    assert not (tmp_path / "sandbox" / "state.json").exists()  # torn down
+    _left_as_found(sandbox)
     return proc.returncode, summary, output, report
 
 
 def test_make_demo_from_a_fresh_tree_catches_exactly_its_faults_and_exits_0(
-    fresh_tree: Path, tmp_path: Path
+    fresh_tree: Path, shared_sandbox: tuple[Path, Footprint]
 ) -> None:
-    code, summary, output, report = _readme_command(fresh_tree, tmp_path, ["make", "demo"])
+    code, summary, output, report = _readme_command(fresh_tree, shared_sandbox, ["make", "demo"])
     assert code == 0, output[-3000:]
     assert "Error" not in output.replace("ERROR", "")  # make printed no error
     # The default relative output root, under the tree the command ran in.
@@ -137,9 +176,11 @@ def test_make_demo_from_a_fresh_tree_catches_exactly_its_faults_and_exits_0(
     assert (report.parent.parent / "validation" / "data_docs" / "index.html").is_file()
 
 
-def test_the_healthy_demo_from_a_fresh_tree_passes_with_exit_0(fresh_tree: Path, tmp_path: Path) -> None:
+def test_the_healthy_demo_from_a_fresh_tree_passes_with_exit_0(
+    fresh_tree: Path, shared_sandbox: tuple[Path, Footprint]
+) -> None:
     code, summary, output, report = _readme_command(
-        fresh_tree, tmp_path, [str(fresh_tree / ".venv" / "bin" / "mirror-audit"), "demo", "--healthy"]
+        fresh_tree, shared_sandbox, [str(fresh_tree / ".venv" / "bin" / "mirror-audit"), "demo", "--healthy"]
     )
     assert code == 0, output[-3000:]
     assert report.is_relative_to(fresh_tree / "reports") and report.is_file()
@@ -163,16 +204,19 @@ def test_the_healthy_demo_from_a_fresh_tree_passes_with_exit_0(fresh_tree: Path,
 
 
 @pytest.mark.parametrize("healthy", [True, False], ids=["healthy", "faulty"])
-def test_mm2_demo(tmp_path: Path, healthy: bool) -> None:
+def test_mm2_demo(tmp_path: Path, shared_sandbox: tuple[Path, Footprint], healthy: bool) -> None:
     """The same flow with a real MirrorMaker 2: healthy passes every mm2 invariant; the faulty
     run fails exactly MM2-CKPT-2 and CM-GROUP-2 (records deleted on the target past the
     analytics checkpoint, which MirrorMaker 2 had already synced into the target group),
     MM2-READY-1 (a group live on the target) and MM2-DATA-1 (10 records MirrorMaker 2 was
     made to skip)."""
-    code, summary, output = _demo(tmp_path, "--mode", "mm2", *(["--healthy"] if healthy else []))
+    code, summary, output = _demo(
+        tmp_path, shared_sandbox[0], "--mode", "mm2", *(["--healthy"] if healthy else [])
+    )
     assert summary, output[-3000:]
     assert summary["mode"] == "mm2"
-    assert not (tmp_path / "sandbox" / "state.json").exists()  # torn down, MirrorMaker 2 too
+    _left_as_found(shared_sandbox)  # MirrorMaker 2's own topics and groups included
+    assert not (shared_sandbox[0] / "mm2" / "mm2.json").exists()  # MirrorMaker 2 stopped
     statuses = {k: v["status"] for k, v in summary["invariants"].items()}
     if healthy:
         assert code == 0, output[-3000:]
@@ -198,3 +242,67 @@ def test_mm2_demo(tmp_path: Path, healthy: bool) -> None:
     # log start (45): consumers failing over would hit OffsetOutOfRange.
     assert {(e["group_id"], e["topic"]) for e in inv["CM-GROUP-2"]["examples"]} == {("analytics", "payments")}
     assert "billing" in {e.get("group_id") for e in inv["MM2-READY-1"]["examples"]}
+
+
+def _summary(run: Path) -> dict[str, Any]:
+    data = json.loads((run / "summary.json").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def _statuses(summary: dict[str, Any]) -> dict[str, str]:
+    return {k: v["status"] for k, v in summary["invariants"].items()}
+
+
+@pytest.mark.parametrize("healthy", [False, True], ids=["faulty", "healthy"])
+def test_failover_demo_counts_exactly_what_the_sandbox_did(
+    tmp_path: Path, shared_sandbox: tuple[Path, Footprint], healthy: bool
+) -> None:
+    code, _, output = _demo(tmp_path, shared_sandbox[0], "--failover", *(["--healthy"] if healthy else []))
+    assert (tmp_path / "run" / "failback" / "summary.json").is_file(), output[-3000:]
+    _left_as_found(shared_sandbox)
+    assert not (shared_sandbox[0] / "mirror" / "mirror.json").exists()  # the mirror stopped
+    ready, verify, back = (_summary(tmp_path / "run" / step) for step in ("readiness", "verify", "failback"))
+    # CM-FAILOVER-1 is judged in both (never skipped): the stop recorded its positions, the
+    # stop's ABORT marker is counted as a control record, the leader epochs were raised.
+    assert _statuses(verify)["CM-FAILOVER-1"] == "pass", verify["invariants"]["CM-FAILOVER-1"]
+    if healthy:
+        assert code == 0, output[-3000:]
+        assert ready["readiness"] == "GO" and ready["run"]["drained"]["polls"] >= 2
+        assert ready["expected_loss_records"] == 0
+        assert verify["verdict"] == "PASS" and set(_statuses(verify).values()) == {"pass"}
+        assert verify["failover"]["realized_loss_records"] == 0
+        assert back["readiness"] == "GO" and back["failback_truncation_records"] == 0
+        return
+    assert code == 1, output[-3000:]
+    assert ready["expected_loss_records"] == demo_failover.PREDICTED_LOSS
+    failover = verify["failover"]
+    assert (failover["predicted_loss_records"], failover["realized_loss_records"]) == (
+        demo_failover.PREDICTED_LOSS,
+        demo_failover.REALIZED_LOSS,
+    )
+    assert {k for k, s in _statuses(verify).items() if s != "pass"} == {"CM-FAILOVER-2"}
+    (example,) = verify["invariants"]["CM-FAILOVER-2"]["examples"]
+    assert (example["topic"], example["partition"], example["realized_loss_records"]) == (
+        "payments",
+        0,
+        demo_failover.REALIZED_LOSS,
+    )
+    assert verify["run"]["source_offsets_read_from"] == "the live source"
+    # The transaction in flight at the stop: copied open, aborted with one real marker.
+    states = pq.read_table(tmp_path / "run" / "verify" / "compare" / "mirror_states.parquet").to_pylist()
+    control = {(r["topic"], r["partition"]): r["stop_control_records"] for r in states}
+    topic, partition, _ = demo_failover.OPEN_AT_STOP
+    assert control == {(t, p): int((t, p) == (topic, partition)) for t, p in control}
+    assert len(control) == 4
+    assert back["readiness"] == "NO-GO" and back["failback_truncation_records"] == sum(
+        demo_failover.TRUNCATED.values()
+    )
+    assert {k for k, s in _statuses(back).items() if s == "fail"} == {"CM-FAILBACK-1", "CM-FAILBACK-3"}
+    truncated = {
+        f"{e['topic']}-{e['partition']}": e["truncate_records"]
+        for e in back["invariants"]["CM-FAILBACK-1"]["examples"]
+    }
+    assert truncated == demo_failover.TRUNCATED
+    report = (tmp_path / "run" / "verify" / "report" / "index.html").read_text()
+    assert "Failover: predicted and realized" in report
