@@ -66,10 +66,12 @@ malloc:
 	  || { $(APT_GET) update && $(APT_GET) install -y --no-install-recommends libmimalloc2.0; } \
 	  || echo "warning: libmimalloc2.0 did not install: the workers keep the system allocator (slower record scans)"; }
 
-# Two pytest-xdist workers: the modules of the shared sandbox in one, every other module
-# (the sandboxes of their own, Spark, unit) a unit of its own (tests/conftest.py's scheduler).
+# Two pytest-xdist workers, each with a live sandbox of its own for half of the modules that
+# use one, every other module a unit of its own, the longest first (tests/conftest.py's
+# scheduler). The slowest 30 tests are printed at the end and every test's time is kept in
+# build/junit.xml (docs/contributing.md, "Tiers").
 test: lint typecheck jars browser malloc container-tools kcat
-	$(BIN)/pytest -n 2 $(PYTEST_ARGS)
+	$(BIN)/pytest -n 2 --junitxml=build/junit.xml $(PYTEST_ARGS)
 
 unit: $(STAMP) $(NATIVE_STAMP)
 	$(BIN)/pytest -m unit $(PYTEST_ARGS)

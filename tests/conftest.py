@@ -28,29 +28,54 @@ _FOLDER_MARKERS = {
 }
 
 
-# The session fixtures that start real services, and the modules whose tests use them.
-# ``make test`` runs two pytest-xdist workers; every one of these modules runs in the same
-# worker (``pytest_xdist_make_scheduler`` below), so the run starts each service once, while
-# the other worker runs the rest, a module at a time (the demos and the other Kafka
-# releases with sandboxes of their own, the wheel, the Spark and unit tests). The list is
-# checked against what the tests use at collection: a module missing from it would start a
-# second sandbox in the other worker.
-_SHARED_SERVICES = ("sandbox", "standalone")
-SHARED_SERVICE_MODULES = frozenset(
+# The live sandbox (the session fixture ``sandbox``: two real clusters whose tests share them)
+# and the modules whose tests use it, in two groups of about equal length (the junit times of
+# ``make test``, build/junit.xml). ``make test`` runs two pytest-xdist workers; each takes one
+# group as its first unit of work and starts its own sandbox for it, so a sandbox starts once
+# per worker and the two groups run side by side; every other module is a unit of its own
+# (``pytest_xdist_make_scheduler`` below). The Spark standalone cluster (``standalone``) is
+# started once too: its modules are in one group. The lists are checked against what the
+# tests use at collection: a module missing from them would start a sandbox in a worker for
+# its tests alone.
+LIVE_GROUPS: dict[str, frozenset[str]] = {
+    "live-a": frozenset(
+        {
+            "tests/integration/test_audit_live.py",
+            "tests/integration/test_credentials_live.py",
+            "tests/integration/test_hostile_live.py",
+            "tests/integration/test_sandbox.py",
+            "tests/integration/test_scale_smoke.py",
+            "tests/integration/test_share_groups_live.py",
+        }
+    ),
+    "live-b": frozenset(
+        {
+            "tests/integration/test_failover_live.py",
+            "tests/integration/test_mm2_records_live.py",
+            "tests/integration/test_mm2_sandbox.py",
+            "tests/integration/test_records_live.py",
+            "tests/integration/test_segments_live.py",
+            "tests/spark/test_standalone_cluster.py",
+        }
+    ),
+}
+STANDALONE_MODULES = frozenset(
     {
-        "tests/integration/test_audit_live.py",
-        "tests/integration/test_credentials_live.py",
-        "tests/integration/test_failover_live.py",
-        "tests/integration/test_hostile_live.py",
-        "tests/integration/test_mm2_records_live.py",
-        "tests/integration/test_mm2_sandbox.py",
         "tests/integration/test_records_live.py",
-        "tests/integration/test_sandbox.py",
-        "tests/integration/test_scale_smoke.py",
-        "tests/integration/test_share_groups_live.py",
         "tests/integration/test_segments_live.py",
         "tests/spark/test_standalone_cluster.py",
     }
+)
+assert any(modules >= STANDALONE_MODULES for modules in LIVE_GROUPS.values()), "one worker starts it"
+# Units of work that take longest, started first in this order (two at a time); the rest
+# follow, those with more tests first (pytest-xdist's own order).
+LONGEST_FIRST = (
+    "live-a",
+    "live-b",
+    "tests/integration/test_demo.py",
+    "packaging",
+    "tests/integration/test_versions_live.py",
+    "tests/integration/test_faults_live.py",
 )
 
 
@@ -58,27 +83,42 @@ def _module_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
+def _unit_of(module: str) -> str:
+    for group, modules in LIVE_GROUPS.items():
+        if module in modules:
+            return group
+    # Both build the project's wheel (one build, shared: tests/packaging/conftest.py).
+    return "packaging" if module.startswith("tests/packaging/") else module
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """Work units for the workers: the shared-service modules as one, the packaging modules
-    as one, every other module as its own (its module-scoped fixtures then run once).
-    pytest-xdist's ``loadgroup`` would do the first two, but its node-id rewriting has no
-    effect under pytest 9.2."""
+    """Work units for the workers: each live group as one, the packaging modules as one,
+    every other module as its own (its module-scoped fixtures then run once); the longest
+    first (``LONGEST_FIRST``). pytest-xdist's ``loadgroup`` would do the grouping, but its
+    node-id rewriting has no effect under pytest 9.2."""
     from xdist.scheduler import LoadScopeScheduling
 
-    class SharedServicesTogether(LoadScopeScheduling):  # type: ignore[misc]
-        def _split_scope(self, nodeid: str) -> str:
-            module = _module_of(nodeid)
-            if module in SHARED_SERVICE_MODULES:
-                return "shared-services"
-            # Both build the project's wheel in the checkout (setuptools' build/ and
-            # egg-info there): one after the other.
-            return "packaging" if module.startswith("tests/packaging/") else module
+    class LiveGroupsTogether(LoadScopeScheduling):  # type: ignore[misc]
+        _ordered = False
 
-    return SharedServicesTogether(config, log)
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit_of(_module_of(nodeid))
+
+        def _assign_work_unit(self, node: object) -> None:
+            if not self._ordered:  # the queue is complete when the first unit is handed out
+                self._ordered = True
+                rank = {unit: i for i, unit in enumerate(LONGEST_FIRST)}
+                queued = sorted(self.workqueue.items(), key=lambda kv: rank.get(kv[0], len(rank)))
+                self.workqueue.clear()
+                self.workqueue.update(queued)
+            super()._assign_work_unit(node)
+
+    return LiveGroupsTogether(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    using: set[str] = set()
+    using_sandbox: set[str] = set()
+    using_standalone: set[str] = set()
     for item in items:
         folder = Path(str(item.fspath)).parent.name
         marker = _FOLDER_MARKERS.get(folder)
@@ -88,13 +128,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             # The invariant tests on DuckDB need no JVM: the fast tier (make unit) runs them,
             # so every metadata invariant is checked there.
             item.add_marker(pytest.mark.unit)
-        if any(f in getattr(item, "fixturenames", ()) for f in _SHARED_SERVICES):
-            using.add(_module_of(item.nodeid))
-    unlisted = using - SHARED_SERVICE_MODULES
-    if unlisted:
+        fixtures = getattr(item, "fixturenames", ())
+        if "sandbox" in fixtures:
+            using_sandbox.add(_module_of(item.nodeid))
+        if "standalone" in fixtures:
+            using_standalone.add(_module_of(item.nodeid))
+    live = frozenset().union(*LIVE_GROUPS.values())
+    if using_sandbox - live:
         raise pytest.UsageError(
-            f"tests/conftest.py: add {sorted(unlisted)} to SHARED_SERVICE_MODULES (their tests use "
-            f"{' or '.join(_SHARED_SERVICES)}; elsewhere they would start a second one in the other worker)"
+            f"tests/conftest.py: add {sorted(using_sandbox - live)} to one of LIVE_GROUPS (their tests use "
+            "the live sandbox; elsewhere a worker would start one for them alone)"
+        )
+    if using_standalone - STANDALONE_MODULES:
+        raise pytest.UsageError(
+            f"tests/conftest.py: {sorted(using_standalone - STANDALONE_MODULES)} use the Spark standalone "
+            "cluster: add them to STANDALONE_MODULES, in the live group of the others (one worker starts it)"
         )
 
 
@@ -155,7 +203,10 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory, sasl_login: tuple[str, str
     clients may do anything, a SASL user only what a test grants it."""
     from audit.sandbox.cluster import SandboxOptions, running
 
-    workdir = Path(os.environ.get("MIRROR_AUDIT_TEST_SANDBOX_DIR") or tmp_path_factory.mktemp("sandbox"))
+    explicit = os.environ.get("MIRROR_AUDIT_TEST_SANDBOX_DIR")
+    # One sandbox per xdist worker ("gw0", "gw1"; "master" without xdist).
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "master")
+    workdir = Path(explicit) / worker if explicit else tmp_path_factory.mktemp("sandbox")
     user, password = sasl_login
     opts = SandboxOptions(
         workdir=workdir,
