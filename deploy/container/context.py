@@ -11,7 +11,9 @@ too (its Cargo target directory is reused, so this takes seconds after ``make ve
 Kafka client's jars come from the tool's jar cache, which Maven resolved from Maven
 Central, as the sandbox's do.
 
-Usage: ``python deploy/container/context.py build/image``.
+Usage: ``python deploy/container/context.py build/image [--project-wheel WHEEL]``; with
+``--project-wheel`` the image carries that wheel of the project (one already built, as the
+packaging tests build one for both the wheel's test and the image's) instead of one built here.
 """
 
 from __future__ import annotations
@@ -56,8 +58,12 @@ def pinned_requirements() -> str:
     return "\n".join(keep) + "\n"
 
 
-def stage(out: Path) -> None:
+def stage(out: Path, project_wheel: Path | None = None) -> None:
     out = out.resolve()
+    if project_wheel is not None:
+        project_wheel = project_wheel.resolve()
+        if not project_wheel.is_file() or not project_wheel.name.startswith("kafka_mirror_audit-"):
+            raise ContextError(f"--project-wheel {project_wheel}: not a kafka-mirror-audit wheel file")
     want = ".".join(map(str, IMAGE_PYTHON))
     if sys.version_info[:2] != IMAGE_PYTHON:
         raise ContextError(
@@ -71,11 +77,16 @@ def stage(out: Path) -> None:
     wheels.mkdir(parents=True)
     constraints = out / "constraints.txt"
     constraints.write_text(pinned_requirements())
-    log.info("building the wheels (the project, the compiled reader, every dependency) into %s", wheels)
+    project = str(project_wheel) if project_wheel is not None else str(REPO)
+    log.info(
+        "building the wheels (the compiled reader, every dependency%s) into %s",
+        "" if project_wheel is not None else ", the project",
+        wheels,
+    )
     built = subprocess.run(
         [
             *(sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(wheels)),
-            *("--constraint", str(constraints), str(REPO), str(REPO / "native")),
+            *("--constraint", str(constraints), project, str(REPO / "native")),
         ],
         cwd=out,
         capture_output=True,
@@ -104,10 +115,13 @@ def stage(out: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="the build context to write (replaced if present)")
+    parser.add_argument(
+        "--project-wheel", type=Path, help="the project's wheel to carry (default: built from the checkout)"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
-        stage(args.out)
+        stage(args.out, args.project_wheel)
     except ContextError as exc:
         log.error("make image: %s", exc)
         sys.exit(2)

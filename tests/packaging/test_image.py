@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from audit.sandbox import demo
+from tests.dist import Built
 
 REPO = Path(__file__).resolve().parents[2]
 CONTAINERS_CONF = REPO / "deploy" / "container" / "containers.conf"
@@ -59,16 +60,24 @@ def _tail(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The image, built by the Makefile's own targets as a user would build it; removed
-    after the module (the base is kept: ``make image-base`` reuses it)."""
+def image(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The image, built by the Makefile's own targets as a user would build it, carrying the
+    wheel the wheel's test installs (one build for both); removed after the module (the base
+    is kept: ``make image-base`` reuses it)."""
     if not all(shutil.which(tool) for tool in ("podman", "runc", "mmdebstrap")):
         pytest.fail(NO_PODMAN)
     base = _run(["make", "image-base"])
     assert base.returncode == 0, _tail(base)
     context = tmp_path_factory.mktemp("image-context")
-    built = _run(["make", "image", f"IMAGE={IMAGE}", "IMAGE_BASE=$(LOCAL_BASE)", f"IMAGE_CONTEXT={context}"])
-    assert built.returncode == 0, _tail(built)
+    made = _run(
+        [
+            *("make", "image", f"IMAGE={IMAGE}", "IMAGE_BASE=$(LOCAL_BASE)", f"IMAGE_CONTEXT={context}"),
+            f"PROJECT_WHEEL={built.wheel}",
+        ]
+    )
+    assert made.returncode == 0, _tail(made)
+    # The image carries that very wheel.
+    assert (context / "wheels" / built.wheel.name).read_bytes() == built.wheel.read_bytes()
     yield IMAGE
     _run(["podman", "image", "rm", "--force", IMAGE], timeout=300)
     _run(["podman", "image", "prune", "--force"], timeout=300)

@@ -1,51 +1,34 @@
-"""The package as a user installs it: the sdist and the wheel built as a release would be,
-the wheel installed into a new virtual environment and run from a directory outside the
-checkout, where nothing of the repository can be found by accident."""
+"""The package as a user installs it: the sdist and the wheel built as a release would be
+(once, for the image too: tests/packaging/conftest.py), the wheel installed into a new
+virtual environment and run from a directory outside the checkout, where nothing of the
+repository can be found by accident."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.dist import Built
+from tests.dist import run as _run
 from tests.snapshots import faulty_pair
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = "scope:\n  groups:\n    exclude: ['private']\n"
 
 
-def _run(cmd: list[str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MIRROR_AUDIT_EXPECTATIONS")}
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
-
-
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def installed(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bin directory of a new virtual environment with only the built wheel (and its
     dependencies from the package index) installed."""
     root = tmp_path_factory.mktemp("wheel")
-    dist = root / "dist"
-    built = _run([sys.executable, "-m", "build", "--outdir", str(dist), str(REPO)], cwd=root)
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    shutil.rmtree(REPO / "build", ignore_errors=True)  # build's scratch, not ours to keep
-    (sdist,) = dist.glob("kafka_mirror_audit-*.tar.gz")
-    (wheel,) = dist.glob("kafka_mirror_audit-*.whl")
-    # The suites travel in both, as package data.
-    listing = _run(["tar", "tzf", str(sdist)], cwd=root).stdout
-    assert "audit/expectations/cm_partitions.json" in listing
-    import zipfile
-
-    names = zipfile.ZipFile(wheel).namelist()
-    assert "audit/expectations/cm_partitions.json" in names and "audit/expectations/mm2_syncs.json" in names
     venv = root / "venv"
     assert _run([sys.executable, "-m", "venv", str(venv)], cwd=root).returncode == 0
-    pip = _run([str(venv / "bin" / "pip"), "install", "--quiet", str(wheel)], cwd=root, timeout=1800)
+    pip = _run([str(venv / "bin" / "pip"), "install", "--quiet", str(built.wheel)], cwd=root, timeout=1800)
     assert pip.returncode == 0, pip.stdout[-3000:] + pip.stderr[-3000:]
     return venv / "bin"
 
