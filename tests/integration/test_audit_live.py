@@ -147,11 +147,20 @@ def test_source_epoch_bump_is_caught_as_cm_epoch_1(sandbox: SandboxState, tmp_pa
     finally:
         start_node(sandbox, "source", 2)
     scope = f"scope:\n  topics:\n    include: ['{topic}']\n  groups:\n    include: ['{group}']\n"
+    # The nightly job on the in-process engine: a leader epoch is metadata, judged alike by
+    # both engines (tests/spark/test_engine_parity.py); this test's subject is the broker stop.
     proc = run_in_process(
-        "nightly", "--config", str(_config(tmp_path, sandbox, scope)), "--out", str(tmp_path / "run")
+        "nightly",
+        "--config",
+        str(_config(tmp_path, sandbox, scope)),
+        "--out",
+        str(tmp_path / "run"),
+        "--engine",
+        "local",
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["run"]["job"] == "nightly"
     inv = summary["invariants"]
     assert inv["CM-EPOCH-1"]["status"] == "fail"
     (example,) = inv["CM-EPOCH-1"]["examples"]
@@ -258,8 +267,16 @@ def test_offset_lag_retention_epoch_group_and_scope_faults_caught(
     produce(dst, lagging, [Record(None, b"x")] * 12_000, partition=0)
     for bootstrap, committed in ((src, 10), (dst, 500)):  # CM-GROUP-2: past the destination's LEO
         _commit(bootstrap, f"range-{run}", ahead, committed)
+    # On the in-process engine: the history's keys are the same whichever engine wrote them
+    # (tests/spark/test_engine_parity.py), and the first nightly above ran on Spark.
     again = run_in_process(
-        "nightly", "--config", str(tmp_path / "audit.yaml"), "--out", str(tmp_path / "run2")
+        "nightly",
+        "--config",
+        str(tmp_path / "audit.yaml"),
+        "--out",
+        str(tmp_path / "run2"),
+        "--engine",
+        "local",
     )
     assert again.returncode == 1, again.stdout + again.stderr
     second = assert_metrics_agree(tmp_path / "run2")
@@ -364,7 +381,8 @@ def test_a_readiness_and_a_nightly_started_together_under_one_root_each_keep_the
     cfg = _config(tmp_path, sandbox, scope)
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "audit.cli", job, "--config", str(cfg)],
+            # The in-process engine for both: what is tested is the run directory each reserves.
+            [sys.executable, "-m", "audit.cli", job, "--config", str(cfg), "--engine", "local"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

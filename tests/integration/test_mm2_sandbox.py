@@ -248,7 +248,8 @@ def test_restart_keeps_history_monotonic_and_a_stopped_mirror_goes_stale(
 
     def audit(src: Path, dst: Path, out: str) -> dict[str, Any]:
         proc = run_in_process(
-            "audit", "--source", str(src), "--destination", str(dst), "--config", str(cfg), "--out", out
+            *("audit", "--source", str(src), "--destination", str(dst), "--config", str(cfg), "--out", out),
+            *("--engine", "local"),  # mode mm2's metadata: alike on both (test_engine_parity.py)
         )
         assert proc.returncode in (0, 1), proc.stdout + proc.stderr
         invariants: dict[str, Any] = json.loads((Path(out) / "summary.json").read_text())["invariants"]
@@ -338,7 +339,10 @@ def test_audit_of_the_real_mirror_maker_catches_its_faults(
         f"scope:\n  topics:\n    include: ['mm2-{run}-(audit|cut)']\n"
         f"  groups:\n    include: ['mm2g-{run}-(ok|cut|long-.*)', 'other-{run}']\n"
     )
-    proc = run_in_process("nightly", "--config", str(cfg), "--out", str(tmp_path / "run"))
+    # Mode mm2's metadata on the in-process engine, judged alike by both (test_engine_parity.py).
+    proc = run_in_process(
+        "nightly", "--config", str(cfg), "--out", str(tmp_path / "run"), "--engine", "local"
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     inv = json.loads((tmp_path / "run" / "summary.json").read_text())["invariants"]
     statuses = {k: v["status"] for k, v in inv.items()}
