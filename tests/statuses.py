@@ -6,7 +6,7 @@ tests/spark/test_data_level_outcomes.py)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, TypeVar
 
 from audit.config import AuditConfig
 from audit.validate.gx import _judged_columns
@@ -28,6 +28,7 @@ class Check:
 
 
 Counts = tuple[int, int, int]  # a check's rejected, unchecked and judged rows
+K = TypeVar("K")
 
 
 def check_counts(
@@ -49,10 +50,26 @@ def counts_by_partition(
     return _grouped(compared, cfg, suite_patterns, "TRUE", "partition")
 
 
+def counts_by(
+    compared: Any, cfg: AuditConfig, suite_patterns: tuple[str, ...], key: str
+) -> dict[Check, dict[Any, Counts] | None]:
+    """``counts_by_partition`` per value of another column ``key`` of every table the suites
+    judge (``topic``: a topic per case); a null value's rows under None."""
+    return _grouped(compared, cfg, suite_patterns, "TRUE", key)
+
+
+def expectations(cfg: AuditConfig, suite_patterns: tuple[str, ...]) -> dict[Check, dict[str, Any]]:
+    """Each check's expectation as its suite declares it (type, kwargs, meta, description),
+    in the order the validator runs them."""
+    return {
+        _check(suite, e): e for suite in mode_suites(cfg, suite_patterns) for e in suite.raw["expectations"]
+    }
+
+
 def over(
-    counts: dict[Check, dict[int, Counts] | None], partitions: tuple[int, ...]
+    counts: dict[Check, dict[K, Counts] | None], partitions: tuple[K, ...]
 ) -> dict[Check, Counts | None]:
-    """The per-partition counts summed over ``partitions``."""
+    """The per-partition (per key value: ``counts_by``) counts summed over ``partitions``."""
     return {
         check: None if by is None else _sum(by.get(p, (0, 0, 0)) for p in partitions)
         for check, by in counts.items()
@@ -93,26 +110,23 @@ def _sum(counts: Any) -> Counts:
     return rejected, unchecked, judged
 
 
+def _check(suite: Any, e: dict[str, Any]) -> Check:
+    meta = e["meta"]
+    return Check(suite.table, meta["invariant"], meta["severity"], ",".join(_judged_columns(e["kwargs"])))
+
+
 def _grouped(
     compared: Any, cfg: AuditConfig, suite_patterns: tuple[str, ...], only: str, key: str | None
-) -> dict[Check, dict[int, Counts] | None]:
+) -> dict[Check, dict[Any, Counts] | None]:
     """Each expectation's counts over the rows ``only`` selects, per value of ``key`` (a
     column; None: all under 0), None where its table was not computed. The rows are selected by the SQL
     forms the validator derives from the suites themselves (tests/unit/test_violations.py
     holds the first to the rows GX rejects)."""
     params = dataclasses.asdict(cfg.thresholds)
-    out: dict[Check, dict[int, Counts] | None] = {}
+    out: dict[Check, dict[Any, Counts] | None] = {}
     for suite in mode_suites(cfg, suite_patterns):
         checks = suite.raw["expectations"]
-        keys = [
-            Check(
-                suite.table,
-                e["meta"]["invariant"],
-                e["meta"]["severity"],
-                ",".join(_judged_columns(e["kwargs"])),
-            )
-            for e in checks
-        ]
+        keys = [_check(suite, e) for e in checks]
         if not compared.tables.has(suite.table):
             out.update(dict.fromkeys(keys))
             continue
@@ -133,7 +147,7 @@ def _forms(suite: str, e: dict[str, Any], params: dict[str, Any]) -> tuple[str, 
 
 def _counts(
     compared: Any, table: str, only: str, key: str | None, forms: list[tuple[str, str, str]]
-) -> list[dict[int, Counts]]:
+) -> list[dict[Any, Counts]]:
     """Each expectation's (rejected, unchecked, judged) row counts over the rows ``only``
     selects, per value of ``key``: one query per table, every count a column of it."""
     columns = [
@@ -145,9 +159,10 @@ def _counts(
     rows = compared.tables.rows(
         f"SELECT {key or 0} AS k, {', '.join(columns)} FROM {{{table}}} AS judged WHERE ({only}){grouped}"
     )
-    got: list[dict[int, Counts]] = [{} for _ in forms]
+    got: list[dict[Any, Counts]] = [{} for _ in forms]
     for row in rows:
+        k = row["k"]  # a partition (or 0: no key) as an int; a text or null key as it is
         for i, by in enumerate(got):
             c = [int(row[f"c{i}_{j}"] or 0) for j in range(3)]
-            by[int(row["k"])] = (c[0], c[1], c[2])
+            by[k if k is None or isinstance(k, str) else int(k)] = (c[0], c[1], c[2])
     return got
