@@ -1,6 +1,8 @@
 """Hostile inputs through the whole pipeline, on hand-made snapshots: names with markup and
 control characters in the report and summary.json, a snapshot column of the wrong type, a
-scope pattern that backtracks catastrophically. Each engine where the engines differ.
+scope pattern that backtracks catastrophically. Each engine where the engines differ; where
+they do not, the in-process engine, and tests/spark/test_engine_parity.py holds Spark's
+tables and summary equal to its own on the same snapshots (its "hostile-names" scenario).
 
 A snapshot file is input like any other: another tool may have written it, or a person.
 The live counterpart, with the names committed through real brokers, is
@@ -17,7 +19,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from audit.compare.engines import ENGINES
 from audit.compare.engines import EngineName as Engine
 from audit.config_file import parse_config
 from audit.display import visible
@@ -31,6 +32,12 @@ from tests.snapshots import T0_MS, group, offset, part, write_pair
 CONTROLS = "\x1b[2J\x1b]0;pwned\x07\r\n\t\x7f\x9b\u202e\x00"
 MARKUP = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>')
 RAW_CONTROLS = ("\x1b", "\x07", "\r", "\t", "\x7f", "\x9b", "\u202e", "\x00")
+HOSTILE_GROUPS = [f"{m}{CONTROLS}-g{i}" for i, m in enumerate(MARKUP)] + ["long-" + "<b>\x1b" * 2500]
+HOSTILE_TOPIC = f"t{CONTROLS}{MARKUP[0]}"  # Kafka refuses such a topic name; a snapshot file does not
+HOSTILE_TXN_ID = f"tx{CONTROLS}{MARKUP[1]}"
+# Where the engines do not differ, the in-process one (a parameter, so that the fast tier,
+# ``make unit``, takes the test: tests/conftest.py); the parity test holds Spark equal to it.
+IN_PROCESS: list[Engine] = ["local"]
 
 
 def _assert_page_is_inert(page: str) -> None:
@@ -41,21 +48,10 @@ def _assert_page_is_inert(page: str) -> None:
         assert ch not in page, f"{ch!r} reached the report raw"
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_report_and_summary_show_hostile_names_escaped_and_keep_them_exactly(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
-    """Bug found: the report escaped markup (Jinja's autoescape) but not control
-    characters: a group id's ESC sequences, BEL, CR and C1 CSI reached index.html raw (the
-    examples table, the group chart), where a terminal pager or `grep` of the report acts
-    on them. summary.json keeps every name exactly (JSON escapes them)."""
-    if engine == "spark":
-        request.getfixturevalue("spark")
-    groups = [f"{m}{CONTROLS}-g{i}" for i, m in enumerate(MARKUP)] + ["long-" + "<b>\x1b" * 2500]
-    topic = f"t{CONTROLS}{MARKUP[0]}"  # Kafka refuses such a topic name; a snapshot file does not
-    txn_id = f"tx{CONTROLS}{MARKUP[1]}"
-    src, dst = write_pair(
-        tmp_path,
+def _hostile_names_pair(root: Path) -> tuple[Path, Path]:
+    groups, topic, txn_id = HOSTILE_GROUPS, HOSTILE_TOPIC, HOSTILE_TXN_ID
+    return write_pair(
+        root,
         [part("orders", last_stable_offset=90, open_txn_first_timestamp_ms=T0_MS - 10_000), part(topic)],
         [part("orders", leader_epoch=8)],
         src_groups=[group(g) for g in groups],
@@ -66,6 +62,18 @@ def test_report_and_summary_show_hostile_names_escaped_and_keep_them_exactly(
             OpenTransactionRecord("coordinator", txn_id, 7, 0, "Ongoing", "orders", 0, 90, T0_MS - 10_000)
         ],
     )
+
+
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_report_and_summary_show_hostile_names_escaped_and_keep_them_exactly(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Bug found: the report escaped markup (Jinja's autoescape) but not control
+    characters: a group id's ESC sequences, BEL, CR and C1 CSI reached index.html raw (the
+    examples table, the group chart), where a terminal pager or `grep` of the report acts
+    on them. summary.json keeps every name exactly (JSON escapes them)."""
+    groups, topic, txn_id = HOSTILE_GROUPS, HOSTILE_TOPIC, HOSTILE_TXN_ID
+    src, dst = _hostile_names_pair(tmp_path)
     cfg = parse_config("", env={})
     outcome = audit_snapshots(src, dst, tmp_path / "run", cfg, engine=engine)
     page = outcome.report.read_text(encoding="utf-8")

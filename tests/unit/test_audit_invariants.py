@@ -1,5 +1,7 @@
 """Every CM invariant on hand-made snapshots: one fault per partition or group, each caught
-by exactly the invariant that owns it; a healthy pair passes."""
+by exactly the invariant that owns it; a healthy pair passes. On the in-process engine:
+tests/spark/test_engine_parity.py holds Spark's tables and summary equal to its own for
+each of these pairs ("faulty", "healthy", "escaped-names", "behind-log-start")."""
 
 from __future__ import annotations
 
@@ -9,8 +11,6 @@ from typing import Any
 
 import pytest
 
-from audit.compare.engines import ENGINES
-from audit.compare.engines import EngineName as Engine
 from audit.config_file import parse_config
 from audit.jobs import READINESS
 from audit.pipeline import audit_snapshots
@@ -19,22 +19,15 @@ from tests.snapshots import faulty_pair, group, offset, part, write_pair
 CFG = parse_config("scope:\n  groups:\n    exclude: ['private']\n", env={})
 
 
-@pytest.fixture(scope="module", params=ENGINES)
-def faulty(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The faulty pair audited by each engine: every invariant test below runs on both."""
-    engine = request.param
-    if engine == "spark":
-        request.getfixturevalue("spark")
-    root = tmp_path_factory.mktemp(f"faulty-{engine}")
+@pytest.fixture(scope="module")
+def faulty(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The faulty pair audited by the in-process engine (Spark's run of it, and what Spark's
+    run section says of where it ran: the parity test's "faulty" scenario)."""
+    root = tmp_path_factory.mktemp("faulty-local")
     src, dst = faulty_pair(root)
-    outcome = audit_snapshots(src, dst, root / "run", CFG, job=READINESS, engine=engine)
-    assert outcome.summary["run"]["engine"] == engine
-    if engine == "spark":
-        # The application's master, and the executors that ran its tasks (local: the driver).
-        assert outcome.summary["run"]["spark_master"] == "local[2]"
-        assert outcome.summary["run"]["spark_executors_ran_tasks"] == 1
-    else:
-        assert "spark_master" not in outcome.summary["run"]
+    outcome = audit_snapshots(src, dst, root / "run", CFG, job=READINESS, engine="local")
+    assert outcome.summary["run"]["engine"] == "local"
+    assert "spark_master" not in outcome.summary["run"]
     summary: dict[str, Any] = json.loads((root / "run" / "summary.json").read_text())
     assert summary == json.loads(json.dumps(outcome.summary))
     return summary
@@ -109,14 +102,11 @@ def test_summary_contract(faulty: dict[str, Any]) -> None:
     assert faulty["expected_reprocess_records"] == 30
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_healthy_pair_passes(engine: Engine, request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    if engine == "spark":
-        request.getfixturevalue("spark")
+def _healthy_pair(root: Path) -> tuple[Path, Path]:
     parts = [part("orders", partition=p, leader_epoch=5) for p in range(3)]
     dparts = [part("orders", partition=p, leader_epoch=8) for p in range(3)]
-    src, dst = write_pair(
-        tmp_path,
+    return write_pair(
+        root,
         parts,
         dparts,
         src_groups=[group("g")],
@@ -124,7 +114,11 @@ def test_healthy_pair_passes(engine: Engine, request: pytest.FixtureRequest, tmp
         src_offsets=[offset("g", 40, partition=p) for p in range(3)],
         dst_offsets=[offset("g", 40, partition=p, epoch=8) for p in range(3)],
     )
-    outcome = audit_snapshots(src, dst, tmp_path / "run", CFG, job=READINESS, engine=engine)
+
+
+def test_healthy_pair_passes(tmp_path: Path) -> None:
+    src, dst = _healthy_pair(tmp_path)
+    outcome = audit_snapshots(src, dst, tmp_path / "run", CFG, job=READINESS, engine="local")
     statuses = {k: v["status"] for k, v in outcome.summary["invariants"].items()}
     assert outcome.summary["verdict"] == "PASS", statuses
     assert outcome.exit_code == 0
@@ -134,17 +128,18 @@ def test_healthy_pair_passes(engine: Engine, request: pytest.FixtureRequest, tmp
     assert statuses["CM-DATA-1"] == "skipped"
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_report_is_self_contained_and_escapes_names(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
-    if engine == "spark":
-        request.getfixturevalue("spark")
-    evil = "<script>alert(1)</script>"
-    src, dst = write_pair(tmp_path, [part(evil), part("ok")], [part("ok", leader_epoch=8)])
-    outcome = audit_snapshots(src, dst, tmp_path / "run", CFG, engine=engine)
+EVIL = "<script>alert(1)</script>"
+
+
+def _evil_topic_pair(root: Path) -> tuple[Path, Path]:
+    return write_pair(root, [part(EVIL), part("ok")], [part("ok", leader_epoch=8)])
+
+
+def test_report_is_self_contained_and_escapes_names(tmp_path: Path) -> None:
+    src, dst = _evil_topic_pair(tmp_path)
+    outcome = audit_snapshots(src, dst, tmp_path / "run", CFG, engine="local")
     text = outcome.report.read_text()
-    assert evil not in text
+    assert EVIL not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "<script" not in text.lower()
     assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
@@ -176,17 +171,14 @@ def _behind_the_destinations_log_start(root: Path, extra_src: list[Any] = ()) ->
     )
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 def test_a_group_behind_the_destinations_log_start_warns_and_counts_what_it_never_sees(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     """CM-GROUP-4 and expected_unseen_records: the clamp moved g's offsets right (CM-GROUP-1
     passes), yet its consumers would never see 130 records the source still holds. Beside
     the loss (0 here), never in it; a warning, so the answer stays GO."""
-    if engine == "spark":
-        request.getfixturevalue("spark")
     src, dst = _behind_the_destinations_log_start(tmp_path / "snaps")
-    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, job=READINESS, engine=engine).summary
+    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, job=READINESS, engine="local").summary
     inv = summary["invariants"]["CM-GROUP-4"]
     assert (inv["status"], inv["violations"], inv["evaluated"]) == ("warn", 2, 3), inv
     assert {(e["group_id"], e["partition"], e["unseen_records"]) for e in inv["examples"]} == {

@@ -1,7 +1,8 @@
-"""Coverage on both engines: what an invariant could not check is never a pass, and a GO /
-NO-GO job answers GO only over what its gating invariants checked (docs/invariants.md,
-"Coverage"). One test per rule, each on DuckDB and on Spark, plus the two reproductions
-that said PASS and GO having checked nothing."""
+"""Coverage: what an invariant could not check is never a pass, and a GO / NO-GO job answers
+GO only over what its gating invariants checked (docs/invariants.md, "Coverage"). One test
+per rule, on the in-process engine, plus the two reproductions that said PASS and GO having
+checked nothing. Spark's tables and summary for each of these snapshot pairs are held equal
+to the in-process engine's by tests/spark/test_engine_parity.py (its "coverage-*" scenarios)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ from typing import Any
 
 import pytest
 
-from audit.compare.engines import ENGINES
-from audit.compare.engines import EngineName as Engine
 from audit.config_file import parse_config
 from audit.failover_jobs import failback_readiness, failover_verify
 from audit.jobs import READINESS
@@ -30,16 +29,11 @@ from tests.snapshots import (
 )
 
 CFG = parse_config("", env={})
+ACCEPTING_CFG = parse_config("readiness:\n  accept_unchecked: [CM-EPOCH-1, CM-EPOCH-2]\n", env={})
 
 
-def _engine(engine: Engine, request: pytest.FixtureRequest) -> Engine:
-    if engine == "spark":
-        request.getfixturevalue("spark")
-    return engine
-
-
-def _readiness(src: Path, dst: Path, run: Path, cfg: Any, engine: Engine, request: Any) -> Any:
-    return audit_snapshots(src, dst, run, cfg, job=READINESS, engine=_engine(engine, request))
+def _readiness(src: Path, dst: Path, run: Path, cfg: Any) -> Any:
+    return audit_snapshots(src, dst, run, cfg, job=READINESS, engine="local")
 
 
 def _healthy_partitions() -> tuple[list[Any], list[Any]]:
@@ -48,13 +42,16 @@ def _healthy_partitions() -> tuple[list[Any], list[Any]]:
     return src, dst
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_nothing_in_scope_is_skipped_with_that_reason_and_does_not_block_go(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+def _healthy_pair(root: Path) -> tuple[Path, Path]:
+    """Two healthy partitions, no group collected: what nothing in scope and not collected
+    are checked on."""
+    return write_pair(root, *_healthy_partitions())
+
+
+def test_nothing_in_scope_is_skipped_with_that_reason_and_does_not_block_go(tmp_path: Path) -> None:
     """Groups collected, none committed: the group invariants have nothing in scope."""
-    src, dst = write_pair(tmp_path / "snap", *_healthy_partitions())
-    summary = _readiness(src, dst, tmp_path / "run", CFG, engine, request).summary
+    src, dst = _healthy_pair(tmp_path / "snap")
+    summary = _readiness(src, dst, tmp_path / "run", CFG).summary
     for inv_id in ("CM-GROUP-1", "CM-GROUP-2", "CM-EPOCH-3"):
         inv = summary["invariants"][inv_id]
         assert inv["status"] == "skipped", inv
@@ -63,13 +60,10 @@ def test_nothing_in_scope_is_skipped_with_that_reason_and_does_not_block_go(
     assert summary["coverage"]["complete"] is True
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_not_collected_is_skipped_with_that_reason_and_does_not_block_readiness(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+def test_not_collected_is_skipped_with_that_reason_and_does_not_block_readiness(tmp_path: Path) -> None:
     """No mirror state imported: CM-FAILOVER-1 is not collected; readiness does not need it."""
-    src, dst = write_pair(tmp_path / "snap", *_healthy_partitions())
-    summary = _readiness(src, dst, tmp_path / "run", CFG, engine, request).summary
+    src, dst = _healthy_pair(tmp_path / "snap")
+    summary = _readiness(src, dst, tmp_path / "run", CFG).summary
     inv = summary["invariants"]["CM-FAILOVER-1"]
     assert inv["status"] == "skipped" and inv["reason"].startswith("not collected"), inv
     assert summary["readiness"] == "GO", summary["readiness_reasons"]
@@ -82,12 +76,9 @@ def _one_epoch_missing(root: Path) -> tuple[Path, Path]:
     return write_pair(root, src, _healthy_partitions()[1])
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_partial_coverage_warns_names_the_input_and_readiness_cannot_verify(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+def test_partial_coverage_warns_names_the_input_and_readiness_cannot_verify(tmp_path: Path) -> None:
     src, dst = _one_epoch_missing(tmp_path / "snap")
-    outcome = _readiness(src, dst, tmp_path / "run", CFG, engine, request)
+    outcome = _readiness(src, dst, tmp_path / "run", CFG)
     summary = outcome.summary
     inv = summary["invariants"]["CM-EPOCH-1"]
     assert inv["status"] == "warn", inv  # one row checked and fine, one not checked: never pass
@@ -107,35 +98,29 @@ def test_partial_coverage_warns_names_the_input_and_readiness_cannot_verify(
     assert "What was not checked" in outcome.report.read_text()
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_an_accepted_gap_gives_go_and_is_said_on_the_run(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
-    cfg = parse_config("readiness:\n  accept_unchecked: [CM-EPOCH-1, CM-EPOCH-2]\n", env={})
+def test_an_accepted_gap_gives_go_and_is_said_on_the_run(tmp_path: Path) -> None:
     src, dst = _one_epoch_missing(tmp_path / "snap")
-    summary = _readiness(src, dst, tmp_path / "run", cfg, engine, request).summary
+    summary = _readiness(src, dst, tmp_path / "run", ACCEPTING_CFG).summary
     assert summary["readiness"] == "GO", summary["readiness_reasons"]
     assert summary["invariants"]["CM-EPOCH-1"]["status"] == "warn"  # accepted is not checked
     assert summary["invariants"]["CM-EPOCH-1"]["unchecked_accepted"] is True
     assert any(a.startswith("CM-EPOCH-1: source leader epoch") for a in summary["accepted_unchecked"])
 
 
-def _readiness_before(root: Path, engine: Engine) -> Path:
+def _readiness_before(root: Path) -> Path:
     src, dst = before_stop_pair(root / "before")
     run = root / "readiness"
-    audit_snapshots(src, dst, run, CFG, job=READINESS, engine=engine)
+    _readiness(src, dst, run, CFG)
     return run
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 def test_verify_without_the_last_mirrored_offset_cannot_verify_and_its_loss_is_unknown(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     """The issue's reproduction: it said PASS, CM-FAILOVER-2 pass and 0 records lost."""
-    engine = _engine(engine, request)
-    before = _readiness_before(tmp_path, engine)
+    before = _readiness_before(tmp_path)
     dst = after_stop_without_last_mirrored_offset(tmp_path / "after")
-    outcome = failover_verify(CFG, before, tmp_path / "verify", destination=dst, engine=engine)
+    outcome = failover_verify(CFG, before, tmp_path / "verify", destination=dst, engine="local")
     summary = outcome.summary
     assert summary["invariants"]["CM-FAILOVER-2"]["status"] != "pass"
     assert summary["invariants"]["CM-FAILOVER-2"]["unchecked"] == 1
@@ -154,19 +139,20 @@ def test_verify_without_the_last_mirrored_offset_cannot_verify_and_its_loss_is_u
     assert written["failover"]["realized_loss_records"] is None
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_failback_without_the_last_mirrored_offset_cannot_verify(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
-    src, dst = write_pair(
-        tmp_path / "snap",
+def _failback_without_the_last_mirrored_offset(root: Path) -> tuple[Path, Path]:
+    return write_pair(
+        root,
         [part("orders", 0, high_watermark=104)],
         [part("orders", 0, high_watermark=91, leader_epoch=9)],
         src_groups=[group("g1")],
         src_offsets=[offset("g1", 100)],
         dst_mirror=[mirror("orders", 0, last_offset=None)],
     )
-    outcome = failback_readiness(CFG, tmp_path / "run", src, dst, engine=_engine(engine, request))
+
+
+def test_failback_without_the_last_mirrored_offset_cannot_verify(tmp_path: Path) -> None:
+    src, dst = _failback_without_the_last_mirrored_offset(tmp_path / "snap")
+    outcome = failback_readiness(CFG, tmp_path / "run", src, dst, engine="local")
     summary = outcome.summary
     assert summary["readiness"] == "NO-GO" and outcome.exit_code == 1
     assert summary["failback_truncation_records"] is None
@@ -177,7 +163,7 @@ def test_failback_without_the_last_mirrored_offset_cannot_verify(
 
 def test_an_offline_readiness_over_an_empty_scope_is_exit_2_naming_the_scope(tmp_path: Path) -> None:
     """The issue's other reproduction: it said PASS and GO with every invariant skipped."""
-    src, dst = write_pair(tmp_path / "snap", *_healthy_partitions())
+    src, dst = _healthy_pair(tmp_path / "snap")
     config = tmp_path / "audit.yaml"
     config.write_text("scope:\n  topics:\n    include: ['nothing-matches-this']\n")
     result = run_cli(
@@ -205,14 +191,9 @@ def test_an_unknown_invariant_in_accept_unchecked_is_a_config_error() -> None:
         parse_config("readiness:\n  accept_unchecked: [CM-EPOCH-9]\n", env={})
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_a_mirrored_partition_absent_from_both_snapshots_is_unchecked_not_dropped(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
-    """A mirror-state row with no partition row was out of scope by default
-    (coalesce(p.in_scope, FALSE)) and so never judged; its topic's name decides now."""
-    src, dst = write_pair(
-        tmp_path / "snap",
+def _mirrored_partition_absent_from_both(root: Path) -> tuple[Path, Path]:
+    return write_pair(
+        root,
         *_healthy_partitions(),
         dst_mirror=[
             mirror("orders", 0, state="MIRRORING"),
@@ -220,7 +201,13 @@ def test_a_mirrored_partition_absent_from_both_snapshots_is_unchecked_not_droppe
             mirror("gone", 0),
         ],
     )
-    summary = _readiness(src, dst, tmp_path / "run", CFG, engine, request).summary
+
+
+def test_a_mirrored_partition_absent_from_both_snapshots_is_unchecked_not_dropped(tmp_path: Path) -> None:
+    """A mirror-state row with no partition row was out of scope by default
+    (coalesce(p.in_scope, FALSE)) and so never judged; its topic's name decides now."""
+    src, dst = _mirrored_partition_absent_from_both(tmp_path / "snap")
+    summary = _readiness(src, dst, tmp_path / "run", CFG).summary
     inv = summary["invariants"]["CM-FAILOVER-1"]
     assert inv["status"] == "warn", inv
     (gap,) = inv["unchecked_gaps"]
@@ -230,14 +217,15 @@ def test_a_mirrored_partition_absent_from_both_snapshots_is_unchecked_not_droppe
     assert summary["readiness"] == "NO-GO"
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_an_in_scope_partition_the_mirror_state_omits_is_unchecked_not_passed(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+def _mirror_state_omitting_a_partition(root: Path) -> tuple[Path, Path]:
+    return write_pair(root, *_healthy_partitions(), dst_mirror=[mirror("orders", 0)])
+
+
+def test_an_in_scope_partition_the_mirror_state_omits_is_unchecked_not_passed(tmp_path: Path) -> None:
     """The mirror's state names orders 0 only: orders 1's stop was never verified, so
     CM-FAILOVER-1 cannot pass on orders 0 alone."""
-    src, dst = write_pair(tmp_path / "snap", *_healthy_partitions(), dst_mirror=[mirror("orders", 0)])
-    summary = _readiness(src, dst, tmp_path / "run", CFG, engine, request).summary
+    src, dst = _mirror_state_omitting_a_partition(tmp_path / "snap")
+    summary = _readiness(src, dst, tmp_path / "run", CFG).summary
     inv = summary["invariants"]["CM-FAILOVER-1"]
     assert inv["status"] == "warn", inv
     (gap,) = inv["unchecked_gaps"]

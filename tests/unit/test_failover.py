@@ -1,8 +1,12 @@
-"""The failover on hand-made snapshots, on both engines: a mirror's state after a stop
-(CM-FAILOVER-1, the stop's control records never read as the destination being ahead),
+"""The failover on hand-made snapshots, on the in-process engine: a mirror's state after a
+stop (CM-FAILOVER-1, the stop's control records never read as the destination being ahead),
 failover verify against a readiness run (CM-FAILOVER-2, -3) and failback readiness
 (CM-FAILBACK-1 to 3). A released broker cannot write KIP-1279's pid-reset record, so the
-markers that carry it are made here, as the batch tests make theirs."""
+markers that carry it are made here, as the batch tests make theirs.
+
+Spark computes the same tables and summary: tests/spark/test_engine_parity.py holds them
+equal, cell by cell, for the mirror state after a stop ("stopped"), for verify against a
+readiness run of the same engine ("failover-verify") and for failback ("failback-*")."""
 
 from __future__ import annotations
 
@@ -11,8 +15,6 @@ from typing import Any
 
 import pytest
 
-from audit.compare.engines import ENGINES
-from audit.compare.engines import EngineName as Engine
 from audit.config_file import parse_config
 from audit.failover_jobs import failback_readiness, failover_verify
 from audit.jobs import READINESS
@@ -21,17 +23,6 @@ from audit.snapshot import OpenTransactionRecord
 from tests.snapshots import T0_MS, group, mirror, offset, part, write_markers, write_pair
 
 CFG = parse_config("", env={})
-
-# The mirror_states comparison is held equal on both engines, cell by cell, by the parity
-# test's "stopped" scenario; its behaviours are checked here on the in-process engine, and
-# the counts of verify and failback (in no parity scenario) on both.
-MIRROR_STATE_ENGINES = ["local"]
-
-
-def _engine(engine: Engine, request: pytest.FixtureRequest) -> Engine:
-    if engine == "spark":
-        request.getfixturevalue("spark")
-    return engine
 
 
 def _statuses(summary: dict[str, Any]) -> dict[str, str]:
@@ -68,15 +59,14 @@ def _clean_stop(root: Path) -> tuple[Path, Path]:
     )
 
 
-@pytest.mark.parametrize("engine", MIRROR_STATE_ENGINES)
 @pytest.mark.parametrize("markers", [False, True], ids=["bound", "counted"])
 def test_a_clean_stop_passes_and_its_control_records_are_not_the_destination_ahead(
-    engine: Engine, markers: bool, request: pytest.FixtureRequest, tmp_path: Path
+    markers: bool, tmp_path: Path
 ) -> None:
     src, dst = _clean_stop(tmp_path / "snap")
     if markers:
         write_markers(dst, [("orders", 0, 100, 7), ("orders", 1, 100, 0), ("orders", 1, 101, 7)])
-    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, engine=_engine(engine, request)).summary
+    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, engine="local").summary
     statuses = _statuses(summary)
     assert statuses["CM-FAILOVER-1"] == "pass", summary["invariants"]["CM-FAILOVER-1"]
     assert summary["invariants"]["CM-FAILOVER-1"]["evaluated"] == 2
@@ -85,15 +75,12 @@ def test_a_clean_stop_passes_and_its_control_records_are_not_the_destination_ahe
     assert summary["invariants"]["CM-FAILOVER-1"]["unchecked"] == 0
 
 
-@pytest.mark.parametrize("engine", MIRROR_STATE_ENGINES)
-def test_without_the_mirror_state_the_stops_records_look_like_the_destination_ahead(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+def test_without_the_mirror_state_the_stops_records_look_like_the_destination_ahead(tmp_path: Path) -> None:
     """What the auditor said before it read the mirror's state: CM-OFFSET-1 failed on a
     clean stop, and CM-FAILOVER-1 is skipped as not collected, never passed."""
     src, dst = _clean_stop(tmp_path / "snap")
     (dst / "mirror_partitions.parquet").unlink()
-    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, engine=_engine(engine, request)).summary
+    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, engine="local").summary
     assert _statuses(summary)["CM-OFFSET-1"] == "fail"
     failover = summary["invariants"]["CM-FAILOVER-1"]
     assert failover["status"] == "skipped" and "mirror_partitions" in failover["reason"]
@@ -128,12 +115,9 @@ def _faulty_stop(root: Path) -> tuple[Path, Path]:
     )
 
 
-@pytest.mark.parametrize("engine", MIRROR_STATE_ENGINES)
-def test_each_fault_of_a_stop_fails_cm_failover_1_at_its_partition(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+def test_each_fault_of_a_stop_fails_cm_failover_1_at_its_partition(tmp_path: Path) -> None:
     src, dst = _faulty_stop(tmp_path / "snap")
-    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, engine=_engine(engine, request)).summary
+    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, engine="local").summary
     inv = summary["invariants"]["CM-FAILOVER-1"]
     assert inv["status"] == "fail"
 
@@ -151,16 +135,15 @@ def test_each_fault_of_a_stop_fails_cm_failover_1_at_its_partition(
     assert failed["examples"][0]["error_message"] == "fetch from source failed: OFFSET_OUT_OF_RANGE"
 
 
-@pytest.mark.parametrize("engine", MIRROR_STATE_ENGINES)
 def test_counted_from_markers_the_control_records_must_be_exactly_those_past_the_last_mirrored_offset(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     src, dst = _faulty_stop(tmp_path / "snap")
     # "miscounted": the record past the last mirrored offset is data, not a control record.
     write_markers(
         dst, [("extra", 0, o, 0) for o in (100, 101, 102)] + [("extra", 0, 103, 7), ("fine", 0, 100, 7)]
     )
-    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, engine=_engine(engine, request)).summary
+    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, engine="local").summary
     control = next(
         c for c in summary["invariants"]["CM-FAILOVER-1"]["checks"] if "control records" in c["description"]
     )
@@ -168,9 +151,8 @@ def test_counted_from_markers_the_control_records_must_be_exactly_those_past_the
     assert {e["topic"]: e["stop_markers"] for e in control["examples"]}["miscounted"] == 0
 
 
-@pytest.mark.parametrize("engine", MIRROR_STATE_ENGINES)
 def test_a_state_without_the_last_mirrored_offset_skips_that_check_for_those_partitions_and_says_so(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     """The CLI's rows carry no LastMirrorOffset: the control-record count cannot be judged
     there; CM-OFFSET-1 allows the bound instead; the summary names the partitions."""
@@ -180,7 +162,7 @@ def test_a_state_without_the_last_mirrored_offset_skips_that_check_for_those_par
         [part("orders", 0, leader_epoch=7, high_watermark=101, last_stable_offset=101)],
         dst_mirror=[mirror("orders", 0, last_offset=None, last_epoch=None)],
     )
-    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, engine=_engine(engine, request)).summary
+    summary = audit_snapshots(src, dst, tmp_path / "run", CFG, engine="local").summary
     inv = summary["invariants"]["CM-FAILOVER-1"]
     assert inv["status"] == "warn"  # partial coverage is never a pass
     control = next(c for c in inv["checks"] if "control records" in c["description"])
@@ -194,9 +176,9 @@ def test_a_state_without_the_last_mirrored_offset_skips_that_check_for_those_par
 # --------------------------------------------------------------------------- verify
 
 
-def _readiness_run(root: Path, engine: Engine) -> Path:
+def _before_stop(root: Path) -> tuple[Path, Path]:
     """Before the stop: orders-0 lags 10 records (predicted loss 10), orders-1 none."""
-    src, dst = write_pair(
+    return write_pair(
         root / "before",
         [part("orders", 0, high_watermark=100), part("orders", 1, high_watermark=50)],
         [
@@ -208,8 +190,12 @@ def _readiness_run(root: Path, engine: Engine) -> Path:
         src_offsets=[offset("g1", 95), offset("g2", 40, partition=1), offset("g3", 30, partition=1)],
         dst_offsets=[offset("g1", 90), offset("g2", 40, partition=1), offset("g3", 30, partition=1)],
     )
+
+
+def _readiness_run(root: Path) -> Path:
+    src, dst = _before_stop(root)
     run = root / "readiness"
-    outcome = audit_snapshots(src, dst, run, CFG, job=READINESS, engine=engine)
+    outcome = audit_snapshots(src, dst, run, CFG, job=READINESS, engine="local")
     assert outcome.summary["expected_loss_records"] == 10
     return run
 
@@ -243,16 +229,25 @@ def _after_stop(
     return dst
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_verify_catches_a_loss_above_the_prediction_and_where_groups_resume(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
-    engine = _engine(engine, request)
-    before = _readiness_run(tmp_path, engine)
-    # Producers wrote 4 more records on orders-0 after the check (the mirror saw 104 at the
-    # stop); g2 resumes 5 past what it processed, g3 past the destination's end.
-    dst = _after_stop(tmp_path, source_offset=104, g2=45, g3=70)
-    outcome = failover_verify(CFG, before, tmp_path / "verify", destination=dst, engine=engine)
+def _after_a_loss_above_the_prediction(root: Path) -> Path:
+    """Producers wrote 4 more records on orders-0 after the check (the mirror saw 104 at the
+    stop); g2 resumes 5 past what it processed, g3 past the destination's end."""
+    return _after_stop(root, source_offset=104, g2=45, g3=70)
+
+
+def _after_the_predicted_loss(root: Path) -> Path:
+    return _after_stop(root, source_offset=None)
+
+
+def _after_retention_took_records(root: Path) -> Path:
+    """The destination deleted orders-1 up to 45 before the stop; g2 resumes at 45, g3 at 47."""
+    return _after_stop(root, source_offset=None, g2=45, g3=47, log_start_1=45)
+
+
+def test_verify_catches_a_loss_above_the_prediction_and_where_groups_resume(tmp_path: Path) -> None:
+    before = _readiness_run(tmp_path)
+    dst = _after_a_loss_above_the_prediction(tmp_path)
+    outcome = failover_verify(CFG, before, tmp_path / "verify", destination=dst, engine="local")
     summary = outcome.summary
     assert outcome.exit_code == 1
     assert _statuses(summary)["CM-FAILOVER-2"] == "fail"
@@ -269,33 +264,25 @@ def test_verify_catches_a_loss_above_the_prediction_and_where_groups_resume(
     assert "Failover: predicted and realized" in report
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_verify_passes_a_failover_that_lost_what_readiness_predicted(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+def test_verify_passes_a_failover_that_lost_what_readiness_predicted(tmp_path: Path) -> None:
     """Without the mirror's record of the source's offsets, those of the readiness run's
     source snapshot stand in, and the run says so per partition."""
-    engine = _engine(engine, request)
-    before = _readiness_run(tmp_path, engine)
-    dst = _after_stop(tmp_path, source_offset=None)
-    outcome = failover_verify(CFG, before, tmp_path / "verify", destination=dst, engine=engine)
+    before = _readiness_run(tmp_path)
+    dst = _after_the_predicted_loss(tmp_path)
+    outcome = failover_verify(CFG, before, tmp_path / "verify", destination=dst, engine="local")
     assert outcome.exit_code == 0, _statuses(outcome.summary)
     assert outcome.summary["failover"]["realized_loss_records"] == 10
     assert outcome.summary["failover"]["reprocessed_records"] == 0
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_verify_counts_what_retention_took_as_never_seen_not_as_skipped(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+def test_verify_counts_what_retention_took_as_never_seen_not_as_skipped(tmp_path: Path) -> None:
     """The destination deleted orders-1 up to 45 before the stop; g2 had processed up to 40
     and resumes at 45 (the clamp: the sync did right). Its consumers never see 40-44, which
     is retention's doing: ``unseen_records`` 5, not skipped, CM-FAILOVER-3 passes. g3
     (processed 30) resumes at 47: 2 skipped past the log start (the sync's fault), 15 unseen."""
-    engine = _engine(engine, request)
-    before = _readiness_run(tmp_path, engine)
-    dst = _after_stop(tmp_path, source_offset=None, g2=45, g3=47, log_start_1=45)
-    outcome = failover_verify(CFG, before, tmp_path / "verify", destination=dst, engine=engine)
+    before = _readiness_run(tmp_path)
+    dst = _after_retention_took_records(tmp_path)
+    outcome = failover_verify(CFG, before, tmp_path / "verify", destination=dst, engine="local")
     failover = outcome.summary["failover"]
     assert (failover["skipped_records"], failover["unseen_records"]) == (2, 5 + 15)
     assert _examples(outcome.summary, "CM-FAILOVER-3", "group_id", "skipped_records", "unseen_records") == {
@@ -308,7 +295,7 @@ def test_verify_where_every_group_resumes_at_the_log_start_passes_and_counts_onl
 ) -> None:
     """The same deletion, both groups resuming at orders-1's log start: nothing skipped
     (CM-FAILOVER-3 passes), 5 + 15 unseen. On the in-process engine: the same SQL."""
-    before = _readiness_run(tmp_path, "local")
+    before = _readiness_run(tmp_path)
     dst = _after_stop(tmp_path / "clean", source_offset=None, g2=45, g3=45, log_start_1=45)
     outcome = failover_verify(CFG, before, tmp_path / "verify-clean", destination=dst, engine="local")
     assert _statuses(outcome.summary)["CM-FAILOVER-3"] == "pass"
@@ -321,10 +308,7 @@ def test_verify_where_every_group_resumes_at_the_log_start_passes_and_counts_onl
 # --------------------------------------------------------------------------- failback
 
 
-@pytest.mark.parametrize("engine", MIRROR_STATE_ENGINES)
-def test_failback_readiness_is_go_when_the_old_source_holds_nothing_past_the_stop(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+def test_failback_readiness_is_go_when_the_old_source_holds_nothing_past_the_stop(tmp_path: Path) -> None:
     src, dst = write_pair(
         tmp_path / "snap",
         [part("orders", 0, high_watermark=90), part("orders", 1, high_watermark=50)],
@@ -336,9 +320,7 @@ def test_failback_readiness_is_go_when_the_old_source_holds_nothing_past_the_sto
         src_offsets=[offset("g1", 90)],
         dst_mirror=[mirror("orders", 0, last_offset=90), mirror("orders", 1, last_offset=50)],
     )
-    outcome = failback_readiness(
-        CFG, tmp_path / "failback", source=src, destination=dst, engine=_engine(engine, request)
-    )
+    outcome = failback_readiness(CFG, tmp_path / "failback", source=src, destination=dst, engine="local")
     assert outcome.summary["readiness"] == "GO" and outcome.exit_code == 0, _statuses(outcome.summary)
     assert outcome.summary["failback_truncation_records"] == 0
     assert {_statuses(outcome.summary)[i] for i in ("CM-FAILBACK-1", "CM-FAILBACK-2", "CM-FAILBACK-3")} == {
@@ -346,17 +328,13 @@ def test_failback_readiness_is_go_when_the_old_source_holds_nothing_past_the_sto
     }
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("after_stop", [0, 20])
-def test_failback_readiness_counts_what_mirroring_back_would_truncate(
-    engine: Engine, after_stop: int, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+def _failback_pair(root: Path, after_stop: int) -> tuple[Path, Path]:
     """The old source holds 10 records never mirrored on orders-0 (100 > 90) and
     ``after_stop`` produced since; g1 committed past the truncation point; a transaction is
     open on orders-1 when records were produced after the stop."""
     busy = after_stop > 0
-    src, dst = write_pair(
-        tmp_path / "snap",
+    return write_pair(
+        root,
         [
             part("orders", 0, high_watermark=100 + after_stop, last_stable_offset=100 + after_stop),
             part(
@@ -374,9 +352,16 @@ def test_failback_readiness_counts_what_mirroring_back_would_truncate(
         src_offsets=[offset("g1", 95)],
         dst_mirror=[mirror("orders", 0, last_offset=90), mirror("orders", 1, last_offset=50)],
     )
-    outcome = failback_readiness(
-        CFG, tmp_path / "failback", source=src, destination=dst, engine=_engine(engine, request)
-    )
+
+
+@pytest.mark.parametrize("after_stop", [0, 20])
+def test_failback_readiness_counts_what_mirroring_back_would_truncate(
+    after_stop: int, tmp_path: Path
+) -> None:
+    """See ``_failback_pair``: 10 records never mirrored and ``after_stop`` produced since."""
+    busy = after_stop > 0
+    src, dst = _failback_pair(tmp_path / "snap", after_stop)
+    outcome = failback_readiness(CFG, tmp_path / "failback", source=src, destination=dst, engine="local")
     summary = outcome.summary
     assert summary["failback_truncation_records"] == 10 + after_stop + after_stop
     assert summary["readiness"] == "NO-GO" and outcome.exit_code == 1

@@ -1,5 +1,7 @@
-"""The comparison tables' derived columns, on both engines: each test reads the Parquet files
-the engine wrote (with pyarrow), so it checks what the validate stage and other tools read."""
+"""The comparison tables' derived columns, on the in-process engine: each test reads the
+Parquet files the engine wrote (with pyarrow), so it checks what the validate stage and other
+tools read. Spark writes the same files for these pairs, cell by cell: the parity test's
+"compare-*" scenarios (tests/spark/test_engine_parity.py)."""
 
 from __future__ import annotations
 
@@ -7,39 +9,37 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
-import pytest
 
-from audit.compare.engines import ENGINES
-from audit.compare.engines import EngineName as Engine
 from audit.compare.run import Compared
 from audit.config import AuditConfig
 from audit.config_file import parse_config
 from audit.pipeline import compare_snapshots
 from tests.snapshots import group, offset, part, write_pair
 
+SCOPE_CFG = parse_config(
+    "scope:\n  topics:\n    exclude: ['tmp.*']\n  groups:\n    exclude: ['private']\n", env={}
+)
 
-def _compare(
-    engine: Engine, request: pytest.FixtureRequest, src: Path, dst: Path, run: Path, cfg: AuditConfig
-) -> Compared:
-    if engine == "spark":
-        request.getfixturevalue("spark")  # the session the engine then uses
-    return compare_snapshots(src, dst, run, cfg, engine)
+
+def _compare(src: Path, dst: Path, run: Path, cfg: AuditConfig) -> Compared:
+    return compare_snapshots(src, dst, run, cfg, "local")
 
 
 def _rows(path: Path, key: tuple[str, ...]) -> dict[Any, Any]:
     return {tuple(r[k] for k in key): r for r in pq.read_table(path).to_pylist()}
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_partition_comparison_derives_lag_and_headroom(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
-    src, dst = write_pair(
-        tmp_path,
+def _lagging_pair(root: Path) -> tuple[Path, Path]:
+    return write_pair(
+        root,
         [part(partition=0, high_watermark=120, leader_epoch=7), part(partition=1), part("missing")],
         [part(partition=0, high_watermark=100, leader_epoch=9, max_timestamp_ms=1000), part(partition=1)],
     )
-    paths = _compare(engine, request, src, dst, tmp_path / "run", AuditConfig()).paths
+
+
+def test_partition_comparison_derives_lag_and_headroom(tmp_path: Path) -> None:
+    src, dst = _lagging_pair(tmp_path)
+    paths = _compare(src, dst, tmp_path / "run", AuditConfig()).paths
     rows = _rows(paths["partitions"], ("topic", "partition"))
     p0 = rows[("orders", 0)]
     assert p0["lag_records"] == 20
@@ -51,15 +51,12 @@ def test_partition_comparison_derives_lag_and_headroom(
     assert topics[("missing",)]["topic_mirrored"] is False
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_group_offsets_clamp_both_ends(
-    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+def _clamped_pair(root: Path) -> tuple[Path, Path]:
     # Destination retains [50, 100); source committed 30 (below log start), 80 (inside), 150 (past LEO).
     parts = [part(partition=i) for i in range(3)]
     dparts = [part(partition=i, log_start_offset=50, high_watermark=100) for i in range(3)]
-    src, dst = write_pair(
-        tmp_path,
+    return write_pair(
+        root,
         parts,
         dparts,
         src_groups=[group("g")],
@@ -77,7 +74,11 @@ def test_group_offsets_clamp_both_ends(
             offset("live", 99),
         ],
     )
-    paths = _compare(engine, request, src, dst, tmp_path / "run", AuditConfig()).paths
+
+
+def test_group_offsets_clamp_both_ends(tmp_path: Path) -> None:
+    src, dst = _clamped_pair(tmp_path)
+    paths = _compare(src, dst, tmp_path / "run", AuditConfig()).paths
     rows = _rows(paths["group_offsets"], ("group_id", "partition"))
     assert [rows[("g", i)]["expected_offset"] for i in range(3)] == [50, 80, 100]
     assert all(rows[("g", i)]["sync_delta"] == 0 for i in range(3))
@@ -88,19 +89,19 @@ def test_group_offsets_clamp_both_ends(
     assert groups[("g",)]["classification"] == "synced"
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_scope_applies(engine: Engine, request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    cfg = parse_config(
-        "scope:\n  topics:\n    exclude: ['tmp.*']\n  groups:\n    exclude: ['private']\n", env={}
-    )
-    src, dst = write_pair(
-        tmp_path,
+def _scoped_pair(root: Path) -> tuple[Path, Path]:
+    return write_pair(
+        root,
         [part("orders"), part("tmp-x"), part("__consumer_offsets")],
         [part("orders")],
         src_offsets=[offset("private", 5)],
         dst_offsets=[offset("private", 5)],
     )
-    paths = _compare(engine, request, src, dst, tmp_path / "run", cfg).paths
+
+
+def test_scope_applies(tmp_path: Path) -> None:
+    src, dst = _scoped_pair(tmp_path)
+    paths = _compare(src, dst, tmp_path / "run", SCOPE_CFG).paths
     rows = _rows(paths["partitions"], ("topic",))
     assert rows[("orders",)]["in_scope"] is True
     assert rows[("tmp-x",)]["in_scope"] is False

@@ -1,5 +1,7 @@
 """The mm2 invariants on hand-made snapshots: one fault per group or partition, each caught by
-the invariant that owns it; a healthy pair passes; what was not collected is skipped."""
+the invariant that owns it; a healthy pair passes; what was not collected is skipped. On the
+in-process engine: tests/spark/test_engine_parity.py holds Spark's tables, summary and
+failover plan equal to its own for each of these pairs ("mm2-*")."""
 
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from audit.compare.engines import ENGINES
 from audit.config_file import parse_config
 from audit.jobs import READINESS
 from audit.pipeline import audit_snapshots
@@ -96,16 +97,14 @@ def _pair(root: Path, faulty: bool) -> tuple[Path, Path]:
     )
 
 
-@pytest.fixture(scope="module", params=ENGINES)
-def faulty(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The faulty pair audited by each engine: every mm2 invariant test below runs on both."""
-    engine = request.param
-    if engine == "spark":
-        request.getfixturevalue("spark")
-    root = tmp_path_factory.mktemp(f"mm2-faulty-{engine}")
+@pytest.fixture(scope="module")
+def faulty(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The faulty pair audited by the in-process engine (Spark's run of it: the parity test's
+    "mm2-faulty" scenario)."""
+    root = tmp_path_factory.mktemp("mm2-faulty-local")
     src, dst = _pair(root, faulty=True)
-    outcome = audit_snapshots(src, dst, root / "run", CFG, job=READINESS, engine=engine)
-    assert outcome.summary["run"]["engine"] == engine
+    outcome = audit_snapshots(src, dst, root / "run", CFG, job=READINESS, engine="local")
+    assert outcome.summary["run"]["engine"] == "local"
     return outcome.summary
 
 
@@ -181,9 +180,9 @@ def test_failover_plan_files_can_be_read_by_kafka_tooling(faulty: dict[str, Any]
     assert len(rows) == faulty["failover_plan"]["partitions"]
 
 
-def test_healthy_mm2_pair_passes(spark: Any, tmp_path: Path) -> None:
+def test_healthy_mm2_pair_passes(tmp_path: Path) -> None:
     src, dst = _pair(tmp_path, faulty=False)
-    outcome = audit_snapshots(src, dst, tmp_path / "run", CFG)
+    outcome = audit_snapshots(src, dst, tmp_path / "run", CFG, engine="local")
     statuses = {k: v["status"] for k, v in outcome.summary["invariants"].items()}
     assert outcome.summary["verdict"] == "PASS", statuses
     assert {k for k, s in statuses.items() if s == "pass"} == {i.id for i in MM2} | set(CM_IN_MM2)
@@ -192,9 +191,13 @@ def test_healthy_mm2_pair_passes(spark: Any, tmp_path: Path) -> None:
     assert outcome.summary["run"]["total_lag_records"] == 0
 
 
-def test_without_mm2_tables_every_mm2_invariant_is_skipped(spark: Any, tmp_path: Path) -> None:
-    src, dst = write_pair(tmp_path, [part("orders")], [part(REMOTE)], src_offsets=[offset("g", 1)])
-    outcome = audit_snapshots(src, dst, tmp_path / "run", CFG)
+def _without_mm2_tables(root: Path) -> tuple[Path, Path]:
+    return write_pair(root, [part("orders")], [part(REMOTE)], src_offsets=[offset("g", 1)])
+
+
+def test_without_mm2_tables_every_mm2_invariant_is_skipped(tmp_path: Path) -> None:
+    src, dst = _without_mm2_tables(tmp_path)
+    outcome = audit_snapshots(src, dst, tmp_path / "run", CFG, engine="local")
     statuses = {k: v["status"] for k, v in outcome.summary["invariants"].items()}
     # No checkpoints and no offset syncs at all: the group's missing checkpoint and the
     # partition no sync shows replicated are findings, not skips.
