@@ -76,6 +76,7 @@ LONGEST_FIRST = (
     "packaging",
     "tests/integration/test_versions_live.py",
     "tests/integration/test_faults_live.py",
+    "tests/spark/test_engine_parity.py",
 )
 
 
