@@ -194,8 +194,8 @@ def audited(sandbox: SandboxState, tmp_path_factory: pytest.TempPathFactory) -> 
     first_scan = root / "first-scan"
     for side in ("source", "destination"):
         (first_scan / side).mkdir(parents=True)
-        for table in (run / side).glob("record_*.parquet"):
-            shutil.copy2(table, first_scan / side / table.name)
+        for table in (run / side).glob("record_*.parquet"):  # Spark's part-file directories
+            (shutil.copytree if table.is_dir() else shutil.copy2)(table, first_scan / side / table.name)
     first_note = json.loads((run / "destination" / "manifest.json").read_text())["notes"]["records"]
     audit = run_in_process(
         "audit",
