@@ -6,11 +6,18 @@ root or from other snapshot paths is the same pair). The earlier runs are the su
 under the output root (``output.history_runs`` of them) and the violation keys each kept
 (``audit.validate.violations``). Only bounded results come back to this process: the
 streak of the few example rows shown, and per invariant three counts and a few keys.
+
+``load_history`` is the one place that decides which earlier runs count: every consumer
+(the changes, the streaks, the trend, the nightly's data-level results a readiness check
+gates on, the metrics' last success) reads only what it returns. A summary dated in the
+future is not among them: its age is unknown, and as the newest run it would stand in for
+every run after it.
 """
 
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +29,12 @@ log = logging.getLogger(__name__)
 
 FAILING = ("fail", "warn")
 CHANGE_EXAMPLES = 5
+# How far ahead of this machine's clock a run's times may be and still be believed: the
+# clocks of the hosts running the jobs differ by seconds; a summary further ahead was
+# written by a clock that was wrong, or by hand.
+CLOCK_SKEW = timedelta(minutes=5)
+# The times of summary.json's run section that order runs and date a success.
+_RUN_TIMES = ("started_at", "finished_at")
 
 
 def pair_of(summary: dict[str, Any]) -> tuple[Any, Any]:
@@ -34,13 +47,17 @@ def load_history(
     exclude: Path | None = None,
     limit: int = 365,
     pair: tuple[Any, Any] | None = None,
+    now: datetime | None = None,
 ) -> list[dict[str, Any]]:
     """Earlier runs' summaries under the output root, oldest first, the newest ``limit``;
     with ``pair``, only the runs of that cluster pair. Each has its directory name under
-    "dir"."""
+    "dir". A run dated after ``now`` (this machine's clock) by more than ``CLOCK_SKEW`` is
+    left out with a warning: it would be the previous run, the last success and the
+    nightly a readiness check trusts, with a negative age, until its date came."""
     runs = []
     if not output_root.is_dir():
         return []
+    now = now or datetime.now(UTC)
     for path in sorted(output_root.glob("*/summary.json")):
         if exclude is not None and path.parent.resolve() == exclude.resolve():
             continue
@@ -54,10 +71,44 @@ def load_history(
             continue
         if pair is not None and pair_of(data) != pair:
             continue
+        ahead = future_time(data, now)
+        if ahead is not None:
+            log.warning(
+                "ignoring earlier run %s: dated %s, after this machine's clock (%s) by more than %s; "
+                "its age is unknown and it would stand in for every run after it",
+                path.parent,
+                ahead,
+                now.isoformat(timespec="seconds"),
+                CLOCK_SKEW,
+            )
+            continue
         # The run's directory is where its summary lies, whatever the summary says.
         runs.append({**data, "dir": path.parent.name})
     runs.sort(key=lambda s: str((s.get("run") or {}).get("started_at", s["dir"])))
     return runs[-limit:]
+
+
+def parse_time(stamp: Any) -> datetime | None:
+    """An ISO 8601 time of summary.json (no zone: UTC, as it is written); None for anything
+    else."""
+    if not isinstance(stamp, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def future_time(summary: dict[str, Any], now: datetime) -> str | None:
+    """The first of the run's times that is after ``now`` by more than ``CLOCK_SKEW``, as
+    written; None when none is."""
+    run = summary.get("run") or {}
+    for key in _RUN_TIMES:
+        moment = parse_time(run.get(key))
+        if moment is not None and moment - now > CLOCK_SKEW:
+            return str(run[key])
+    return None
 
 
 def _usable(data: Any) -> bool:

@@ -7,14 +7,17 @@ cluster pair under the same output root did check them, hours ago; readiness rep
 results with the run and its age (``nightly_data`` in summary.json, a line on the console),
 and gates on them only where the configuration asks (``readiness.nightly_data_max_age_hours``):
 then the answer is NO-GO when no nightly run checked them, when the newest is older than
-that, or when it found one failing or could not check every row.
+that, or when it found one failing or could not check every row. A run dated in the future
+has an unknown age, never a fresh one (``load_history`` already leaves such runs out).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
+
+from audit.report.history import CLOCK_SKEW, parse_time
 
 # The statuses a nightly result may have and still let a gated readiness say GO.
 _FINE = ("pass", "warn")
@@ -38,11 +41,11 @@ def latest_nightly_data(
         }
         if not evaluated:
             continue
-        started = _parse(info.get("started_at"))
+        started = parse_time(info.get("started_at"))
         return {
             "run": run.get("dir"),
             "started_at": info.get("started_at"),
-            "age_seconds": None if started is None else round((now - started).total_seconds()),
+            "age_seconds": _age(started, now),
             "invariants": {
                 i: {
                     "status": inv.get("status"),
@@ -56,14 +59,12 @@ def latest_nightly_data(
     return None
 
 
-def _parse(stamp: Any) -> datetime | None:
-    if not isinstance(stamp, str):
+def _age(started: datetime | None, now: datetime) -> int | None:
+    """Seconds since ``started``; None (unknown) for no time or one ahead of ``now`` by more
+    than the clock skew: a negative age is under every maximum, and would pass the gate."""
+    if started is None or started - now > CLOCK_SKEW:
         return None
-    try:
-        parsed = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    return max(0, round((now - started).total_seconds()))
 
 
 def gate_reasons(

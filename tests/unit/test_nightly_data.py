@@ -4,10 +4,20 @@ configuration gates on them (audit/validate/nightly_data.py)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import json
+import logging
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from audit import api
+from audit.config_file import parse_config
 from audit.validate.nightly_data import describe, gate_reasons, latest_nightly_data
+from tests.output_roots import copy_run, make_previous_run, snapshot_pair
 
 IDS = ("MM2-DATA-1", "MM2-DATA-2")
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
@@ -81,3 +91,64 @@ def test_a_run_of_unknown_time_is_never_fresh() -> None:
     assert found is not None and found["age_seconds"] is None
     (reason,) = gate_reasons(found, IDS[:1], 24)
     assert "of unknown age" in reason
+
+
+def test_a_run_dated_in_the_future_has_no_age_rather_than_a_negative_one() -> None:
+    ahead = [_run("x", "nightly", "2027-03-01T00:00:00+00:00", MM2_DATA_1="pass", MM2_DATA_2="pass")]
+    found = latest_nightly_data(ahead, IDS, NOW)
+    assert found is not None and found["age_seconds"] is None
+    (reason,) = gate_reasons(found, IDS, 24)
+    assert "of unknown age" in reason
+    # Within the declared skew a run is believed (a clock a little ahead): age 0, not negative.
+    slightly = [_run("y", "nightly", "2026-11-27T12:02:00+00:00", MM2_DATA_1="pass", MM2_DATA_2="pass")]
+    found = latest_nightly_data(slightly, IDS, NOW)
+    assert found is not None and found["age_seconds"] == 0
+
+
+def _seed(template: Path, root: Path, name: str, started: datetime, verdict: str, data: str) -> None:
+    """A nightly run of the template's pair under ``root``: the template run's files, its
+    summary made a nightly's, started at ``started``, the data-level invariants ``data``."""
+    run = copy_run(template, root)
+    run = run.rename(root / name)
+    summary = json.loads((run / "summary.json").read_text())
+    stamp = started.isoformat(timespec="seconds").replace("+00:00", "Z")
+    summary["run"].update(job="nightly", started_at=stamp, finished_at=stamp)
+    summary["verdict"] = verdict
+    for inv_id in ("CM-DATA-1", "CM-DATA-2", "CM-TXN-2", "CM-TXN-3", "CM-EPOCH-4"):
+        status = data if inv_id == "CM-DATA-1" else "pass"
+        summary["invariants"][inv_id].update(status=status, violations=int(status == "fail"), unchecked=0)
+    (run / "summary.json").write_text(json.dumps(summary))
+
+
+def test_a_summary_dated_in_the_future_cannot_turn_a_gated_readiness_to_go(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 53, 3: a nightly dated in 2027 that passed, and one from an hour ago that found
+    CM-DATA-1 failing. The future run is left out of the history (with a warning): readiness
+    gates on the real latest nightly (NO-GO), compares with it, and the last success the
+    metrics report is not in 2027."""
+    template = make_previous_run(tmp_path / "template")
+    src, dst = snapshot_pair(tmp_path / "snaps")
+    root = tmp_path / "runs"
+    root.mkdir()
+    now = datetime.now(UTC)
+    _seed(template, root, "future", datetime(2027, 6, 1, tzinfo=UTC), "PASS", "pass")
+    _seed(template, root, "recent", now - timedelta(hours=1), "FAIL", "fail")
+    cfg = parse_config("readiness:\n  nightly_data_max_age_hours: 24\n", env={})
+
+    caplog.set_level(logging.WARNING, logger="audit.report.history")
+    result = api.readiness(cfg, source=src, destination=dst, out=root / "readiness")
+    summary = json.loads(result.summary_path.read_text())
+
+    assert summary["readiness"] == "NO-GO"
+    assert "CM-DATA-1 fail in the latest nightly run (recent)" in summary["readiness_reasons"]
+    assert summary["nightly_data"]["run"] == "recent"
+    assert 3500 <= summary["nightly_data"]["age_seconds"] <= 3700
+    assert summary["changes"]["previous_run"]["dir"] == "recent"
+    (warning,) = [r.getMessage() for r in caplog.records if "2027" in r.getMessage()]
+    assert "runs/future" in warning and "2027-06-01" in warning
+    samples = text_string_to_metric_families((result.run_dir / "metrics.prom").read_text())
+    (last_success,) = [
+        s.value for f in samples for s in f.samples if s.name == "mirror_audit_last_success_timestamp_seconds"
+    ]
+    assert last_success <= time.time()
