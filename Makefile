@@ -143,19 +143,20 @@ bench-validation: $(STAMP) $(NATIVE_STAMP)
 # The container image (deploy/container/Containerfile; README "Container image"): the build
 # context is staged in build/image (the wheels of this venv's exact versions, the compiled
 # reader, the Kafka client's jars), then built by podman, else docker. IMAGE_BASE is any
-# Debian bookworm image; `make image-base` builds one from Debian's packages where no
-# registry is reachable, and IMAGE_BASE=$(LOCAL_BASE) uses it. PROJECT_WHEEL=path carries a
+# Debian bookworm image (unset: the Containerfile's BASE, Debian's pinned by digest);
+# `make image-base` builds one from Debian's packages where no registry is reachable, and
+# IMAGE_BASE=$(LOCAL_BASE) uses it. PROJECT_WHEEL=path carries a
 # wheel of the project built before (the packaging tests' one build) instead of building one.
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -1)
 IMAGE ?= kafka-mirror-audit:$(VERSION)
-IMAGE_BASE ?= docker.io/library/debian:bookworm-slim
+IMAGE_BASE ?=
 LOCAL_BASE := localhost/mirror-audit-base:bookworm
 CONTAINER ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 IMAGE_CONTEXT ?= build/image
 image: $(STAMP) $(NATIVE_STAMP) jars
 	@[ -n "$(CONTAINER)" ] || { echo "make image: neither podman nor docker found: install one (make container-tools installs podman)"; exit 2; }
 	$(BIN)/python deploy/container/context.py $(IMAGE_CONTEXT) $(if $(PROJECT_WHEEL),--project-wheel $(PROJECT_WHEEL))
-	$(CONTAINER) build --build-arg BASE=$(IMAGE_BASE) --tag $(IMAGE) --file $(IMAGE_CONTEXT)/Containerfile $(IMAGE_CONTEXT)
+	$(CONTAINER) build $(if $(IMAGE_BASE),--build-arg BASE=$(IMAGE_BASE)) --tag $(IMAGE) --file $(IMAGE_CONTEXT)/Containerfile $(IMAGE_CONTEXT)
 
 # A Debian bookworm base with Python 3.11 and Java 17, from Debian's packages (mmdebstrap),
 # imported into podman as $(LOCAL_BASE); kept once built.

@@ -9,7 +9,10 @@ image build needs no package index and cannot pick up a newer release than the o
 The compiled record reader needs Rust, which the image does not carry: it is built here
 too (its Cargo target directory is reused, so this takes seconds after ``make venv``). The
 Kafka client's jars come from the tool's jar cache, which Maven resolved from Maven
-Central, as the sandbox's do.
+Central, as the sandbox's do. ``wheels/requirements.txt`` names every staged wheel by
+version and sha256, and the Containerfile installs from it with ``--require-hashes``: the
+image gets exactly the files staged here, a wheel swapped in the context afterwards (or one
+more, that some dependency would pull in) stops the build.
 
 Usage: ``python deploy/container/context.py build/image [--project-wheel WHEEL]``; with
 ``--project-wheel`` the image carries that wheel of the project (one already built, as the
@@ -19,6 +22,7 @@ packaging tests build one for both the wheel's test and the image's) instead of 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import shutil
 import subprocess
@@ -56,6 +60,23 @@ def pinned_requirements() -> str:
         if line.strip() and not line.startswith("#") and name not in OWN:
             keep.append(line)
     return "\n".join(keep) + "\n"
+
+
+def hashed_requirements(wheels: Path) -> str:
+    """A requirements file pinning every wheel in ``wheels`` to its version and sha256 (what
+    ``pip hash`` prints), for ``pip install --require-hashes``. The name and version are read
+    from the file name (the wheel format's ``name-version(-build)?-python-abi-platform.whl``),
+    which is what pip itself matches a pin against."""
+    lines = []
+    for wheel in sorted(wheels.glob("*.whl")):
+        parts = wheel.name[: -len(".whl")].split("-")
+        if len(parts) not in (5, 6):
+            raise ContextError(f"{wheel.name}: not a wheel's name (name-version-python-abi-platform.whl)")
+        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+        lines.append(f"{parts[0].replace('_', '-')}=={parts[1]} --hash=sha256:{digest}")
+    if not lines:
+        raise ContextError(f"no wheels in {wheels}")
+    return "\n".join(lines) + "\n"
 
 
 def stage(out: Path, project_wheel: Path | None = None) -> None:
@@ -100,6 +121,7 @@ def stage(out: Path, project_wheel: Path | None = None) -> None:
     for name in ("kafka_mirror_audit-*.whl", "mirror_audit_native-*.whl"):
         if not list(wheels.glob(name)):
             raise ContextError(f"pip wheel made no {name}")
+    (wheels / "requirements.txt").write_text(hashed_requirements(wheels))
 
     jars = classpath(str(ensure_kafka_jars()))
     if isinstance(jars, str):
@@ -109,7 +131,7 @@ def stage(out: Path, project_wheel: Path | None = None) -> None:
     for jar in jars:
         shutil.copy2(jar, libs)
     shutil.copy2(HERE / "Containerfile", out / "Containerfile")
-    log.info("build context ready: %s (%d wheels, %d jars)", out, len(list(wheels.iterdir())), len(jars))
+    log.info("build context ready: %s (%d wheels, %d jars)", out, len(list(wheels.glob("*.whl"))), len(jars))
 
 
 def main() -> None:
