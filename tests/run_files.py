@@ -30,15 +30,17 @@ def assert_metrics_agree(run_dir: Path) -> dict[str, Any]:
     summary: dict[str, Any] = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     samples = metric_samples(run_dir / "metrics.prom")
     run = summary["run"]
-    pair = {
+    # The pair and the job: every series carries both.
+    common = {
         "source_cluster": str(run.get("source_cluster_id") or ""),
         "destination_cluster": str(run.get("destination_cluster_id") or ""),
+        "job_kind": run["job"],
     }
 
     def value(name: str, **labels: str) -> float:
-        return samples[(name, frozenset({**pair, **labels}.items()))]
+        return samples[(name, frozenset({**common, **labels}.items()))]
 
-    assert value("mirror_audit_verdict", job_kind=run["job"]) == VERDICT_CODES[summary["verdict"]]
+    assert value("mirror_audit_verdict") == VERDICT_CODES[summary["verdict"]]
     for inv_id, inv in summary["invariants"].items():
         for status in ("pass", "warn", "fail", "skipped"):
             expected = 1.0 if inv["status"] == status else 0.0

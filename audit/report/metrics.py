@@ -8,14 +8,28 @@ last run that did not fail finished (so "no good audit for a day" can page someo
 Each run gets a registry of its own, so nothing from an earlier run in the same process
 (a test, a demo running several jobs) leaks into this run's file. Every series carries the
 cluster pair (``source_cluster``, ``destination_cluster``), so one textfile directory or
-one Pushgateway can hold several pairs. Partitions and groups never become labels: their
-number is unbounded, and the report already names them.
+one Pushgateway can hold several pairs, and the job (``job_kind``: nightly, audit,
+readiness, failover verify, ...), so the jobs of one pair never erase one another: each
+job writes a textfile of its own beside ``output.metrics_textfile`` (``mirror_audit.prom``
+gives ``mirror_audit.nightly.prom``, ``mirror_audit.readiness.prom``, ...) and replaces a
+Pushgateway group of its own (the pair and the job). A nightly then leaves the last
+readiness answer where alerts and dashboards read it, and the readiness check leaves the
+nightly's invariant statuses. Partitions and groups never become labels: their number is
+unbounded, and the report already names them.
+
+An earlier version wrote one file at ``output.metrics_textfile`` itself and one group per
+pair, with the same series as a job's now: left there, they would stay stale forever and
+collide with the job's own (a duplicate series fails the node exporter's textfile
+collector, and the Pushgateway refuses a push that would make one). So that file is
+removed (only if it is one this tool wrote) and that group deleted when a job writes its
+own.
 """
 
 from __future__ import annotations
 
 import http.client
 import logging
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,7 +37,13 @@ from pathlib import Path
 from typing import Any
 from urllib.error import HTTPError, URLError
 
-from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, write_to_textfile
+from prometheus_client import (
+    CollectorRegistry,
+    Gauge,
+    delete_from_gateway,
+    push_to_gateway,
+    write_to_textfile,
+)
 from prometheus_client.exposition import basic_auth_handler, default_handler
 
 from audit.config import OutputConfig
@@ -42,6 +62,13 @@ PUSH_TIMEOUT_SECONDS = 10.0
 VERDICT_CODES: dict[str, int] = {"PASS": 0, "WARN": 1, "FAIL": 2}
 INVARIANT_STATUSES: tuple[str, ...] = ("pass", "warn", "fail", "skipped")
 PAIR_LABELS: tuple[str, ...] = ("source_cluster", "destination_cluster")
+# The job a series is of (summary.json's ``run.job``): "job" is the Pushgateway's and the
+# scrape's own label.
+JOB_LABEL = "job_kind"
+SERIES_LABELS: tuple[str, ...] = (*PAIR_LABELS, JOB_LABEL)
+# The start of every file this tool writes: what tells an earlier version's textfile from
+# another program's file at the same path.
+_OWN_FILE_START = b"# HELP mirror_audit_"
 
 _Handler = Callable[[str, str, float | None, list[tuple[str, str]], bytes], Callable[[], None]]
 
@@ -49,23 +76,34 @@ _Handler = Callable[[str, str, float | None, list[tuple[str, str]], bytes], Call
 def write_metrics(
     run_dir: Path, summary: dict[str, Any], history: list[dict[str, Any]], output: OutputConfig
 ) -> Path:
-    """Write ``run_dir/metrics.prom`` (and ``output.metrics_textfile``, and push to
-    ``output.pushgateway_url``) for this run; returns the run directory's file.
+    """Write ``run_dir/metrics.prom`` (and the job's textfile beside
+    ``output.metrics_textfile``, and push to the job's group at ``output.pushgateway_url``)
+    for this run; returns the run directory's file.
 
     ``history`` holds earlier summaries of the same cluster pair, oldest first; it only
     feeds the last-success timestamp. A textfile that cannot be written is an
     ``OutputError``; a Pushgateway that does not answer is only a warning, because the
     audit's own result is in the run directory either way."""
     registry = build_registry(summary, history)
+    labels = series_labels(summary)
     if output.metrics_textfile:
-        _write_textfile(local_path(output.metrics_textfile), registry)
+        configured = local_path(output.metrics_textfile)
+        _write_textfile(configured, job_textfile(configured, labels[JOB_LABEL]), registry)
     # Errors writing into the run directory stay OSErrors: the run directory's handling
     # (audit.run_dirs) names it and removes the unfinished run.
     path = writable_directory(run_dir, "run directory") / METRICS_FILE
     write_to_textfile(str(path), registry)
     if output.pushgateway_url:
-        push_metrics(output.pushgateway_url, registry, pair_labels(summary))
+        push_metrics(output.pushgateway_url, registry, labels)
     return path
+
+
+def job_textfile(configured: Path, job: str) -> Path:
+    """The textfile of ``job``: ``output.metrics_textfile`` with the job before its suffix
+    (``mirror_audit.prom``, ``failover verify``: ``mirror_audit.failover-verify.prom``), so
+    a job replaces only its own series and the node exporter reads every job's."""
+    slug = re.sub(r"[^A-Za-z0-9_]+", "-", job).strip("-") or "unknown-job"
+    return configured.with_name(f"{configured.stem}.{slug}{configured.suffix}")
 
 
 def build_registry(
@@ -73,9 +111,9 @@ def build_registry(
 ) -> CollectorRegistry:
     """The run's metrics in a registry of their own. A figure the summary does not have
     gives no series at all: an absent series is honest, a made-up 0 would hide a gap."""
-    metrics = _Metrics(pair_labels(summary))
+    metrics = _Metrics(series_labels(summary))
     run: Mapping[str, Any] = summary.get("run") or {}
-    _add_verdict(metrics, summary, run)
+    _add_verdict(metrics, summary)
     _add_invariants(metrics, summary.get("invariants") or {})
     _add_lag(metrics, run, summary.get("lag_by_topic") or [])
     _add_durations(metrics, run)
@@ -100,12 +138,19 @@ def pair_labels(summary: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-@dataclass
+def series_labels(summary: Mapping[str, Any]) -> dict[str, str]:
+    """The labels every series of the run carries, and its Pushgateway grouping key: the
+    cluster pair and the job (``""`` when the summary names none)."""
+    run: Mapping[str, Any] = summary.get("run") or {}
+    return {**pair_labels(summary), JOB_LABEL: str(run.get("job") or "")}
+
+
+@dataclass(frozen=True)
 class _Metrics:
     """Gauges made on first use, so a metric with nothing to report is not even declared
     (no HELP line promising a series that never comes)."""
 
-    pair: dict[str, str]
+    common: dict[str, str]
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     _gauges: dict[str, Gauge] = field(default_factory=dict)
 
@@ -114,22 +159,17 @@ class _Metrics:
             return
         gauge = self._gauges.get(name)
         if gauge is None:
-            gauge = Gauge(name, doc, [*PAIR_LABELS, *labels], registry=self.registry)
+            gauge = Gauge(name, doc, [*SERIES_LABELS, *labels], registry=self.registry)
             self._gauges[name] = gauge
-        gauge.labels(**self.pair, **labels).set(value)
+        gauge.labels(**self.common, **labels).set(value)
 
 
-def _add_verdict(metrics: _Metrics, summary: Mapping[str, Any], run: Mapping[str, Any]) -> None:
+def _add_verdict(metrics: _Metrics, summary: Mapping[str, Any]) -> None:
     verdict = summary.get("verdict")
     code = VERDICT_CODES.get(verdict) if isinstance(verdict, str) else None
     if code is None:
         log.warning("summary has no known verdict (%r): mirror_audit_verdict not written", verdict)
-    metrics.set(
-        "mirror_audit_verdict",
-        "Verdict of the last run: 0 PASS, 1 WARN, 2 FAIL.",
-        code,
-        job_kind=str(run.get("job") or ""),
-    )
+    metrics.set("mirror_audit_verdict", "Verdict of the last run: 0 PASS, 1 WARN, 2 FAIL.", code)
     readiness = summary.get("readiness")
     go = {"GO": 1, "NO-GO": 0}.get(readiness) if isinstance(readiness, str) else None
     metrics.set("mirror_audit_readiness_go", "Readiness answer of the last readiness run: 1 GO, 0 NO-GO.", go)
@@ -334,7 +374,8 @@ def _number(value: Any) -> float | None:
 
 def check_textfile(output: OutputConfig) -> None:
     """Before a job's work: a textfile path that could never be written is an error now,
-    not after an hour's audit (creates nothing)."""
+    not after an hour's audit (creates nothing). The configured path names the jobs' files
+    (``job_textfile``): a directory there is a mistake too."""
     if not output.metrics_textfile:
         return
     path = local_path(output.metrics_textfile)
@@ -343,27 +384,50 @@ def check_textfile(output: OutputConfig) -> None:
         raise OutputError(f"{TEXTFILE} {path} is a directory, not a file")
 
 
-def _write_textfile(path: Path, registry: CollectorRegistry) -> None:
-    """A copy outside the run directory, for the node exporter: written via a temporary
-    sibling and a rename (``write_to_textfile``), so it never reads half a file. Any
-    failure is an error naming this path: the run directory's own handling would blame
-    the run directory for it."""
+def _write_textfile(configured: Path, path: Path, registry: CollectorRegistry) -> None:
+    """The job's copy outside the run directory, for the node exporter: written via a
+    temporary sibling and a rename (``write_to_textfile``), so it never reads half a file;
+    then the earlier version's file at ``configured`` is retired. Any failure is an error
+    naming the path: the run directory's own handling would blame the run directory."""
     writable_directory(path.parent, f"directory of the {TEXTFILE}")
-    if path.is_dir():
-        raise OutputError(f"{TEXTFILE} {path} is a directory, not a file")
+    for candidate in (configured, path):
+        if candidate.is_dir():
+            raise OutputError(f"{TEXTFILE} {candidate} is a directory, not a file")
     try:
         write_to_textfile(str(path), registry)
     except OSError as exc:
         raise OutputError(f"{TEXTFILE} {path} cannot be written: {exc.strerror or exc}") from None
+    _retire_shared_textfile(configured)
+
+
+def _retire_shared_textfile(configured: Path) -> None:
+    """Remove the file an earlier version wrote at ``configured`` for every job (its
+    series would go stale, and duplicate the job's own); a file that does not start as
+    this tool's files do, or a link, is left alone."""
+    try:
+        if configured.is_symlink() or not configured.is_file():
+            return
+        with configured.open("rb") as handle:
+            if handle.read(len(_OWN_FILE_START)) != _OWN_FILE_START:
+                return
+        configured.unlink()
+    except OSError as exc:
+        log.warning("%s %s, an earlier version's, cannot be removed: %s", TEXTFILE, configured, exc)
+        return
+    log.info(
+        "removed %s, an earlier version's %s: each job writes a file of its own now", configured, TEXTFILE
+    )
 
 
 def push_metrics(url: str, registry: CollectorRegistry, grouping_key: Mapping[str, str]) -> bool:
-    """Push to a Pushgateway (PUT: the pair's group replaced as a whole). False, with a
-    warning, when it fails: the Pushgateway is a convenience, the run directory is the
-    record. Credentials in the URL go in an Authorization header and never into a log."""
+    """Push to a Pushgateway (PUT: the group of the pair and the job replaced as a whole),
+    once the pair's group of an earlier version is deleted. False, with a warning, when it
+    fails: the Pushgateway is a convenience, the run directory is the record. Credentials
+    in the URL go in an Authorization header and never into a log."""
     public, username, password = split_url_credentials(url)
     handler = _auth_handler(username, password) if username is not None else default_handler
     try:
+        _delete_shared_group(public, grouping_key, handler)
         push_to_gateway(
             public,
             job=PUSHGATEWAY_JOB,
@@ -377,6 +441,24 @@ def push_metrics(url: str, registry: CollectorRegistry, grouping_key: Mapping[st
         return False
     log.info("metrics pushed to Pushgateway %s", public)
     return True
+
+
+def _delete_shared_group(public: str, grouping_key: Mapping[str, str], handler: _Handler) -> None:
+    """Delete the pair's group an earlier version pushed for every job: it holds series
+    equal to a job's own, and the Pushgateway refuses a push that would duplicate them
+    (deleting a group that is not there is no error). A refusal (a proxy allowing only
+    PUT) is logged and the push still tried; a Pushgateway that does not answer raises,
+    so it is not waited for twice."""
+    try:
+        delete_from_gateway(
+            public,
+            job=PUSHGATEWAY_JOB,
+            grouping_key={k: v for k, v in grouping_key.items() if k in PAIR_LABELS},
+            timeout=PUSH_TIMEOUT_SECONDS,
+            handler=handler,
+        )
+    except HTTPError as exc:
+        log.info("Pushgateway %s did not delete the pair's group of an earlier version (%s)", public, exc)
 
 
 def _reason(exc: Exception) -> object:
