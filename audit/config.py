@@ -42,7 +42,13 @@ class ClusterConfig:
     # An OAUTHBEARER login's token source for both clients: a Python callable
     # "module:function" returning (token, expiry seconds since the epoch); see
     # audit/collect/logins.py (audit.collect.logins:aws_msk_iam for Amazon MSK's IAM).
+    # Code the configuration names: checked for shape at load, imported and run only where
+    # a client of this cluster is made.
     token_provider: str | None = None
+    # An OIDC token endpoint (properties' sasl.oauthbearer.token.endpoint.url) must be
+    # https (the client secret goes to it in HTTP Basic); true allows http where the
+    # network is trusted, as output.pushgateway_allow_plaintext_credentials does.
+    token_endpoint_allow_plaintext_credentials: bool = False
 
     def client_settings(self) -> dict[str, str]:
         """Settings for a client, secrets included: never log the result. A token provider
@@ -60,6 +66,7 @@ class ClusterConfig:
             "timeout_seconds": self.timeout_seconds,
             "max_concurrent_requests": self.max_concurrent_requests,
             "token_provider": self.token_provider,
+            "token_endpoint_allow_plaintext_credentials": self.token_endpoint_allow_plaintext_credentials,
         }
 
 

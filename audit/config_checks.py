@@ -178,6 +178,24 @@ def _cluster(obj: ClusterConfig, path: str) -> None:
         raise KeyProblem(join(path, "properties.bootstrap.servers"), "set bootstrap_servers instead")
     if obj.token_provider is not None:
         _token_provider(obj, path)
+    _token_endpoint(obj, path)
+
+
+def _token_endpoint(obj: ClusterConfig, path: str) -> None:
+    """An OIDC token endpoint over http: librdkafka, kafka-python's provider and the Java
+    client all send it the client secret (HTTP Basic), in clear. Refused when the
+    configuration loads, the one place that covers the three clients (librdkafka and the
+    Java client fetch their tokens themselves), as a Pushgateway URL with credentials is."""
+    from audit.collect.logins import TOKEN_ENDPOINT, endpoint_shown, plaintext_token_endpoint
+
+    url = plaintext_token_endpoint(obj.properties)
+    if url is not None and not obj.token_endpoint_allow_plaintext_credentials:
+        allow = join(path, "token_endpoint_allow_plaintext_credentials")
+        raise KeyProblem(
+            join(path, f"properties.{TOKEN_ENDPOINT}"),
+            f"has no TLS ({endpoint_shown(url)}): the OIDC client secret would travel in clear; use "
+            f"https:// (or set {allow}: true)",
+        )
 
 
 def _token_provider(obj: ClusterConfig, path: str) -> None:

@@ -19,17 +19,31 @@ work on both, or half the auditor falls back or fails. Properties (``security.pr
 
 The provider's name travels with the client settings (``TOKEN_PROVIDER``: never a
 librdkafka property, never a secret) to wherever a client is made, Spark's tasks included,
-and is resolved there: ``librdkafka_config`` before every confluent-kafka client.
+and is resolved there: ``librdkafka_config`` before every confluent-kafka client, the
+kafka-python provider at its first token. Loading the configuration only checks the
+name's shape (``check_spec``): a configuration file names code that runs when a cluster is
+reached, never when it is read, so an offline ``audit`` of snapshots imports none of it.
+
+A token endpoint over plain http would carry the client secret in clear (HTTP Basic, from
+librdkafka, kafka-python's provider and the Java client alike): the configuration refuses
+it unless the cluster's ``token_endpoint_allow_plaintext_credentials`` says it is accepted
+(``audit.config_checks``), as ``output.pushgateway_allow_plaintext_credentials`` does for
+a Pushgateway. Whatever the endpoint answers that is not a token (no HTTP, a broken
+answer, no JSON) is a ``ClusterError``, one line naming the endpoint.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import http.client
 import importlib
 import json
+import math
 import os
 import re
 import ssl
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -39,9 +53,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.errors import ClusterError, ConfigError
+from audit.redaction import REDACTED
 
 # The client settings' key that carries a cluster's token provider (``module:function``).
 TOKEN_PROVIDER = "mirror-audit.token_provider"
+# librdkafka's property naming an OIDC token endpoint.
+TOKEN_ENDPOINT = "sasl.oauthbearer.token.endpoint.url"
 # A token is renewed this long before it expires.
 _RENEW_BEFORE_SECONDS = 60.0
 _SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
@@ -56,20 +73,31 @@ def sasl_mechanism(properties: Mapping[str, Any]) -> str:
 
 
 def check_spec(spec: str, where: str) -> None:
-    """``module:function``, importable and callable: refused at load, naming ``where``."""
-    load_provider(spec, where)
-
-
-def load_provider(spec: str, where: str = "token_provider") -> TokenFunction:
+    """``module:function`` in shape, refused at load naming ``where``; nothing is imported.
+    Importing runs the module's code, which has no business running when a configuration is
+    only read (an offline ``audit``, a config check of snapshots): a module that prints would
+    break ``--output json``, one that fails would fail a job that never needed it. It is
+    imported where a client of its cluster is made (``load_provider``)."""
     if not _SPEC.fullmatch(spec):
         raise ConfigError(f"{where}: {spec!r} is not module:function (e.g. mypackage.tokens:fetch)")
+
+
+def load_provider(spec: str, where: str | None = None) -> TokenFunction:
+    """The provider ``spec`` names, imported now: where a live client needs its first token.
+    Whatever the module prints while it is imported goes to stderr, so that stdout keeps
+    only what the command writes there (``--output json``)."""
+    where = where or f"token_provider {spec}"
+    check_spec(spec, where)
     module_name, _, name = spec.partition(":")
     try:
-        module = importlib.import_module(module_name)
+        with contextlib.redirect_stdout(sys.stderr):
+            module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ConfigError(
             f"{where}: cannot import {module_name} ({exc}): install it where mirror-audit runs"
         ) from None
+    except Exception as exc:  # the module's own code failed: a user's error, said in one line
+        raise ConfigError(f"{where}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
     function = getattr(module, name, None)
     if not callable(function):
         raise ConfigError(f"{where}: {module_name} has no function {name}")
@@ -145,34 +173,75 @@ class OidcClientCredentials:
         context = (
             ssl.create_default_context(cafile=self.ca_location) if self.url.startswith("https") else None
         )
-        where = f"OIDC token endpoint {self.url}"
+        where = f"OIDC token endpoint {endpoint_shown(self.url)}"
+        check = f"check that {TOKEN_ENDPOINT} is the identity provider's token endpoint"
         try:
             with urllib.request.urlopen(request, timeout=30, context=context) as response:
-                body = json.loads(response.read())
+                raw = response.read()
         except urllib.error.HTTPError as exc:
             raise ClusterError(
                 f"{where} refused the client credentials of {self.client_id} (HTTP {exc.code}): check "
                 "sasl.oauthbearer.client.id and sasl.oauthbearer.client.secret"
             ) from None
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
+        except OSError as exc:  # URLError included: no connection, TLS refused, timed out
+            reason = " ".join(str(getattr(exc, "reason", exc)).split())
             raise ClusterError(f"{where} did not answer: {reason}: check the URL and the network") from None
+        except (http.client.InvalidURL, ValueError):  # a port that is not a number, no scheme urllib knows
+            raise ClusterError(f"{where} is not an http(s) URL urllib can ask: {check}") from None
+        except http.client.HTTPException as exc:
+            # BadStatusLine, IncompleteRead, LineTooLong...: what answered there does not speak
+            # HTTP, or broke off mid-answer. Its bytes are not quoted: they could be anything.
+            raise ClusterError(f"{where} gave no valid HTTP answer ({type(exc).__name__}): {check}") from None
+        try:
+            body = json.loads(raw)
+        except ValueError:  # not UTF-8, not JSON: a login page, a proxy's error page
+            raise ClusterError(f"{where} answered with something that is not JSON: {check}") from None
         token = body.get("access_token") if isinstance(body, dict) else None
         if not isinstance(token, str) or not token:
-            raise ClusterError(f"{where} answered without an access_token")
+            raise ClusterError(f"{where} answered without an access_token: {check}")
         expires_in = body.get("expires_in")
-        lifetime = float(expires_in) if isinstance(expires_in, int | float) else _jwt_lifetime(token)
+        lifetime = (
+            float(expires_in)
+            if isinstance(expires_in, int | float) and math.isfinite(expires_in) and expires_in >= 0
+            else _jwt_lifetime(token)  # none, or one no clock can use (JSON's NaN, Infinity)
+        )
         return token, time.time() + lifetime
 
 
+# A host as an error may show it: a name or an IPv4 or [IPv6] address, and a port. Anything
+# else where the host goes (a password holding "/" in a malformed URL) is not shown.
+_SHOWN_HOST = re.compile(r"([A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]+)?")
+
+
+def endpoint_shown(url: str) -> str:
+    """A token endpoint as an error may name it: scheme and host, never its userinfo, path,
+    query or fragment (``https://idp.example.com/***``). The configuration holds the whole
+    URL as a secret (its property name says token), so the log mask would blank it whole;
+    its host alone still says which endpoint it was, and cannot be a credential."""
+    scheme, sep, rest = url.partition("://")
+    host = re.split(r"[/?#]", rest, maxsplit=1)[0].rpartition("@")[2]
+    if not sep or scheme.lower() not in ("http", "https") or not _SHOWN_HOST.fullmatch(host):
+        return REDACTED
+    return f"{scheme}://{host}/{REDACTED}"
+
+
+def plaintext_token_endpoint(properties: Mapping[str, Any]) -> str | None:
+    """The token endpoint these client properties name, where it is not https: the client
+    secret would travel to it in clear. None where there is none, or it is https."""
+    url = str(properties.get(TOKEN_ENDPOINT) or "")
+    return url if url and not url.lower().startswith("https://") else None
+
+
 def _jwt_lifetime(token: str) -> float:
-    """Seconds until a JWT's ``exp``; an hour where the token says nothing readable."""
+    """Seconds until a JWT's ``exp``; an hour where the token says nothing readable (an
+    ``exp`` of NaN or Infinity included: a token kept forever would never be renewed)."""
     try:
         payload = token.split(".")[1]
         claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        return max(0.0, float(claims["exp"]) - time.time())
+        left = float(claims["exp"]) - time.time()
     except (IndexError, ValueError, KeyError, TypeError):
         return 3600.0
+    return max(0.0, left) if math.isfinite(left) else 3600.0
 
 
 def _extensions(text: str) -> dict[str, str]:
@@ -221,7 +290,7 @@ def kafka_python_oauth(client: Mapping[str, Any]) -> Any | str:
         missing = [
             key
             for key in (
-                "sasl.oauthbearer.token.endpoint.url",
+                TOKEN_ENDPOINT,
                 "sasl.oauthbearer.client.id",
                 "sasl.oauthbearer.client.secret",
             )
@@ -230,7 +299,7 @@ def kafka_python_oauth(client: Mapping[str, Any]) -> Any | str:
         if missing:
             return f"OIDC needs {', '.join(missing)}"
         oidc = OidcClientCredentials(
-            str(client["sasl.oauthbearer.token.endpoint.url"]),
+            str(client[TOKEN_ENDPOINT]),
             str(client["sasl.oauthbearer.client.id"]),
             str(client["sasl.oauthbearer.client.secret"]),
             str(client.get("sasl.oauthbearer.scope") or ""),

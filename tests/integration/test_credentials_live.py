@@ -354,10 +354,13 @@ def test_check_passes_with_the_readme_permissions_and_names_one_withheld(
 
 
 def _oidc(endpoint: str, client_id: str, secret: str) -> str:
+    """A cluster's OIDC login lines; the sandbox's token endpoint is http on loopback, which
+    a configuration must accept by name (without it, a config error: no TLS)."""
     return (
         "    sasl.mechanism: OAUTHBEARER\n    sasl.oauthbearer.method: oidc\n"
         f"    sasl.oauthbearer.token.endpoint.url: {endpoint}\n"
         f"    sasl.oauthbearer.client.id: {client_id}\n    sasl.oauthbearer.client.secret: {secret}\n"
+        "  token_endpoint_allow_plaintext_credentials: true\n"
     )
 
 

@@ -241,6 +241,45 @@ def test_pushgateway_credentials_without_tls_are_a_config_error_naming_the_key(u
     assert "s3cr3t-pg" not in str(err.value)
 
 
+def _oidc_source(url: str, extra: str = "") -> str:
+    return (
+        "source:\n  bootstrap_servers: k:9093\n  properties:\n    sasl.mechanism: OAUTHBEARER\n"
+        f"    sasl.oauthbearer.method: oidc\n    sasl.oauthbearer.token.endpoint.url: '{url}'\n"
+        "    sasl.oauthbearer.client.id: auditor\n    sasl.oauthbearer.client.secret: s3cr3t-oidc\n"
+        f"{extra}destination:\n  bootstrap_servers: d:9093\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://idp.example.com:8080/realms/kafka/token?tenant=t1", "http://idp.example.com:8080/***"),
+        ("HTTP://user:pw-in-url@idp.example.com/token", "HTTP://idp.example.com/***"),
+        ("idp.example.com/token", "***"),  # no scheme: not https either
+    ],
+)
+def test_an_oidc_token_endpoint_without_tls_is_a_config_error_unless_allowed_by_name(
+    url: str, shown: str
+) -> None:
+    """The client secret goes to the token endpoint in HTTP Basic, from librdkafka,
+    kafka-python and the Java client alike: over http, in clear. Refused at load as a
+    Pushgateway URL with credentials is, and accepted only where the cluster says so."""
+    key = "source.properties.sasl.oauthbearer.token.endpoint.url"
+    with pytest.raises(ConfigError) as caught:
+        parse_config(_oidc_source(url), env={})
+    assert str(caught.value) == (
+        f"config file <config>: {key}: has no TLS ({shown}): the OIDC client secret would travel in "
+        "clear; use https:// "
+        "(or set source.token_endpoint_allow_plaintext_credentials: true)"
+    )
+    assert "s3cr3t-oidc" not in str(caught.value) and "pw-in-url" not in str(caught.value)
+    allowed = parse_config(_oidc_source(url, "  token_endpoint_allow_plaintext_credentials: true\n"), env={})
+    assert allowed.cluster("source").token_endpoint_allow_plaintext_credentials is True
+    assert allowed.cluster("source").redacted()["token_endpoint_allow_plaintext_credentials"] is True
+    secure = parse_config(_oidc_source("https://idp.example.com/realms/kafka/token"), env={})
+    assert secure.cluster("source").token_endpoint_allow_plaintext_credentials is False
+
+
 def test_spark_settings_and_segment_uris_are_redacted_and_masked() -> None:
     text = """
 spark:

@@ -9,16 +9,24 @@ from __future__ import annotations
 import base64
 import json
 import pickle
+import re
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from audit.collect.logins import TOKEN_PROVIDER, librdkafka_config
+from audit import api
+from audit.collect.logins import TOKEN_PROVIDER, OidcClientCredentials, librdkafka_config
 from audit.collect.metadata.transactions import kafka_python_from
 from audit.config_file import load_config, parse_config
 from audit.errors import ClusterError, ConfigError
 from audit.sandbox.token_endpoint import token_endpoint
 from tests import tokens
+from tests.snapshots import faulty_pair
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
@@ -58,18 +66,64 @@ def test_a_named_provider_travels_in_the_settings_and_becomes_both_clients_login
     assert _claims(pickle.loads(pickle.dumps(provider)).token())["sub"] == "auditor"
 
 
+def test_a_token_provider_not_shaped_module_function_is_a_config_error_naming_the_key() -> None:
+    with pytest.raises(ConfigError, match=r"source\.token_provider") as caught:
+        parse_config(_cluster("  token_provider: not-a-spec\n"), env={})
+    assert "is not module:function" in str(caught.value)
+
+
 @pytest.mark.parametrize(
-    ("extra", "fragment"),
+    ("spec", "fragment"),
     [
-        ("  token_provider: not-a-spec\n", "is not module:function"),
-        ("  token_provider: no_such_module_here:fetch\n", "cannot import no_such_module_here"),
-        ("  token_provider: tests.tokens:absent\n", "tests.tokens has no function absent"),
+        ("no_such_module_here:fetch", "cannot import no_such_module_here"),
+        ("tests.tokens:absent", "tests.tokens has no function absent"),
     ],
 )
-def test_a_bad_token_provider_is_a_config_error_naming_the_key(extra: str, fragment: str) -> None:
-    with pytest.raises(ConfigError, match=r"source\.token_provider") as caught:
-        parse_config(_cluster(extra), env={})
+def test_a_token_provider_that_does_not_resolve_is_a_config_error_where_a_client_is_made(
+    spec: str, fragment: str
+) -> None:
+    """The configuration loads (only the shape is checked there); making a client of that
+    cluster is where the module is imported, and where it fails, naming the provider."""
+    cfg = parse_config(_cluster(f"  token_provider: {spec}\n"), env={})
+    with pytest.raises(ConfigError, match=f"token_provider {spec}: ") as caught:
+        librdkafka_config(cfg.cluster("source").client_settings())
     assert fragment in str(caught.value)
+
+
+@pytest.fixture
+def loud_provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Path]]:
+    """A token provider module that prints when imported and leaves a file behind: the
+    module's name and that file."""
+    name = f"loud_tokens_{tmp_path.name.replace('-', '_')}"
+    marker = tmp_path / "imported"
+    (tmp_path / f"{name}.py").write_text(
+        f"from pathlib import Path\nprint('hello from {name}')\nPath({str(marker)!r}).touch()\n"
+        "from tests.tokens import auditor as fetch\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield name, marker
+    sys.modules.pop(name, None)
+
+
+def test_loading_a_configuration_for_an_offline_audit_imports_no_token_provider(
+    loud_provider: tuple[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A configuration names code to run; reading it for an offline audit of snapshots runs
+    none (a module printing at import broke ``--output json``). Where a client of the
+    cluster is made, it is imported, and what it prints goes to stderr."""
+    name, marker = loud_provider
+    config = tmp_path / "audit.yaml"
+    config.write_text(_cluster(f"  token_provider: {name}:fetch\n"))
+    cfg = load_config(config, env={})
+    src, dst = faulty_pair(tmp_path / "snaps")
+    api.audit(src, dst, config, out=tmp_path / "run", engine="local")
+    assert name not in sys.modules and not marker.exists()
+    assert f"hello from {name}" not in capsys.readouterr().out
+
+    rdkafka = librdkafka_config(cfg.cluster("source").client_settings())  # a live client: now
+    assert marker.exists() and _claims(rdkafka["oauth_cb"]("")[0])["sub"] == "auditor"
+    said = capsys.readouterr()
+    assert f"hello from {name}" in said.err and f"hello from {name}" not in said.out
 
 
 def test_a_token_provider_without_oauthbearer_is_refused() -> None:
@@ -124,14 +178,96 @@ def test_wrong_oidc_credentials_and_a_dead_endpoint_are_one_line_each() -> None:
         assert isinstance(found, dict)
         with pytest.raises(ClusterError) as refused:
             found["sasl_oauth_token_provider"].token()
+    shown = f"http://127.0.0.1:{url.split(':')[2].split('/')[0]}/***"  # the host, the rest redacted
     assert str(refused.value) == (
-        f"OIDC token endpoint {url} refused the client credentials of auditor (HTTP 401): check "
+        f"OIDC token endpoint {shown} refused the client credentials of auditor (HTTP 401): check "
         "sasl.oauthbearer.client.id and sasl.oauthbearer.client.secret"
     )
     found = kafka_python_from(client, 5)
     assert isinstance(found, dict)
-    with pytest.raises(ClusterError, match=f"OIDC token endpoint {url} did not answer"):
+    with pytest.raises(ClusterError, match=rf"OIDC token endpoint {re.escape(shown)} did not answer"):
         found["sasl_oauth_token_provider"].token()  # the endpoint is gone
+
+
+@contextmanager
+def _answering(answer: bytes) -> Iterator[int]:
+    """A loopback TCP server that reads a request and answers ``answer`` (raw bytes, then
+    closes), to every connection until the block ends; its port."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    done = threading.Event()
+
+    def serve() -> None:
+        while not done.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(5)
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    request += chunk
+                conn.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        done.set()
+        thread.join(5)
+        server.close()
+
+
+def _ok(body: bytes, length: int | None = None) -> bytes:
+    size = len(body) if length is None else length
+    return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (size, body)
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (b"SSH-2.0-OpenSSH_9.2\r\n", "gave no valid HTTP answer (BadStatusLine)"),  # not an HTTP server
+        (b"\x16\x03\x01\x00\xa5garbage\r\n\r\n", "gave no valid HTTP answer (BadStatusLine)"),
+        (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 70000 + b"\r\n\r\n", "gave no valid HTTP answer (LineTooLong)"),
+        (_ok(b'{"access_token": "abc', length=500), "gave no valid HTTP answer (IncompleteRead)"),  # cut off
+        (_ok(b"<html>Sign in</html>"), "answered with something that is not JSON"),  # a login page
+        (_ok(b"\xff\xfe\x00garbage"), "answered with something that is not JSON"),
+        (_ok(b'["access_token"]'), "answered without an access_token"),
+        (_ok(b'{"access_token": 7}'), "answered without an access_token"),
+        (b"", "did not answer: Remote end closed connection without response"),
+    ],
+)
+def test_a_garbage_answer_from_the_token_endpoint_is_one_cluster_error_line_naming_it(
+    answer: bytes, said: str
+) -> None:
+    with _answering(answer) as port:
+        oidc = OidcClientCredentials(
+            f"http://127.0.0.1:{port}/realms/kafka/token?tenant=t-s3cret", "a", "s3cret"
+        )
+        with pytest.raises(ClusterError) as caught:
+            oidc.fetch()
+    line = str(caught.value)
+    assert line.startswith(f"OIDC token endpoint http://127.0.0.1:{port}/*** {said}"), line
+    assert "\n" not in line and "s3cret" not in line and "realms" not in line
+    if "did not answer" not in said:
+        assert line.endswith(
+            ": check that sasl.oauthbearer.token.endpoint.url is the identity provider's token endpoint"
+        )
+
+
+@pytest.mark.parametrize("expires_in", [b"NaN", b"Infinity", b"-5"])
+def test_a_lifetime_no_clock_can_use_falls_back_to_the_tokens_own(expires_in: bytes) -> None:
+    """A token kept forever is never renewed: an unusable expires_in is read as absent."""
+    jwt = tokens.auditor()[0]
+    with _answering(_ok(b'{"access_token": "%s", "expires_in": %s}' % (jwt.encode(), expires_in))) as port:
+        token, expiry = OidcClientCredentials(f"http://127.0.0.1:{port}/token", "a", "b").fetch()
+    exp = _claims(jwt)["exp"]
+    assert isinstance(exp, int) and token == jwt and expiry == pytest.approx(exp, abs=5)
 
 
 def test_oidc_settings_missing_a_key_name_it() -> None:
