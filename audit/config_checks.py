@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from audit import regex, worker_malloc
 from audit.config import (
@@ -157,13 +159,39 @@ def _output(obj: OutputConfig, path: str) -> None:
 
 
 def _webhook(obj: WebhookConfig, path: str) -> None:
-    if not obj.url.lower().startswith(("https://", "http://")):
-        raise KeyProblem(join(path, "url"), "must be an http:// or https:// URL")
+    """A URL a notice could never be sent to is refused when the configuration loads, not
+    found at the end of a run. The URL is a secret: the problem is named, never the URL."""
+    problem = webhook_url_problem(obj.url)
+    if problem is not None:
+        raise KeyProblem(join(path, "url"), problem)
+
+
+def webhook_url_problem(url: str) -> str | None:
+    """What makes ``url`` no webhook URL (scheme, host, port, a space or control
+    character), or None: the checks an HTTP client would otherwise fail on at send time."""
+    if not url.lower().startswith(("https://", "http://")):
+        return "must be an http:// or https:// URL"
+    if any(c.isspace() or not c.isprintable() for c in url):
+        return "must not contain spaces or control characters"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        # A port that is not a number (or a password holding "/"), or above 65535.
+        return "has a port that is not a number from 1 to 65535 (a password with / ? # @ must be %-encoded)"
+    if not parts.hostname:
+        return "has no host"
+    if port == 0:
+        return "has a port that is not a number from 1 to 65535"
+    return None
 
 
 def _notify(obj: NotifyConfig, path: str) -> None:
-    if obj.timeout_seconds <= 0:
-        raise KeyProblem(join(path, "timeout_seconds"), "must be positive")
+    # NaN compares false with everything: "<= 0" alone would let it through to the socket.
+    if not (math.isfinite(obj.timeout_seconds) and obj.timeout_seconds > 0):
+        raise KeyProblem(
+            join(path, "timeout_seconds"), "must be a positive number of seconds (not nan or inf)"
+        )
     _positive(obj, path, ("retries",), least=0)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -174,3 +175,32 @@ def test_webhook_urls_are_redacted_and_a_bad_one_is_a_config_error() -> None:
     assert "https://hooks.slack.com/services/T0/B0/abcdefgh" in cfg.secret_values()
     with pytest.raises(api.ConfigError, match=r"notify\.webhooks\[0\]\.url: must be an http"):
         _cfg("ftp://x/y")
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("https://hooks.example.com:99999/x/s3cret", "has a port that is not a number from 1 to 65535"),
+        ("https://hooks.example.com:https/x/s3cret", "has a port that is not a number from 1 to 65535"),
+        ("https://hooks.example.com:0/x/s3cret", "has a port that is not a number from 1 to 65535"),
+        ("https:///x/s3cret", "has no host"),
+        ('"https://hooks.example.com/x s3cret"', "must not contain spaces or control characters"),
+    ],
+)
+def test_a_webhook_url_no_request_could_use_is_refused_when_the_config_loads(url: str, problem: str) -> None:
+    """Before: accepted, then an internal error at the end of the run (http.client's
+    InvalidURL). The message names the key and the problem, never the URL (a secret)."""
+    with pytest.raises(api.ConfigError, match=rf"notify\.webhooks\[0\]\.url: {re.escape(problem)}") as err:
+        _cfg(url)
+    assert "s3cret" not in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("timeout", [".nan", ".inf"])
+def test_a_notice_timeout_that_is_no_positive_number_is_refused_when_the_config_loads(timeout: str) -> None:
+    """Before: accepted (NaN <= 0 is false), and the run failed at its end; infinity
+    waited for ever. Zero and below were refused already."""
+    text = f"notify:\n  webhooks:\n    - url: https://hooks.example.com/x\n  timeout_seconds: {timeout}\n"
+    with pytest.raises(
+        api.ConfigError, match=r"notify\.timeout_seconds: must be a positive number of seconds"
+    ):
+        parse_config(text, env={})
