@@ -28,6 +28,7 @@ from audit.config import (
 from audit.config_checks import KeyProblem, check, join
 from audit.errors import ConfigError
 from audit.paths import config_path, local_path
+from audit.redaction import is_secret_path, redact_uri
 
 _ENV_REF = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -89,7 +90,8 @@ def parse_config(
         expanded = _expand_env(raw, "", os.environ if env is None else env)
         cfg: AuditConfig = _build(AuditConfig, expanded, "")
     except KeyProblem as exc:
-        raise ConfigError(f"config file {origin}: {exc}") from None
+        # Whatever a check quoted, no URL in the line shows credentials, query or fragment.
+        raise ConfigError(redact_uri(f"config file {origin}: {exc}")) from None
     return cfg if base_dir is None else anchor_paths(cfg, base_dir)
 
 
@@ -176,6 +178,21 @@ def _type_name(tp: Any) -> str:
     return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(tp, str(tp))
 
 
+def _given(value: Any, path: str) -> str:
+    """A value a config error quotes: the value of a key that holds secrets never, whatever
+    its type (a webhook URL given as a list is still the URL), only what it is; any
+    other value with the URLs in it shown by the redaction rule."""
+    if is_secret_path(path):
+        return f"a {_value_kind(value)} (not shown: {path} holds secrets)"
+    return redact_uri(repr(value))
+
+
+def _value_kind(value: Any) -> str:
+    return {dict: "mapping", list: "list", str: "string", bool: "boolean", int: "integer"}.get(
+        type(value), type(value).__name__
+    )
+
+
 def _build(cls: type[Any], data: Any, path: str) -> Any:
     if not isinstance(data, dict):
         raise KeyProblem(path, f"expected a mapping, got {type(data).__name__}")
@@ -214,7 +231,7 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
         return _convert(value, args[0], path)
     if origin is Literal:
         if value not in get_args(tp):
-            raise KeyProblem(path, f"must be one of {_type_name(tp)}, got {value!r}")
+            raise KeyProblem(path, f"must be one of {_type_name(tp)}, got {_given(value, path)}")
         return value
     if origin is tuple:
         if isinstance(value, str):
@@ -238,18 +255,18 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
         return _build(tp, {} if value is None else value, path)  # type: ignore[arg-type]
     if tp is bool:
         if not isinstance(value, bool):
-            raise KeyProblem(path, f"expected true or false, got {value!r}")
+            raise KeyProblem(path, f"expected true or false, got {_given(value, path)}")
         return value
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise KeyProblem(path, f"expected an integer, got {value!r}")
+            raise KeyProblem(path, f"expected an integer, got {_given(value, path)}")
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise KeyProblem(path, f"expected a number, got {value!r}")
+            raise KeyProblem(path, f"expected a number, got {_given(value, path)}")
         return float(value)
     if tp is str:
         if not isinstance(value, str | int | float) or isinstance(value, bool):
-            raise KeyProblem(path, f"expected a string, got {value!r}")
+            raise KeyProblem(path, f"expected a string, got {_given(value, path)}")
         return str(value)
     raise TypeError(f"unsupported config type {tp!r} at {path}")  # a bug in this module

@@ -44,3 +44,8 @@ class SandboxError(AuditError):
 
 class UsageError(AuditError):
     """The command line is incomplete or contradictory."""
+
+
+class SparkStartError(AuditError):
+    """Spark could not start its session (a master URL it refuses, a jar missing for a
+    filesystem its settings name, no Java): the one line says why, credentials hidden."""

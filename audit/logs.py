@@ -19,13 +19,15 @@ from datetime import datetime
 from typing import Any, Literal
 
 from audit.display import visible
-from audit.redaction import REDACTED
+from audit.redaction import REDACTED, redact_uri
 
 _FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 
 
 class SecretMask(logging.Filter):
-    """Replaces every known secret value in a record's final message with ``***``."""
+    """Replaces every known secret value in a record's final message with ``***``, and shows
+    every URL in it by the redaction rule (no userinfo, query or fragment): a client or
+    JVM message may quote a URL whose credentials were never registered."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         super().__init__()
@@ -37,15 +39,16 @@ class SecretMask(logging.Filter):
     def mask(self, text: str) -> str:
         for secret in sorted(self._secrets, key=len, reverse=True):
             text = text.replace(secret, REDACTED)
-        return text
+        return redact_uri(text)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if self._secrets:
-            message = self.mask(record.getMessage())
-            record.msg, record.args = message, None
-            if record.exc_info and record.exc_info[1] is not None:
-                record.exc_text = self.mask(logging.Formatter().formatException(record.exc_info))
-                record.exc_info = None
+        message = record.getMessage()
+        masked = self.mask(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        if record.exc_info and record.exc_info[1] is not None:
+            record.exc_text = self.mask(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
         return True
 
 

@@ -32,22 +32,85 @@ def is_secret_key(key: str) -> bool:
 
 
 _USERINFO = re.compile(r"(//)[^/@\s]+@")
+# A URL in any text: a scheme, ``://``, then up to a blank, a quote or an angle bracket.
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
+# Punctuation that ends a sentence or closes a bracket around a URL, rather than being part
+# of it: kept after the redacted URL (``(http://host/x?***)``), never hidden in it.
+_TRAILING = ".,;:!)]}"
+# Shorter query or fragment parts are not given to the log mask by themselves (a mask of
+# "1" would star every digit of every line); the URL rule hides them wherever a URL shows.
+_MIN_MASKED_PART = 8
 
 
-def redact_uri(uri: str) -> str:
-    """A path or URI without credentials (``s3a://key:secret@bucket`` -> ``s3a://***@bucket``)."""
-    return _USERINFO.sub(r"\1***@", uri)
+def _split_url(url: str) -> tuple[str, str | None, str, str | None, str | None]:
+    """A URL's ``scheme://`` (or "" without one), userinfo (None without), host and path,
+    query (None without ``?``) and fragment (None without ``#``)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    else:
+        scheme += sep
+    end = next((i for i, c in enumerate(rest) if c in "/?#"), len(rest))
+    authority, tail = rest[:end], rest[end:]
+    userinfo, at, host = authority.rpartition("@")
+    tail, hash_, fragment = tail.partition("#")
+    path, mark, query = tail.partition("?")
+    return (
+        scheme,
+        userinfo if at else None,
+        host + path,
+        query if mark else None,
+        fragment if hash_ else None,
+    )
+
+
+def _shown_url(url: str) -> str:
+    """The one rule for showing a URL: userinfo, query and fragment hidden."""
+    scheme, userinfo, location, query, fragment = _split_url(url)
+    out = scheme + (f"{REDACTED}@" if userinfo is not None else "") + location
+    if query is not None:
+        out += f"?{REDACTED}" if query else "?"
+    if fragment is not None:
+        out += f"#{REDACTED}" if fragment else "#"
+    return out
+
+
+def _url_match(m: re.Match[str]) -> str:
+    url = m.group(0)
+    kept = len(url) - len(url.rstrip(_TRAILING))
+    url, after = (url[:-kept], url[-kept:]) if kept else (url, "")
+    return _shown_url(url) + after
+
+
+def redact_uri(text: str) -> str:
+    """A path, URI or any text with every URL in it shown by the one rule: no userinfo,
+    query or fragment (``s3a://key:secret@bucket/x?sig=1`` -> ``s3a://***@bucket/x?***``).
+    Used for whatever leaves the process: the configuration view, error lines, log lines
+    (a query string is where a signed URL or a token-in-link keeps its credential, and a
+    fragment where some webhooks do). Text without a URL comes back as it was."""
+    # Userinfo first: a password holding an unescaped ``#`` or ``?`` would otherwise end
+    # the authority early and show its first part as the host.
+    return _URL.sub(_url_match, _USERINFO.sub(r"\1***@", text))
 
 
 def uri_secrets(text: str) -> list[str]:
-    """The credentials of every URI in ``text`` (its ``user:password`` userinfo, and each
-    part), for the log mask: an access key is as much a credential as its secret."""
+    """The credentials of every URI in ``text`` for the log mask: its ``user:password``
+    userinfo and each part (an access key is as much a credential as its secret), and its
+    query and fragment, whole and each parameter's value, where long enough to mask."""
     out: list[str] = []
     for m in _USERINFO.finditer(text):
         userinfo = m.group(0)[2:-1]
         out.append(userinfo)
         out.extend(unquote(p) for p in userinfo.split(":", 1) if p)
         out.extend(p for p in userinfo.split(":", 1) if p)
+    for m in _URL.finditer(text):
+        _, _, _, query, fragment = _split_url(m.group(0).rstrip(_TRAILING))
+        for part in (query, fragment):
+            if not part:
+                continue
+            values = [v for _, _, v in (p.partition("=") for p in part.split("&"))]
+            pieces = [part, *values, *(unquote(v) for v in values)]
+            out.extend(p for p in pieces if len(p) >= _MIN_MASKED_PART)
     return out
 
 
@@ -68,11 +131,13 @@ def split_url_credentials(url: str) -> tuple[str, str | None, str | None]:
 
 
 def redact_url(url: str) -> str:
-    """An HTTP URL with its password shown as ``***`` (the user kept, to say who pushes)."""
+    """An HTTP URL by the one rule (``redact_uri``), except that its user is kept beside the
+    hidden password, to say who pushes (``http://pusher:***@host``). A URL with a user but
+    no scheme gets http://, as prometheus-client reads it."""
     public, user, password = split_url_credentials(url)
     if user is None:
-        return url
-    scheme, _, rest = public.partition("://")
+        return _shown_url(url)
+    scheme, _, rest = _shown_url(public).partition("://")
     shown = quote(user, safe="") + (f":{REDACTED}" if password is not None else "")
     return f"{scheme}://{shown}@{rest}"
 
@@ -103,7 +168,37 @@ SECRET_SETTINGS: tuple[SecretSetting, ...] = (
     SecretSetting(("segments", "destination", "paths"), "uris"),
     SecretSetting(("output", "pushgateway_url"), "url"),
     SecretSetting(("notify", "webhooks"), "webhooks"),
+    # Shown in notices and the report's configuration view: a link to a served output root
+    # may carry basic-auth credentials or a token in its query.
+    SecretSetting(("notify", "report_base_url"), "uri"),
 )
+
+# Where each kind keeps its secret below the setting's own key: a webhook's ``url`` (its
+# ``format`` is no secret); every other kind at the key itself or anywhere under it.
+_SECRET_LEAF = {"webhooks": ("url",)}
+
+
+def is_secret_path(path: str) -> bool:
+    """Whether the configuration key ``path`` (as a config error names it:
+    ``output.pushgateway_url``, ``notify.webhooks[0].url``, ``source.properties.x``) holds
+    a secret (``SECRET_SETTINGS``), or is named like one: its value, whatever its type, is
+    then never echoed in an error (a URL given as a list is still the URL)."""
+    parts = re.sub(r"\[\d+\]", "", path).split(".")
+    for setting in SECRET_SETTINGS:
+        wanted = (*setting.path, *_SECRET_LEAF.get(setting.kind, ()))
+        if tuple(parts[: len(wanted)]) == wanted:
+            return True
+    return is_secret_key(parts[-1])
+
+
+def spark_secrets(spark: Any) -> list[str]:
+    """The secrets of a ``spark`` section (``SparkConfig``) alone, for a message made where
+    the whole configuration is not at hand (a Spark session failing to start): its secret
+    settings' values and the credentials of every URI in its master and settings."""
+    conf: Mapping[str, str] = spark.conf
+    out = [v for k, v in conf.items() if spark.is_secret_setting(k)]
+    out += [s for v in (spark.master, *conf.values()) for s in uri_secrets(v)]
+    return [s for s in out if s]
 
 
 def _spark_conf_shown(conf: Mapping[str, str], cfg: AuditConfig) -> dict[str, str]:
@@ -158,20 +253,37 @@ _SECRETS: dict[str, Callable[[Any, AuditConfig], list[str]]] = {
 
 
 def redacted_config(cfg: AuditConfig) -> dict[str, Any]:
-    """The configuration as plain data with every secret replaced (``SECRET_SETTINGS``)."""
+    """The configuration as plain data with every secret replaced (``SECRET_SETTINGS``),
+    and every URL anywhere else in it shown by the one rule (``redact_uri``)."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(cfg):
         value = getattr(cfg, f.name)
         is_section = dataclasses.is_dataclass(value) and not isinstance(value, type)
-        out[f.name] = _plain(dataclasses.asdict(value)) if is_section else value
+        out[f.name] = _plain(dataclasses.asdict(value)) if is_section else _plain(value)
     for setting in SECRET_SETTINGS:
         *parents, key = setting.path
         node: Any = out
         for name in parents:
             node = node.get(name) if isinstance(node, dict) else None
-        if isinstance(node, dict) and node.get(key) is not None:
-            node[key] = _SHOWN[setting.kind](node[key], cfg)
+        raw = _setting_value(cfg, setting)
+        if isinstance(node, dict) and raw is not None:
+            # From the configuration itself, not the URL-redacted copy: a kind may show
+            # more than the general rule (an HTTP user).
+            node[key] = _SHOWN[setting.kind](raw, cfg)
     return out
+
+
+def _setting_value(cfg: AuditConfig, setting: SecretSetting) -> Any:
+    """A setting's value as plain data (dicts and lists), or None where it is not set."""
+    value: Any = cfg
+    for name in setting.path:
+        value = getattr(value, name, None)
+    if isinstance(value, tuple):
+        return [
+            dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v
+            for v in value
+        ]
+    return dict(value) if isinstance(value, dict) else value
 
 
 def config_secrets(cfg: AuditConfig) -> list[str]:
@@ -191,4 +303,4 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
-    return value
+    return redact_uri(value) if isinstance(value, str) else value

@@ -2,20 +2,32 @@
 
 ``local[*]`` is the embedded default; the same jobs run under spark-submit on a cluster,
 where ``getOrCreate`` picks up the session spark-submit made.
+
+The JVM this process starts writes its own log to stdout and stderr: log4j's lines,
+which quote settings verbatim (a master URL's password), and a hundred-line Java trace
+for a session that fails to start. Its output is read from a pipe and logged at debug
+level, masked like every log line (``--verbose`` shows it); a session that cannot start
+is one ``SparkStartError`` line.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from audit import worker_malloc
 from audit.config import SparkConfig
-from audit.redaction import redact_uri
+from audit.errors import SparkStartError
+from audit.logs import mask_secrets, register_secrets
+from audit.redaction import redact_uri, spark_secrets
 
 log = logging.getLogger(__name__)
+# The JVM's own output, line by line (debug: shown with --verbose).
+jvm_log = logging.getLogger("audit.spark.jvm")
 
 # Quiet, reproducible defaults for an auditor: no UI port opened on an operator's host,
 # session time zone fixed so timestamps in reports do not depend on the machine; Python
@@ -31,8 +43,8 @@ _DEFAULTS = {
 
 
 def build_spark(cfg: SparkConfig) -> Any:
-    import os
-
+    """The session of this process: the active one where there is one, else one started
+    from ``cfg`` (``SparkStartError`` where Spark cannot start)."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -62,20 +74,85 @@ def build_spark(cfg: SparkConfig) -> Any:
         # configuration file's spark section, as with any Spark application.
         log.debug("spark-submit set %s; the spark section fills in the rest", ", ".join(sorted(given)))
         wanted = {k: v for k, v in wanted.items() if k not in given}
-    builder = SparkSession.builder
-    for key, value in wanted.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    # Before the JVM starts: its lines quote the settings, and are masked as they are logged.
+    register_secrets(spark_secrets(cfg))
+    try:
+        _launch_jvm(wanted)
+        builder = SparkSession.builder
+        for key, value in wanted.items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
+    except Exception as exc:  # Py4JJavaError, PySparkRuntimeError, ...: why Spark did not start
+        raise SparkStartError(start_failure(cfg, exc)) from None
     session.sparkContext.setLogLevel("WARN")
     log.debug("spark session %s on %s", session.version, session.sparkContext.master)
     return session
 
 
+def _launch_jvm(wanted: dict[str, str]) -> None:
+    """Start the JVM as PySpark would (spark-submit with ``wanted`` as its --conf), its
+    stdout and stderr into a pipe this process reads and logs line by line (``_relay``),
+    unless a JVM is running already (an earlier session's, or spark-submit's: its output
+    belongs to whoever started it). The reader runs before the JVM starts, so a JVM that
+    writes much before it answers never blocks on a full pipe."""
+    import subprocess
+    import threading
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    conf = SparkConf()  # no JVM yet: a plain mapping, handed to spark-submit as --conf
+    for key, value in wanted.items():
+        conf.set(key, value)
+    read_end, write_end = os.pipe()
+    threading.Thread(target=_relay, args=(read_end,), name="spark-jvm-output", daemon=True).start()
+    try:
+        gateway = launch_gateway(  # type: ignore[no-untyped-call]
+            conf, popen_kwargs={"stdout": write_end, "stderr": subprocess.STDOUT}
+        )
+    finally:
+        os.close(write_end)  # the JVM holds its own copy: the reader ends when the JVM does
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
+def _relay(fd: int) -> None:
+    with open(fd, "rb") as stream:
+        for raw in stream:
+            line = raw.decode("utf-8", "replace").rstrip()
+            if line:
+                jvm_log.debug("%s", line)
+
+
+# A Java class name as the line of an exception gives it: its package dropped.
+_JAVA_CLASS = re.compile(r"\b(?:[a-z_$][\w$]*\.)+([A-Z][\w$]*(?:Exception|Error))\b")
+_START_HINTS = (
+    ("Invalid master URL", "spark.master takes local[N], spark://HOST:PORT, yarn or k8s://URL"),
+    ("ClassNotFoundException", "a jar is missing from Spark's classpath: add it with spark.jars.packages"),
+    ("JAVA_GATEWAY_EXITED", "is Java 17 or later installed, and JAVA_HOME set?"),
+)
+
+
+def start_failure(cfg: SparkConfig, exc: BaseException) -> str:
+    """Why a session did not start, in one line: the Java exception's own line (py4j puts
+    it after ": " below its first line) with short class names, a hint where the cause is
+    a known one, credentials hidden (the configuration's secrets, and every URL by the
+    redaction rule). Never the Java stack trace."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    java = next((ln[1:].strip() for ln in lines[1:] if ln.startswith(":")), None)
+    detail = _JAVA_CLASS.sub(r"\1", java or (lines[0] if lines else type(exc).__name__))
+    hint = next((h for key, h in _START_HINTS if key in str(exc)), None)
+    text = f"Spark could not start (spark.master {cfg.master}): {detail}"
+    text += f" ({hint}; --verbose shows Spark's own log)" if hint else " (--verbose shows Spark's own log)"
+    for secret in sorted(spark_secrets(cfg), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return mask_secrets(text)
+
+
 def _submitted_conf() -> dict[str, str]:
     """The settings spark-submit passed this driver (its --master, --conf, properties
     file), or nothing when this process was not started by spark-submit."""
-    import os
-
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # spark-submit's PythonRunner sets it
         return {}
     from pyspark import SparkConf, SparkContext
