@@ -234,11 +234,18 @@ def _told(cfg: AuditConfig, job: str, out: Path | None, run: Callable[[], RunOut
 
 
 def _notify_unfinished(cfg: AuditConfig, job: str, out: Path | None, outcome: str, error: str | None) -> None:
+    """The notice of a run without a summary. Its state is kept in the output root the run
+    would have had, where that is the user's own (``notices.state_root``); never raises."""
     from audit.logs import mask_secrets
     from audit.paths import local_path
     from audit.report.notices import notify_unfinished
 
-    root = out.parent if out is not None else local_path(cfg.output.root)
+    if not cfg.notify.webhooks:
+        return
+    try:
+        root: Path | None = local_path(out).parent if out is not None else local_path(cfg.output.root)
+    except AuditError:  # a path that cannot be expanded: no state kept, the caller's error stands
+        root = None
     notify_unfinished(cfg, job, root, outcome, None if error is None else mask_secrets(error))
 
 

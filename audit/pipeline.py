@@ -234,7 +234,7 @@ def _finish(
 ) -> RunOutcome:
     """What the runs before (``history``, read once by the caller) say (since when, what
     changed), the report, the metrics, and summary.json last: a run directory without it is
-    not a finished run."""
+    not a finished run. Then the notices, which change none of it."""
     from audit.report.history import annotate_since, changes
     from audit.report.html import render_report
     from audit.report.metrics import write_metrics
@@ -257,11 +257,34 @@ def _finish(
     summary["run"]["stage_seconds"] = dict(clock.stages)
     summary["run"]["finished_at"] = _now()
     summary["run"]["duration_seconds"] = round(clock.elapsed(), 3)
-    # The notice before the metrics: a failed one is counted there (never in the verdict).
-    summary["notices"] = notify_run(cfg, summary, report, shared)
     write_metrics(run_dir, summary, history, cfg.output)
     write_summary(run_dir, summary)
+    # The notices once the run is on disk: a webhook that hangs or fails cannot cost the
+    # run its result (notify_run never raises, and each webhook has one deadline). What
+    # became of them is the run directory's notices.json, and a count in its metrics.
+    notified = notify_run(cfg, summary, report, shared, run_dir)
+    if notified.kind is not None:
+        _count_notices(run_dir, summary, history, cfg, notified.as_json())
     return RunOutcome(run_dir, summary, report, figures)
+
+
+def _count_notices(
+    run_dir: Path,
+    summary: dict[str, Any],
+    history: list[dict[str, Any]],
+    cfg: AuditConfig,
+    notices: dict[str, Any],
+) -> None:
+    """The run's metrics written again (each file replaced atomically, pushed again) with
+    the notices' count, ``mirror_audit_notices_failed``; summary.json is left as it was.
+    Never raises: the run is finished and on disk, and an error here would make the run
+    directory's handling (``run_dirs``) remove it."""
+    from audit.report.metrics import write_metrics
+
+    try:
+        write_metrics(run_dir, {**summary, "notices": notices}, history, cfg.output)
+    except Exception as exc:
+        log.warning("metrics: the notices' count could not be added (%s); the run's result stands", exc)
 
 
 def _failover_plan(

@@ -215,23 +215,39 @@ def _url_secrets(url: str, cfg: AuditConfig) -> list[str]:
     return ([password] if password else []) + uri_secrets(url)
 
 
+# A host as a webhook URL may be shown: a name or an IPv4 or [IPv6] address, and a port.
+# Anything else left where the host goes (a malformed URL: a password holding "/" or "?")
+# could be part of a credential, and is not shown.
+_SHOWN_HOST = re.compile(r"([A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]+)?")
+
+
 def webhook_shown(url: str) -> str:
-    """A webhook URL as it may be shown: scheme and host, the rest (the credential of a
-    Slack or Teams webhook) redacted."""
+    """A webhook URL as it may be shown: scheme and host (and port), never its userinfo,
+    path, query or fragment, any of which can be the credential (a Slack or Teams
+    webhook's path, a ``?token=`` query)."""
     scheme, _, rest = url.partition("://")
-    host = rest.split("/", 1)[0].rpartition("@")[2]
-    return f"{scheme}://{host}/{REDACTED}"
+    host = re.split(r"[/?#]", rest, maxsplit=1)[0].rpartition("@")[2]
+    if not _SHOWN_HOST.fullmatch(host):
+        host = REDACTED
+    shown_scheme = scheme if scheme.lower() in ("http", "https") else REDACTED
+    return f"{shown_scheme}://{host}/{REDACTED}"
+
+
+def webhook_secrets(url: str) -> list[str]:
+    """A webhook URL whole, and its path, query and fragment, together and alone (an error
+    may quote any of them), and its userinfo. A piece under 8 characters is too common a
+    string to mask everywhere."""
+    rest = url.partition("://")[2]
+    start = next((i for i, c in enumerate(rest) if c in "/?#"), len(rest))
+    tail = rest[start:]
+    target, _, fragment = tail.partition("#")
+    path, _, query = target.partition("?")
+    pieces = (tail, target, path, query, fragment)
+    return [url, *(p for p in pieces if len(p) >= 8), *uri_secrets(url)]
 
 
 def _webhook_secrets(hooks: Any, _cfg: AuditConfig) -> list[str]:
-    """Each URL whole, and its path and query: a client error may quote either."""
-    out: list[str] = []
-    for hook in hooks:
-        url = hook["url"] if isinstance(hook, dict) else hook.url
-        rest = url.partition("://")[2]
-        path = rest.partition("/")[2]
-        out += [url, *([f"/{path}"] if len(path) >= 8 else []), *uri_secrets(url)]
-    return out
+    return [s for hook in hooks for s in webhook_secrets(hook["url"] if isinstance(hook, dict) else hook.url)]
 
 
 _SHOWN: dict[str, Callable[[Any, AuditConfig], Any]] = {
