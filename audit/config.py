@@ -333,12 +333,15 @@ class WebhookConfig:
 class NotifyConfig:
     """Notices to people (audit/report/notices.py): one for every run that ends FAIL, NO-GO,
     not drained or in an error; one on recovery (the first PASS or GO after one that was
-    not); none for a PASS after a PASS; WARN per ``on_warn``. A failed notice is logged and
-    counted (summary.json, metrics) and never changes the verdict or the exit code."""
+    not); none for a PASS after a PASS; WARN per ``on_warn``. Sent after summary.json and
+    the metrics are written; a failed notice is logged and counted (the run directory's
+    notices.json, the metrics) and never changes the verdict, the exit code or summary.json."""
 
     webhooks: tuple[WebhookConfig, ...] = ()
     # WARN: "change" (when the run before was not a WARN), "always", or "never".
     on_warn: Literal["change", "always", "never"] = "change"
+    # One wall-clock deadline per webhook for every attempt and pause together: a server
+    # dripping its answer a byte at a time holds the run no longer than this.
     timeout_seconds: float = 10.0
     retries: int = 2
     # Shown instead of the report's path: this URL + the report's path under the output
