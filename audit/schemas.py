@@ -435,6 +435,13 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("src_read_end", "int64"),
         _c("dst_read_start", "int64"),
         _c("dst_read_end", "int64"),
+        # Every range of the side read to its end; false where a read stopped short (its
+        # detail says why); a range contradicting itself leaves the partition unjudged.
+        _c("src_read_whole", "boolean"),
+        _c("dst_read_whole", "boolean"),
+        _c("read_impossible", "boolean"),
+        _c("src_read_detail", "string"),
+        _c("dst_read_detail", "string"),
         _c("sync_upstream_offset", "int64"),
         _c("sync_downstream_offset", "int64"),
         _c("compared_src_start", "int64"),

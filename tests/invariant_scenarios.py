@@ -86,6 +86,29 @@ def _scanned(topic: str, records: int, isolation: str) -> dict[str, list[Any]]:
     }
 
 
+def _not_read(r: RecordDigestRangeRecord) -> dict[str, RecordDigestRangeRecord]:
+    """A range the scan wrote but did not read whole, each way a scanner says so: refused at
+    its start (what a read refused on the cluster, or a range no task reported, writes),
+    stopped part way, and the two impossible accounts (read_to below its start; complete
+    with read_to short of its end)."""
+    refused = "TopicAuthorizationFailedError: read refused"
+    return {
+        "refused": dataclasses.replace(r, read_to=r.start_offset, complete=False, detail=refused),
+        "stopped-early": dataclasses.replace(
+            r, read_to=(r.start_offset + r.end_offset) // 2, complete=False, detail="KafkaTimeoutError"
+        ),
+        "read-to-below-start": dataclasses.replace(
+            r, read_to=r.start_offset - 1, complete=False, detail=refused
+        ),
+        "complete-short-of-end": dataclasses.replace(r, read_to=r.end_offset - 1, complete=True, detail=None),
+    }
+
+
+# The snapshot tables that record what a scan read, each row turned into the ways it can say
+# "present, but not read" (tests/unit/test_unknown_never_passes.py: none may pass).
+NOT_READ: dict[str, Callable[[Any], dict[str, Any]]] = {"record_digest_ranges": _not_read}
+
+
 class _RecordScale(LocalTables):
     """The in-process engine computing the data-level tables whose SQL both engines share,
     as it never does for a run (a row per record): a few records here."""

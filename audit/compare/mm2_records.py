@@ -37,12 +37,20 @@ from __future__ import annotations
 from audit.compare.sql import Comparison, Step
 
 # What a records scan read of each partition: one span per partition, [read_start,
-# read_end); a range that stopped short ends the span where it stopped.
+# read_end); a range that stopped short ends the span where it stopped. ``read_whole``:
+# every range was read to its end, so an empty span means an empty partition, not a read
+# that returned nothing (refused, failed, no task, stopped early). ``read_possible``: no
+# range contradicts itself (read_to outside [start, end], or complete short of its end);
+# such a range says nothing about what was read, so the partition is not judged at all.
 _READS = """
   SELECT {topic} AS topic, r.partition,
     min(r.start_offset) AS read_start,
     CASE WHEN min(CASE WHEN r.complete THEN 1 ELSE 0 END) = 1 THEN max(r.read_to)
       ELSE min(CASE WHEN NOT r.complete THEN r.read_to END) END AS read_end,
+    min(CASE WHEN r.complete THEN 1 ELSE 0 END) = 1 AS read_whole,
+    max(CASE WHEN r.read_to < r.start_offset OR r.read_to > r.end_offset
+          OR (r.complete AND r.read_to <> r.end_offset) THEN 1 ELSE 0 END) = 0 AS read_possible,
+    min(CASE WHEN NOT r.complete THEN r.detail END) AS read_detail,
     max(CASE WHEN r.compacted THEN 1 ELSE 0 END) = 1 AS compacted
   FROM {table} r {join}
   GROUP BY {topic}, r.partition
@@ -71,8 +79,13 @@ placed AS (
     d.log_start_offset AS dst_log_start_offset, d.high_watermark AS dst_high_watermark,
     d.high_watermark IS NOT NULL AS dst_present,
     coalesce(sr.compacted, FALSE) OR coalesce(dr.compacted, FALSE) AS compacted,
-    sr.read_start AS src_read_start, sr.read_end AS src_read_end,
-    dr.read_start AS dst_read_start, dr.read_end AS dst_read_end,
+    sr.read_start AS src_read_start,
+    CASE WHEN sr.read_possible THEN sr.read_end END AS src_read_end,
+    dr.read_start AS dst_read_start,
+    CASE WHEN dr.read_possible THEN dr.read_end END AS dst_read_end,
+    sr.read_whole AS src_read_whole, dr.read_whole AS dst_read_whole,
+    sr.read_detail AS src_read_detail, dr.read_detail AS dst_read_detail,
+    NOT sr.read_possible OR NOT dr.read_possible AS read_impossible,
     c.src_through AS cut_u, c.dst_through AS cut_d, c.verified_from
   FROM {{src_partitions}} s
   LEFT JOIN {{topic_scope}} ts ON ts.topic = s.topic
@@ -234,12 +247,15 @@ counted AS (
     CASE WHEN p.cut_u IS NULL THEN 0
       ELSE greatest(0, p.cut_u + 1 - greatest(p.src_log_start_offset, p.verified_from))
       END AS verified_before,
-    -- Judged where the range was found, or where neither side holds a record to judge
-    -- (nothing to miss, nothing to explain); unknown (null) otherwise.
+    -- Judged where the range was found, or where both sides were read whole and neither
+    -- holds a record to judge (nothing to miss, nothing to explain); unknown (null)
+    -- otherwise: a read that returned nothing because it was refused or stopped is no
+    -- empty partition.
     CASE WHEN NOT p.dst_present OR p.compacted OR p.src_read_end IS NULL OR p.dst_read_end IS NULL
         THEN FALSE
       WHEN p.end_u IS NOT NULL THEN TRUE
-      ELSE p.src_read_end <= p.src_read_start AND p.dst_read_end <= p.dst_read_start END AS judged,
+      ELSE p.src_read_whole AND p.dst_read_whole
+        AND p.src_read_end <= p.src_read_start AND p.dst_read_end <= p.dst_read_start END AS judged,
     t.compared_src_records, t.compared_dst_records, t.missing_records, t.first_missing_offset,
     t.unexplained_records, t.first_unexplained_offset, t.duplicate_records, t.first_duplicate_offset,
     t.order_breaks, t.first_order_break_offset
@@ -252,6 +268,7 @@ filled AS (
   SELECT topic, partition, remote_topic, in_scope, src_log_start_offset, src_high_watermark,
     dst_log_start_offset, dst_high_watermark, dst_present, compacted,
     src_read_start, src_read_end, dst_read_start, dst_read_end,
+    src_read_whole, dst_read_whole, read_impossible, src_read_detail, dst_read_detail,
     sync_upstream_offset, sync_downstream_offset,
     compared_src_start, compared_src_end, compared_dst_start, compared_dst_end,
     CASE WHEN judged THEN coalesce(compared_src_records, 0) END AS compared_src_records,
@@ -275,11 +292,17 @@ filled AS (
     CASE WHEN judged THEN new_verified_from END AS verified_from
   FROM counted
 )
+-- A finding stands wherever it was found; its absence is known only where both sides were
+-- read whole: over a read that stopped short (refused, failed, no task) it is unknown.
 SELECT filled.*,
-  missing_records = 0 AS none_missing,
-  unexplained_records = 0 AS none_unexplained,
-  duplicate_records = 0 AS no_duplicates,
-  order_breaks = 0 AS in_order,
+  CASE WHEN missing_records > 0 THEN FALSE WHEN src_read_whole AND dst_read_whole
+    THEN missing_records = 0 END AS none_missing,
+  CASE WHEN unexplained_records > 0 THEN FALSE WHEN src_read_whole AND dst_read_whole
+    THEN unexplained_records = 0 END AS none_unexplained,
+  CASE WHEN duplicate_records > 0 THEN FALSE WHEN src_read_whole AND dst_read_whole
+    THEN duplicate_records = 0 END AS no_duplicates,
+  CASE WHEN order_breaks > 0 THEN FALSE WHEN src_read_whole AND dst_read_whole
+    THEN order_breaks = 0 END AS in_order,
   coalesce(in_scope, FALSE) AND p.mm2_exactly_once AS duplicates_fail
 FROM filled CROSS JOIN {run_params} p
 """,

@@ -119,8 +119,23 @@ CAUSES: dict[str, tuple[Cause, ...]] = {
             "compacted",
         ),
         (
+            "a consistent account of what the records scan read (a range read to outside its offsets, "
+            "or complete short of its end)",
+            "read_impossible",
+        ),
+        (
             "the records of the partition on both sides (no records scan read them)",
             "src_read_end IS NULL OR dst_read_end IS NULL",
+        ),
+        (
+            "the whole of the partition on the source (the scan stopped short: refused, failed or no task; "
+            "see src_read_detail)",
+            "NOT src_read_whole",
+        ),
+        (
+            "the whole of the partition on the replica (the scan stopped short: refused, failed or no task; "
+            "see dst_read_detail)",
+            "NOT dst_read_whole",
         ),
         (
             "an offset sync whose record and copy the scan read (none yet, or past what was read)",

@@ -7,13 +7,16 @@ and test_unknown_never_passes.py (in process, the fast tier): this runs in make 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from audit import api
 from audit.config_file import parse_config
+from audit.jobs import NIGHTLY
 from audit.pipeline import audit_snapshots
 from audit.schemas import arrow_schema, columns
 from audit.snapshot import Mm2OffsetSyncRecord
@@ -41,7 +44,15 @@ def _write(directory: Path, table: str, rows: list[dict[str, Any]]) -> None:
     pq.write_table(pa.Table.from_pydict(data, schema=arrow_schema(table)), directory / f"{table}.parquet")
 
 
-def _pair(root: Path, partitions: dict[int, tuple[str, str, list[tuple[int, int]]]]) -> tuple[Path, Path]:
+# What a scan says it read of a partition, where not all of it: (read_to, complete, detail)
+# per (side index, partition); the digests it kept end at read_to.
+Reads = dict[tuple[int, int], tuple[int, bool, str | None]]
+REFUSED = "TopicAuthorizationFailedError: read refused"
+
+
+def _pair(
+    root: Path, partitions: dict[int, tuple[str, str, list[tuple[int, int]]]], reads: Reads | None = None
+) -> tuple[Path, Path]:
     syncs = [
         Mm2OffsetSyncRecord("orders", p, up, down, 0, 10 * p + i, 1000)
         for p, (_, _, pairs) in partitions.items()
@@ -64,9 +75,11 @@ def _pair(root: Path, partitions: dict[int, tuple[str, str, list[tuple[int, int]
         digests, ranges = [], []
         for p, (src_contents, dst_contents, _) in partitions.items():
             contents = dst_contents if which else src_contents
+            read_to, complete, detail = (reads or {}).get((which, p), (len(contents), True, None))
             digests += [
                 {"topic": topic, "partition": p, "offset": o, "digest": ord(c)}
                 for o, c in enumerate(contents)
+                if o < read_to
             ]
             ranges.append(
                 {
@@ -74,10 +87,11 @@ def _pair(root: Path, partitions: dict[int, tuple[str, str, list[tuple[int, int]
                     "partition": p,
                     "start_offset": 0,
                     "end_offset": len(contents),
-                    "read_to": len(contents),
-                    "complete": True,
+                    "read_to": read_to,
+                    "complete": complete,
                     "isolation": "read_uncommitted",
                     "compacted": False,
+                    "detail": detail,
                 }
             )
         _write(directory, "record_digests", digests)
@@ -134,3 +148,41 @@ def test_a_clean_copy_passes_a_replay_fails_under_exactly_once_and_in_process_le
     assert _examples(inv["MM2-DATA-3"], "fail", "partition", "first_duplicate_offset") == {(3, 7)}
     in_process = audit_snapshots(src, dst, tmp_path / "local", cfg, engine="local").summary
     assert {i: in_process["invariants"][i]["status"] for i in DATA_IDS} == dict.fromkeys(DATA_IDS, "skipped")
+
+
+def test_partitions_a_scan_did_not_read_are_unchecked_and_a_gated_readiness_is_no_go(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Issue 53, 1: partition 1's reads refused on both clusters (read_to at the start, not
+    complete, no digests) and partition 2's ranges impossible (read_to below the start) with
+    records missing on the replica: neither is judged as empty. MM2-DATA-1 to -4 leave them
+    unchecked with the cause, the nightly is not PASS, and readiness gated on it is NO-GO."""
+    partitions = {0: PARTITIONS[0], 1: PARTITIONS[0], 2: PARTITIONS[1]}
+    reads: Reads = {
+        (0, 1): (0, False, REFUSED),
+        (1, 1): (0, False, REFUSED),
+        (0, 2): (-1, False, REFUSED),
+        (1, 2): (-1, False, REFUSED),
+    }
+    src, dst = _pair(tmp_path / "snaps", partitions, reads)
+    root = tmp_path / "runs"
+    nightly = audit_snapshots(src, dst, root / "nightly", CFG, job=NIGHTLY, engine="spark").summary
+    inv = nightly["invariants"]
+    for inv_id in DATA_IDS:
+        assert inv[inv_id]["status"] == "warn", (inv_id, inv[inv_id]["status"])
+        gaps = {g["missing"].split(" (")[0]: g["first"] for g in inv[inv_id]["unchecked_gaps"]}
+        assert gaps == {
+            "the whole of the partition on the source": [{"topic": "orders", "partition": "1"}],
+            "a consistent account of what the records scan read": [{"topic": "orders", "partition": "2"}],
+        }, inv[inv_id]["unchecked_gaps"]
+    assert nightly["verdict"] != "PASS"
+    assert nightly["coverage"]["complete"] is False
+
+    gated = parse_config("mode: mm2\nreadiness:\n  nightly_data_max_age_hours: 24\n", env={})
+    result = api.readiness(gated, source=src, destination=dst, out=root / "readiness")
+    summary = json.loads(result.summary_path.read_text())
+    assert summary["readiness"] == "NO-GO"
+    assert (
+        "cannot verify: MM2-DATA-1: 2 rows unchecked in the latest nightly run (nightly)"
+        in (summary["readiness_reasons"])
+    ), summary["readiness_reasons"]

@@ -20,7 +20,7 @@ import pytest
 from audit.collect.metadata.mirror_state import MirrorPartitionRecord
 from audit.snapshot import GroupOffsetRecord, Mm2CheckpointRecord, Mm2OffsetSyncRecord, PartitionRecord
 from audit.validate.invariants import CLUSTER_MIRRORING, FAILBACK, FAILOVER_VERIFY, MM2, MM2_DATA
-from tests.invariant_scenarios import SCENARIOS, Pair, Scenario, scenario_statuses, with_partition_1
+from tests.invariant_scenarios import NOT_READ, SCENARIOS, Pair, Scenario, scenario_statuses, with_partition_1
 
 
 def _declared(scenario: Scenario) -> list[tuple[str, str]]:
@@ -74,6 +74,69 @@ def test_an_unknown_input_never_passes(scenario: Scenario, inv_id: str, spec: st
     statuses = scenario_statuses(scenario, _unknown(scenario, spec), tmp_path)
     assert inv_id in statuses, f"{inv_id} was not evaluated with {spec} unknown"
     assert statuses[inv_id] != "pass", f"{inv_id} passes with {spec} unknown"
+
+
+BOTH = "src+dst"
+
+
+def _not_read(scenario: Scenario, side: str, table: str, form: str) -> Pair:
+    """The scenario's pair with ``table`` present on ``side`` (or on both: ``BOTH``) but
+    saying, for partition 0, that the scan did not read it whole (partition 1 read whole
+    beside it)."""
+    pair = {s: dict(tables) for s, tables in scenario.tables.items()}
+    for s in BOTH.split("+") if side == BOTH else (side,):
+        rows = with_partition_1(pair[s][table])
+        pair[s][table] = [NOT_READ[table](r)[form] if r.partition == 0 else r for r in rows]
+    return pair
+
+
+READ_CASES = [
+    (sc, side, table, form)
+    for sc in SCENARIOS
+    for table in NOT_READ
+    if all(table in sc.tables[s] for s in ("src", "dst"))
+    for side in ("src", "dst", BOTH)
+    for form in NOT_READ[table](sc.tables["src"][table][0])
+]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "side", "table", "form"),
+    READ_CASES,
+    ids=[f"{sc.name}:{side}:{table}:{form}" for sc, side, table, form in READ_CASES],
+)
+def test_an_input_present_but_not_read_never_passes(
+    scenario: Scenario, side: str, table: str, form: str, tmp_path: Path
+) -> None:
+    """A scan's account that it did not read a partition whole (refused, stopped, no task,
+    or an impossible range) is an unknown input, not an empty partition: every invariant
+    declaring the table as an input is not ``pass``."""
+    statuses = scenario_statuses(scenario, _not_read(scenario, side, table, form), tmp_path)
+    judged = [
+        inv.id
+        for inv in scenario.catalogue
+        if any(f"{s}:{table}" in inv.inputs for s in BOTH.split("+") if side in (s, BOTH))
+    ]
+    assert judged, (side, table)
+    for inv_id in judged:
+        assert inv_id in statuses, f"{inv_id} was not evaluated with {side}:{table} {form}"
+        assert statuses[inv_id] != "pass", f"{inv_id} passes with {side}:{table} {form}"
+
+
+# Snapshot tables with a column saying how far or whether a read got, and why each is not
+# in NOT_READ: a new scan table with one must be added there, or here with its reason.
+READ_ACCOUNT_COLUMNS = frozenset({"complete", "read_to"})
+NOT_A_READ_ACCOUNT: dict[str, str] = {}
+
+
+def test_every_table_that_records_what_was_read_has_its_not_read_case() -> None:
+    from audit.schemas import SNAPSHOT_TABLES
+
+    accounts = {
+        name for name, columns in SNAPSHOT_TABLES.items() if READ_ACCOUNT_COLUMNS & {c.name for c in columns}
+    }
+    assert accounts - set(NOT_A_READ_ACCOUNT) == set(NOT_READ)
+    assert READ_CASES and {table for _, _, table, _ in READ_CASES} == set(NOT_READ)
 
 
 def test_the_records_the_inputs_name_have_those_fields() -> None:
