@@ -305,6 +305,38 @@ def test_verify_where_every_group_resumes_at_the_log_start_passes_and_counts_onl
     ) == (0, 20)
 
 
+def test_verify_counts_the_unseen_as_readiness_does_from_the_sources_log_start(tmp_path: Path) -> None:
+    """Issue 53, 9: g committed at 50, the source kept from 80, the destination from 100.
+    Readiness (CM-GROUP-4) counts 20 never seen: 50-79 are gone from the source as well, the
+    group could not read them whatever the failover did. Verify over the same data says
+    20 too, not 50: it takes CM-GROUP-4's column rather than a formula of its own."""
+    src, before_dst = write_pair(
+        tmp_path / "before",
+        [part("orders", 0, log_start_offset=80, high_watermark=200)],
+        [part("orders", 0, log_start_offset=100, high_watermark=200, leader_epoch=8)],
+        src_groups=[group("g")],
+        dst_groups=[group("g")],
+        src_offsets=[offset("g", 50)],
+        dst_offsets=[offset("g", 100)],
+    )
+    before = tmp_path / "readiness"
+    readiness = audit_snapshots(src, before_dst, before, CFG, job=READINESS, engine="local")
+    assert readiness.summary["expected_unseen_records"] == 20
+    _, after_dst = write_pair(
+        tmp_path / "after",
+        [],
+        [part("orders", 0, log_start_offset=100, high_watermark=201, last_stable_offset=201, leader_epoch=9)],
+        dst_groups=[group("g")],
+        dst_offsets=[offset("g", 100)],
+        dst_mirror=[mirror("orders", 0, last_offset=200, last_epoch=8, source_offset=200)],
+    )
+    outcome = failover_verify(
+        CFG, before, tmp_path / "verify", source=src, destination=after_dst, engine="local"
+    )
+    failover = outcome.summary["failover"]
+    assert (failover["unseen_records"], failover["skipped_records"]) == (20, 0)
+
+
 # --------------------------------------------------------------------------- failback
 
 
