@@ -264,7 +264,41 @@ def read_manifest(directory: str | Path, expected_role: Role | None = None) -> d
     role = manifest.get("role")
     if expected_role is not None and role != expected_role:
         raise InputError(f"{path}: role is {role!r} but the snapshot was given as the {expected_role}")
+    _check_notes(manifest.get("notes"), path)
     return manifest
+
+
+def _check_notes(notes: Any, path: Path) -> None:
+    """The manifest's notes have the shape their readers take them in (the report's details,
+    a records scan adding its own): an object, and its records note an object whose
+    issues are objects. A crafted or damaged manifest is an input error naming the key,
+    never a traceback in the middle of a run."""
+    if notes is None:
+        return
+    if not isinstance(notes, dict):
+        raise InputError(f"{path}: notes is {_json_kind(notes)}, expected an object: take the snapshot again")
+    records = notes.get("records")
+    if records is None:
+        return
+    if not isinstance(records, dict):
+        raise InputError(
+            f"{path}: notes.records is {_json_kind(records)}, expected an object: take the snapshot again"
+        )
+    issues = records.get("issues")
+    if issues is not None and not (isinstance(issues, list) and all(isinstance(i, dict) for i in issues)):
+        raise InputError(f"{path}: notes.records.issues is not a list of objects: take the snapshot again")
+    ranges = records.get("unreadable_ranges")
+    if ranges is not None and (isinstance(ranges, bool) or not isinstance(ranges, int)):
+        raise InputError(
+            f"{path}: notes.records.unreadable_ranges is {_json_kind(ranges)}, expected an integer: "
+            "take the snapshot again"
+        )
+
+
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, as an error names it."""
+    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "an integer"}
+    return kinds.get(type(value), "a number" if isinstance(value, float) else "null")
 
 
 def check_table(directory: str | Path, table: str) -> bool:

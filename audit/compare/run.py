@@ -198,31 +198,81 @@ def check_scope(inputs: Inputs, cfg: AuditConfig, source: Path) -> None:
     )
 
 
+# The largest offset, or timestamp in milliseconds, a snapshot table may hold: 2^53 - 1.
+# No Kafka partition comes near it (ten million records a second for 28 years); the
+# report's JavaScript holds integers exactly only up to it; and twice it, or the
+# difference of two, stays far inside the 64 bits both engines compute in: 2^63 - 1
+# overflowed ``lag_records * 2`` (DuckDB's OutOfRangeException, Spark's ARITHMETIC_OVERFLOW).
+MAX_SNAPSHOT_INTEGER = 2**53 - 1
+
+# The 64-bit columns of the metadata tables the comparisons compute with (offsets,
+# timestamps, counts), each held to ``MAX_SNAPSHOT_INTEGER`` either way.
+_BOUNDED: dict[str, tuple[str, ...]] = {
+    "partitions": (
+        "log_start_offset",
+        "high_watermark",
+        "last_stable_offset",
+        "max_timestamp_ms",
+        "open_txn_first_timestamp_ms",
+    ),
+    "group_offsets": ("committed_offset",),
+    "share_group_offsets": ("start_offset", "lag"),
+    "open_transactions": ("start_offset", "start_timestamp_ms"),
+    "mirror_partitions": ("source_offset", "destination_offset", "last_mirror_offset"),
+    "mm2_offset_syncs": ("upstream_offset", "downstream_offset", "record_offset", "timestamp_ms"),
+    "mm2_checkpoints": ("upstream_offset", "downstream_offset", "record_offset", "timestamp_ms"),
+}
+# The offsets the comparisons read as positions: never negative.
+_NEVER_NEGATIVE: dict[str, tuple[str, ...]] = {
+    "partitions": ("log_start_offset", "high_watermark", "last_stable_offset"),
+    "group_offsets": ("committed_offset",),
+    "share_group_offsets": ("start_offset",),
+}
+
+
 def check_offsets(directory: Path) -> None:
-    """A snapshot holding a negative offset is an input error naming the file, the column
-    and the first partition, never a comparison that could say GO over it (an earlier
-    version wrote the -1001 librdkafka answers for a partition without a leader as its high
-    watermark). The order between the offsets is not checked here: each is read by its own
-    request, and a partition being written between two reads may have moved."""
+    """A snapshot holding a negative offset, or an offset or timestamp beyond
+    ``MAX_SNAPSHOT_INTEGER``, is an input error naming the file, the column and the first
+    partition, never a comparison that could say GO over it (an earlier version wrote the
+    -1001 librdkafka answers for a partition without a leader as its high watermark) nor
+    one that overflows in the middle of a run. The order between the offsets is not
+    checked here: each is read by its own request, and a partition being written between
+    two reads may have moved."""
     import pyarrow.compute as pc
 
-    for table_name, columns in (
-        ("partitions", ("log_start_offset", "high_watermark", "last_stable_offset")),
-        ("group_offsets", ("committed_offset",)),
-        ("share_group_offsets", ("start_offset",)),
-    ):
+    for table_name, bounded in _BOUNDED.items():
         if not check_table(directory, table_name):
             continue
         table = read_arrow(directory, table_name)
-        for column in columns:
-            bad = pc.fill_null(pc.less(table.column(column), 0), False)
-            if pc.any(bad).as_py():
-                i = pc.index(bad, True).as_py()
-                where = f"{table.column('topic')[i].as_py()}-{table.column('partition')[i].as_py()}"
-                raise InputError(
-                    f"{directory / (table_name + '.parquet')}: {column} of {where} is "
-                    f"{table.column(column)[i].as_py()}, not an offset: take the snapshot again"
-                )
+        for column in bounded:
+            if column not in table.column_names:
+                continue  # a column added later, absent from an older snapshot: nulls
+            values = table.column(column)
+            never_negative = column in _NEVER_NEGATIVE.get(table_name, ())
+            tests = [
+                (pc.less(values, 0), "not an offset")
+                if never_negative
+                else (pc.less(values, -MAX_SNAPSHOT_INTEGER), f"below -{MAX_SNAPSHOT_INTEGER}"),
+                (pc.greater(values, MAX_SNAPSHOT_INTEGER), f"beyond {MAX_SNAPSHOT_INTEGER} (2^53 - 1)"),
+            ]
+            for test, why in tests:
+                bad = pc.fill_null(test, False)
+                if pc.any(bad).as_py():
+                    i = pc.index(bad, True).as_py()
+                    raise InputError(
+                        f"{directory / (table_name + '.parquet')}: {column} of {_where(table, i)} is "
+                        f"{values[i].as_py()}, {why}: take the snapshot again"
+                    )
+
+
+def _where(table: Any, i: int) -> str:
+    """The row's partition (``orders-0``), or its topic alone, or its row number."""
+    names = table.column_names
+    topic = table.column("topic")[i].as_py() if "topic" in names else None
+    partition = table.column("partition")[i].as_py() if "partition" in names else None
+    if topic is None:
+        return f"row {i}"
+    return f"{topic}-{partition}" if partition is not None else str(topic)
 
 
 def cluster_mirroring_inputs(tables: Tables, source: Path, destination: Path) -> list[tuple[str, Path, str]]:

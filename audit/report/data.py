@@ -66,8 +66,8 @@ CLUSTER_MIRRORING_SLICES = ReportSlices(
     totals="""
 SELECT
   (SELECT count(*) FROM {partitions} WHERE in_scope) AS partitions,
-  (SELECT coalesce(sum(greatest(0, data_lag_records)), 0) FROM {partitions} WHERE in_scope)
-    AS total_lag_records,
+  (SELECT coalesce(sum(CAST(greatest(0, data_lag_records) AS DECIMAL(38, 0))), 0) FROM {partitions}
+    WHERE in_scope) AS total_lag_records,
   (SELECT coalesce(sum(CAST(dst_present AS BIGINT)), 0) FROM {partitions} WHERE in_scope)
     AS mirrored_partitions,
   (SELECT count(*) FROM {group_offsets} WHERE topic_in_scope) AS group_partitions
@@ -96,7 +96,7 @@ SELECT CAST(max(lag_seconds) AS DOUBLE) AS max_lag_seconds, min(epoch_headroom) 
 FROM {partitions} WHERE in_scope AND dst_present
 """,
     topic_lag="""
-SELECT topic, CAST(coalesce(sum(greatest(0, data_lag_records)), 0) AS BIGINT) AS lag_records,
+SELECT topic, coalesce(sum(CAST(greatest(0, data_lag_records) AS DECIMAL(38, 0))), 0) AS lag_records,
   CAST(max(lag_seconds) AS DOUBLE) AS lag_seconds
 FROM {partitions} WHERE in_scope GROUP BY topic ORDER BY topic
 """,
@@ -110,8 +110,8 @@ MM2_SLICES = ReportSlices(
     totals="""
 SELECT
   (SELECT count(*) FROM {mm2_partitions} WHERE in_scope) AS partitions,
-  (SELECT coalesce(sum(greatest(0, unreplicated_records)), 0) FROM {mm2_partitions} WHERE in_scope)
-    AS total_lag_records,
+  (SELECT coalesce(sum(CAST(greatest(0, unreplicated_records) AS DECIMAL(38, 0))), 0)
+    FROM {mm2_partitions} WHERE in_scope) AS total_lag_records,
   (SELECT coalesce(sum(CAST(dst_present AS BIGINT)), 0) FROM {mm2_partitions} WHERE in_scope)
     AS mirrored_partitions,
   (SELECT count(*) FROM {mm2_group_offsets} WHERE in_scope) AS group_partitions
@@ -123,7 +123,7 @@ FROM {{mm2_partitions}} WHERE in_scope AND has_sync
 ORDER BY unreplicated_records DESC NULLS LAST, topic, partition LIMIT {CHART_ROWS}
 """,
     topic_lag="""
-SELECT topic, CAST(coalesce(sum(greatest(0, unreplicated_records)), 0) AS BIGINT) AS lag_records,
+SELECT topic, coalesce(sum(CAST(greatest(0, unreplicated_records) AS DECIMAL(38, 0))), 0) AS lag_records,
   CAST(NULL AS DOUBLE) AS lag_seconds
 FROM {mm2_partitions} WHERE in_scope GROUP BY topic ORDER BY topic
 """,
@@ -204,5 +204,6 @@ def collect_report_data(
         failover=optional(slices.failover),
         failback=optional(slices.failback),
         extremes=extremes,
-        topic_lag=optional(slices.topic_lag),
+        # Summed as decimals (no 64-bit overflow over many partitions): as ints from here on.
+        topic_lag=tuple({**r, "lag_records": int(r["lag_records"])} for r in optional(slices.topic_lag)),
     )

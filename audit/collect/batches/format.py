@@ -387,17 +387,37 @@ def walk(
             pos += total
             continue
         if pos + total > size:
-            _truncated(
-                sink,
-                partial_tail_ok,
-                f"batch of {total} bytes at offset {base} is cut after {size - pos} bytes",
+            # A batch still being written ends the data; one followed by a whole batch, or
+            # by another range of the file, does not: its length field is damaged, and the
+            # batches after it are read, not hidden behind a "tail".
+            resume = next_whole_batch(read, pos + HEADER_SIZE, end, size)
+            if resume is None and end >= size:
+                _truncated(
+                    sink,
+                    partial_tail_ok,
+                    f"batch of {total} bytes at offset {base} is cut after {size - pos} bytes",
+                    topic,
+                    partition,
+                    file,
+                    pos,
+                    end,
+                )
+                return pos
+            follows = f"a whole batch follows at byte {resume}" if resume is not None else "the file goes on"
+            sink.issue(
+                "truncated_inside",
+                f"batch at offset {base} claims {total} bytes, past the end of the data ({size - pos} left), "
+                f"yet {follows}: not a batch being written, its bytes skipped",
                 topic,
                 partition,
                 file,
                 pos,
-                end,
+                end if resume is None else resume,
             )
-            return pos
+            if resume is None:
+                return pos
+            pos = resume
+            continue
         body: bytes | memoryview | None = None
         is_control = bool(attrs & CONTROL)
         if deep or is_control:
@@ -469,6 +489,40 @@ def walk(
         # Large batches: from now on read only headers (seek past the bodies).
         header_only_reads = total > 8192
     return pos
+
+
+def next_whole_batch(read: Reader, lo: int, hi: int, size: int, piece: int = 4 << 20) -> int | None:
+    """Where the first whole v2 batch starting in [lo, hi) begins, or None: a header with
+    magic 2, a length that ends inside ``size``, offsets a batch can have and a CRC-32C
+    that matches its bytes (chance agreement: one in four billion per candidate). Found
+    by the magic byte, piece by piece; what a partly written tail costs is a pass over
+    its own bytes."""
+    step = max(piece, 2 * HEADER_SIZE)
+    at = lo
+    while at < hi:
+        chunk = bytes(read(at, min(step, size - at)))
+        if len(chunk) < HEADER_SIZE:
+            return None
+        last = min(hi - at, len(chunk) - HEADER_SIZE + 1)  # candidates whose header is in the piece
+        j = chunk.find(b"\x02", MAGIC_POS, last + MAGIC_POS)
+        while j != -1:
+            q = at + j - MAGIC_POS
+            if _whole_batch_at(read, chunk, j - MAGIC_POS, q, size):
+                return q
+            j = chunk.find(b"\x02", j + 1, last + MAGIC_POS)
+        at += max(last, 1)
+    return None
+
+
+def _whole_batch_at(read: Reader, chunk: bytes, k: int, q: int, size: int) -> bool:
+    length = int.from_bytes(chunk[k + 8 : k + 12], "big", signed=True)
+    if length < MIN_V2_LENGTH or q + LOG_OVERHEAD + length > size:
+        return False
+    (base, _, _, _, crc, _, last_delta, *_, count) = HEADER.unpack_from(chunk, k)
+    if offsets_problem(base, last_delta, count) is not None:
+        return False
+    body = bytes(read(q, LOG_OVERHEAD + length))
+    return len(body) == LOG_OVERHEAD + length and crc32c(body[CRC_START:]) == crc
 
 
 def _first_nonzero(read: Callable[[int, int], Any], pos: int, end: int) -> int | None:
