@@ -160,13 +160,15 @@ SELECT placed.*,
   {offset_in_range("resume_offset", "dst_log_start_offset", "dst_high_watermark")} AS resume_in_range,
   -- Out of range, the consumer's auto.offset.reset decides where it resumes: counted as
   -- out of range (CM-FAILOVER-3), not as a number of records skipped or reprocessed.
-  -- Unknown without the last mirrored offset (least() and greatest() skip nulls: guarded).
-  CASE WHEN resume_offset IS NULL OR mirrored_end IS NULL THEN NULL
+  -- Unknown without the last mirrored offset (least() and greatest() skip nulls: guarded),
+  -- and without the destination partition, whose range is then unknown (not out of range:
+  -- the ELSE would count 0 records over a range nobody read).
+  CASE WHEN resume_offset IS NULL OR mirrored_end IS NULL OR dst_high_watermark IS NULL THEN NULL
     WHEN {offset_in_range("resume_offset", "dst_log_start_offset", "dst_high_watermark")}
     THEN greatest(0, least(resume_offset, mirrored_end)
                      - greatest(src_committed_offset, dst_log_start_offset))
     ELSE 0 END AS skipped_records,
-  CASE WHEN resume_offset IS NULL OR mirrored_end IS NULL THEN NULL
+  CASE WHEN resume_offset IS NULL OR mirrored_end IS NULL OR dst_high_watermark IS NULL THEN NULL
     WHEN {offset_in_range("resume_offset", "dst_log_start_offset", "dst_high_watermark")}
     THEN greatest(0, least(src_committed_offset, mirrored_end) - resume_offset) ELSE 0 END
     AS reprocessed_records

@@ -18,13 +18,21 @@ from audit.compare.run import Compared
 @dataclass(frozen=True)
 class Figure:
     """``sum(term)`` over the rows of ``table`` where ``where`` holds; ``rows`` names them
-    in the reason of an unknown figure; ``unknown_because`` says what a null term lacks."""
+    in the reason of an unknown figure; ``unknown_because`` says what a null term lacks.
+
+    ``missing`` names each input a null term may lack apart: (a SQL condition on the row,
+    true where that input is missing; its name). An unknown figure's reason then counts
+    the rows per input actually missing, so a term that needs two inputs never blames the
+    one that is there (a group without a destination commit once read "the destination
+    partition is missing" with the partition present); ``unknown_because`` covers the
+    null terms no condition explains."""
 
     table: str
     term: str
     where: str
     rows: str
     unknown_because: str
+    missing: tuple[tuple[str, str], ...] = ()
 
 
 FigureQueries = dict[str, Figure]
@@ -68,6 +76,10 @@ CLUSTER_MIRRORING_FIGURES: FigureQueries = {
         "sync_candidate",
         "synced group partitions",
         "a log start offset (source or destination)",
+        (
+            ("dst_log_start_offset IS NULL", "the destination partition's log start offset"),
+            ("src_log_start_offset IS NULL", "the source partition's log start offset"),
+        ),
     ),
 }
 
@@ -111,6 +123,15 @@ SELECT topic, partition,
 FROM {{mm2_partitions}} WHERE in_scope
 """
 
+# failover verify: where a group resumes is its destination commit, judged against the last
+# mirrored offset and the destination partition; a term lacking any of them is unknown, and
+# its reason names which (failover_groups' columns).
+_RESUME_INPUTS: tuple[tuple[str, str], ...] = (
+    ("resume_offset IS NULL", "the group's commit on the destination (where its consumers resume)"),
+    ("mirrored_end IS NULL", "the last mirrored offset (mirror state field LastMirrorOffset)"),
+    ("dst_high_watermark IS NULL", "the destination partition"),
+)
+
 # failover verify: what readiness predicted and what the stop cost, summed.
 FAILOVER_FIGURES: FigureQueries = {
     "predicted_loss_records": Figure(
@@ -133,6 +154,7 @@ FAILOVER_FIGURES: FigureQueries = {
         "in_scope",
         "synced group partitions",
         "the last mirrored offset (mirror state field LastMirrorOffset) or the destination partition",
+        _RESUME_INPUTS,
     ),
     "reprocessed_records": Figure(
         "failover_groups",
@@ -140,6 +162,7 @@ FAILOVER_FIGURES: FigureQueries = {
         "in_scope",
         "synced group partitions",
         "the last mirrored offset (mirror state field LastMirrorOffset) or the destination partition",
+        _RESUME_INPUTS,
     ),
     # Below the destination's log start at the stop: retention's doing, not the sync's.
     # CM-GROUP-4's column (failover_groups takes group_offsets' as it is), so the same data
@@ -150,6 +173,12 @@ FAILOVER_FIGURES: FigureQueries = {
         "in_scope",
         "synced group partitions",
         CLUSTER_MIRRORING_FIGURES["expected_unseen_records"].unknown_because,
+        (
+            ("dst_log_start_offset IS NULL", "the destination partition's log start offset"),
+            # failover_groups holds no source log start: a null term with the destination's
+            # known lacks the source's (CM-GROUP-4's term needs only the two).
+            ("dst_log_start_offset IS NOT NULL", "the source partition's log start offset"),
+        ),
     ),
 }
 
@@ -179,6 +208,30 @@ FROM {{{f.table}}} WHERE {f.where}
 """
 
 
+def missing_sql(f: Figure) -> str:
+    """One row: among the rows whose term is null, how many lack each of ``f.missing``'s
+    inputs (``m0``, ``m1``, ...), and how many lack none of them (``other``)."""
+    null = f"({f.term}) IS NULL"
+    counts = [
+        f"CAST(sum(CASE WHEN {null} AND ({cond}) THEN 1 ELSE 0 END) AS BIGINT) AS m{i}"
+        for i, (cond, _) in enumerate(f.missing)
+    ]
+    none = " AND ".join(f"NOT coalesce({cond}, FALSE)" for cond, _ in f.missing)
+    counts.append(f"CAST(sum(CASE WHEN {null} AND {none} THEN 1 ELSE 0 END) AS BIGINT) AS other")
+    return f"SELECT {', '.join(counts)}\nFROM {{{f.table}}} WHERE {f.where}\n"
+
+
+def _missing_inputs(compared: Compared, f: Figure) -> dict[str, int]:
+    """Per input of ``f.missing``, the rows with a null term that lack it (inputs no such
+    row lacks left out); rows no condition explains counted under ``f.unknown_because``."""
+    if not f.missing:
+        return {}
+    (row,) = compared.tables.rows(missing_sql(f))
+    found = {name: int(row[f"m{i}"] or 0) for i, (_, name) in enumerate(f.missing)}
+    found[f.unknown_because] = int(row["other"] or 0)
+    return {name: n for name, n in found.items() if n}
+
+
 def figures(compared: Compared, queries: FigureQueries) -> Figures:
     """Each figure's value, computed by the engine that holds the tables; a figure over a
     table that was not computed, or with a row whose term is unknown, is unknown."""
@@ -194,14 +247,20 @@ def figures(compared: Compared, queries: FigureQueries) -> Figures:
         if missing:
             values[name] = None
             known = int(row["x"] or 0)
+            inputs = _missing_inputs(compared, f)
+            lacking = (
+                "; ".join(f"{what} is missing for {n}" for what, n in inputs.items())
+                if inputs
+                else f"{f.unknown_because} is missing"
+            )
             unknown[name] = {
-                "reason": (
-                    f"unknown for {missing} of {int(row['n'])} {f.rows}: {f.unknown_because} is missing"
-                ),
+                "reason": f"unknown for {missing} of {int(row['n'])} {f.rows}: {lacking}",
                 "rows_unknown": missing,
                 "rows": int(row["n"]),
                 "known_part": known,
             }
+            if inputs:
+                unknown[name]["missing_inputs"] = inputs
         else:
             values[name] = int(row["x"] or 0)  # the sum over no rows is 0: nothing to lose
     return Figures(values, unknown)

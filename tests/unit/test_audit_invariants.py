@@ -208,5 +208,8 @@ def test_unseen_records_without_the_destination_partition_are_unknown_never_0(tm
     summary = audit_snapshots(src, dst, tmp_path / "run", CFG, job=READINESS, engine="local").summary
     assert summary["expected_unseen_records"] is None
     assert summary["unknown_figures"]["expected_unseen_records"]["rows_unknown"] == 1
+    assert summary["unknown_figures"]["expected_unseen_records"]["missing_inputs"] == {
+        "the destination partition's log start offset": 1
+    }
     assert summary["invariants"]["CM-GROUP-4"]["status"] != "pass"
     assert summary["invariants"]["CM-GROUP-4"]["unchecked"] == 1

@@ -201,8 +201,12 @@ def _readiness_run(root: Path) -> Path:
 
 
 def _after_stop(
-    root: Path, source_offset: int | None, g2: int = 40, g3: int = 30, log_start_1: int = 0
+    root: Path, source_offset: int | None, g2: int = 40, g3: int | None = 30, log_start_1: int = 0
 ) -> Path:
+    """The destination after the stop; ``g3`` None: that group has no commit there."""
+    resumes = [offset("g1", 90), offset("g2", g2, partition=1)]
+    if g3 is not None:
+        resumes.append(offset("g3", g3, partition=1))
     _, dst = write_pair(
         root / "after",
         [],
@@ -218,7 +222,7 @@ def _after_stop(
             ),
         ],
         dst_groups=[group("g1"), group("g2"), group("g3")],
-        dst_offsets=[offset("g1", 90), offset("g2", g2, partition=1), offset("g3", g3, partition=1)],
+        dst_offsets=resumes,
         dst_mirror=[
             mirror("orders", 0, last_offset=90, last_epoch=8, source_offset=source_offset),
             mirror(
@@ -335,6 +339,30 @@ def test_verify_counts_the_unseen_as_readiness_does_from_the_sources_log_start(t
     )
     failover = outcome.summary["failover"]
     assert (failover["unseen_records"], failover["skipped_records"]) == (20, 0)
+
+
+def test_an_unknown_figure_names_the_missing_destination_commit_not_the_partition(tmp_path: Path) -> None:
+    """Issue 53, 9: orders-1 is on the destination, g3 never committed there. Where g3
+    resumes is unknown, so are the records skipped and reprocessed, and their reason names
+    the commit, never 'the destination partition' (it is there); the records never seen
+    need no commit (CM-GROUP-4's count) and stay known."""
+    before = _readiness_run(tmp_path)
+    dst = _after_stop(tmp_path, source_offset=None, g3=None)
+    outcome = failover_verify(CFG, before, tmp_path / "verify", destination=dst, engine="local")
+    failover = outcome.summary["failover"]
+    assert failover["skipped_records"] is None and failover["reprocessed_records"] is None
+    for name in ("skipped_records", "reprocessed_records"):
+        unknown = failover["unknown_figures"][name]
+        assert unknown["reason"] == (
+            "unknown for 1 of 3 synced group partitions: the group's commit on the destination "
+            "(where its consumers resume) is missing for 1"
+        )
+        assert "destination partition" not in unknown["reason"]
+        assert unknown["missing_inputs"] == {
+            "the group's commit on the destination (where its consumers resume)": 1
+        }
+    assert failover["unseen_records"] == 0
+    assert "unseen_records" not in failover["unknown_figures"]
 
 
 # --------------------------------------------------------------------------- failback
