@@ -174,7 +174,7 @@ def audit_snapshots(
     if job.answers_go:
         answer = gating.answer(results, prof.gating(), prof.gates_need_collected)
         if nightly_data is not None:
-            answer = answer.adding(nightly_data[1])
+            answer = answer.adding(nightly_data[1], nightly_data[2])
         for line in answer.accepted:
             log.warning("accepted gap: %s", line)
     summary = build_summary(results, cfg.mode, run_info, figures, details, answer, prof.figures_key)
@@ -199,13 +199,14 @@ def _history(run_dir: Path, cfg: AuditConfig, pair: tuple[Any, Any]) -> list[dic
 
 def _nightly_data(
     job: Job, prof: Profile, cfg: AuditConfig, results: list[Any], history: list[dict[str, Any]]
-) -> tuple[dict[str, Any], list[str]] | None:
+) -> tuple[dict[str, Any], list[str], list[str]] | None:
     """For a job that reports them, the latest nightly's results of the data-level
-    invariants this run left unchecked (the Spark engine's), and the reasons they make the
-    answer NO-GO where the configuration gates on them; None where there are none."""
+    invariants this run left unchecked (the Spark engine's), the reasons they make the
+    answer NO-GO where the configuration gates on them, and the gaps there it accepts
+    (``readiness.accept_unchecked``, as for every other gate); None where there are none."""
     from datetime import UTC, datetime
 
-    from audit.validate.nightly_data import gate_reasons, latest_nightly_data
+    from audit.validate.nightly_data import accepted_gaps, gate_reasons, latest_nightly_data
 
     if not job.reads_nightly_data:
         return None
@@ -220,7 +221,12 @@ def _nightly_data(
     found = latest_nightly_data(history, ids, datetime.now(UTC))
     none = "no nightly run under this output root checked them"
     shown = found or {"run": None, "checked": ids, "reason": none}
-    return shown, gate_reasons(found, ids, cfg.readiness.nightly_data_max_age_hours)
+    max_age, accept = cfg.readiness.nightly_data_max_age_hours, cfg.readiness.accept_unchecked
+    return (
+        shown,
+        gate_reasons(found, ids, max_age, accept),
+        accepted_gaps(found, ids, max_age, accept),
+    )
 
 
 def _finish(

@@ -29,11 +29,14 @@ class Answer:
     def word(self) -> str:
         return "GO" if self.go else "NO-GO"
 
-    def adding(self, reasons: Sequence[str]) -> Answer:
-        """This answer with more reasons for NO-GO (none: unchanged)."""
-        if not reasons:
+    def adding(self, reasons: Sequence[str], accepted: Sequence[str] = ()) -> Answer:
+        """This answer with more reasons for NO-GO (none: unchanged) and more gaps the
+        configuration accepts (a gate outside the invariants', as the nightly-data one: its
+        accepted gaps are said on every run like theirs)."""
+        if not reasons and not accepted:
             return self
-        return Answer(False, (*self.reasons, *reasons), self.accepted, self.gates)
+        go = self.go and not reasons
+        return Answer(go, (*self.reasons, *reasons), (*self.accepted, *accepted), self.gates)
 
     def to_json(self) -> dict[str, Any]:
         return {

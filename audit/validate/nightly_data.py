@@ -9,6 +9,12 @@ and gates on them only where the configuration asks (``readiness.nightly_data_ma
 then the answer is NO-GO when no nightly run checked them, when the newest is older than
 that, or when it found one failing or could not check every row. A run dated in the future
 has an unknown age, never a fresh one (``load_history`` already leaves such runs out).
+
+Rows left unchecked are a gap like any gating invariant's, and ``readiness.accept_unchecked``
+accepts them here as it does there: a pair with a compacted mirrored topic (which MM2-DATA
+never checks whole) could otherwise never be GO with the gate on, while the configuration
+took the ID without a word. An accepted gap is still said on every run; a failure, a stale
+or missing nightly run, or an invariant it did not evaluate is never accepted.
 """
 
 from __future__ import annotations
@@ -68,17 +74,44 @@ def _age(started: datetime | None, now: datetime) -> int | None:
 
 
 def gate_reasons(
-    found: dict[str, Any] | None, ids: Collection[str], max_age_hours: float | None
+    found: dict[str, Any] | None,
+    ids: Collection[str],
+    max_age_hours: float | None,
+    accepted: Collection[str] = (),
 ) -> list[str]:
     """Why a readiness check gated on the nightly's data-level results is NO-GO (empty: it
-    may say GO); nothing when the configuration does not ask for the gate."""
+    may say GO); nothing when the configuration does not ask for the gate. Unchecked rows of
+    an invariant in ``accepted`` (``readiness.accept_unchecked``) are no reason: they are in
+    ``accepted_gaps`` instead."""
+    return _gate(found, ids, max_age_hours, accepted)[0]
+
+
+def accepted_gaps(
+    found: dict[str, Any] | None,
+    ids: Collection[str],
+    max_age_hours: float | None,
+    accepted: Collection[str],
+) -> list[str]:
+    """The gaps the gate would have blocked on that the configuration accepts by name, one
+    line each, to be said on every run (``accepted_unchecked``, the console)."""
+    return _gate(found, ids, max_age_hours, accepted)[1]
+
+
+def _gate(
+    found: dict[str, Any] | None,
+    ids: Collection[str],
+    max_age_hours: float | None,
+    accepted: Collection[str],
+) -> tuple[list[str], list[str]]:
+    """The gate's reasons for NO-GO and the accepted gaps, from one reading of ``found``."""
     if max_age_hours is None or not ids:
-        return []
+        return [], []
     setting = "readiness.nightly_data_max_age_hours"
     if found is None:
         checked = ", ".join(sorted(ids))
-        return [f"cannot verify: no nightly run under this output root checked {checked} ({setting})"]
-    reasons = []
+        return [f"cannot verify: no nightly run under this output root checked {checked} ({setting})"], []
+    reasons: list[str] = []
+    gaps: list[str] = []
     age = found["age_seconds"]
     if age is None or age > max_age_hours * 3600:
         shown = "of unknown age" if age is None else f"{age / 3600:.1f} h old"
@@ -90,15 +123,18 @@ def gate_reasons(
         if result["status"] not in _FINE:
             reasons.append(f"{inv_id} {result['status']} in the latest nightly run ({found['run']})")
         elif result.get("unchecked"):
-            reasons.append(
-                f"cannot verify: {inv_id}: {result['unchecked']} rows unchecked in the latest nightly run "
-                f"({found['run']})"
+            line = (
+                f"{inv_id}: {result['unchecked']} rows unchecked in the latest nightly run ({found['run']})"
             )
+            if inv_id in accepted:
+                gaps.append(f"{line} (accepted: readiness.accept_unchecked)")
+            else:
+                reasons.append(f"cannot verify: {line}")
     reasons += [
         f"cannot verify: {inv_id} was not evaluated by the latest nightly run ({found['run']})"
         for inv_id in found["not_evaluated"]
     ]
-    return reasons
+    return reasons, gaps
 
 
 def describe(found: dict[str, Any] | None) -> str:

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from audit import api
 from audit.config_file import parse_config
-from audit.validate.nightly_data import describe, gate_reasons, latest_nightly_data
+from audit.validate.nightly_data import accepted_gaps, describe, gate_reasons, latest_nightly_data
 from tests.output_roots import copy_run, make_previous_run, snapshot_pair
 
 IDS = ("MM2-DATA-1", "MM2-DATA-2")
@@ -152,3 +152,58 @@ def test_a_summary_dated_in_the_future_cannot_turn_a_gated_readiness_to_go(
         s.value for f in samples for s in f.samples if s.name == "mirror_audit_last_success_timestamp_seconds"
     ]
     assert last_success <= time.time()
+
+
+def test_accept_unchecked_accepts_the_nightlys_unchecked_rows_and_says_so() -> None:
+    """Issue 53, 9: MM2-DATA never checks a compacted topic whole, so a pair with one had
+    its nightly rows unchecked for good, and ``readiness.accept_unchecked: [MM2-DATA-1]``
+    did not reach this gate. Accepted, those rows are no reason for NO-GO and are said as
+    an accepted gap; a failure, or an ID not accepted, still blocks."""
+    run = _run("b", "nightly", "2026-11-27T02:00:00+00:00")
+    run["invariants"] = {
+        "MM2-DATA-1": {"status": "warn", "unchecked": 1},
+        "MM2-DATA-2": {"status": "warn", "unchecked": 2},
+    }
+    found = latest_nightly_data([run], IDS, NOW)
+    assert gate_reasons(found, IDS, 24, accepted=["MM2-DATA-1"]) == [
+        "cannot verify: MM2-DATA-2: 2 rows unchecked in the latest nightly run (b)"
+    ]
+    assert accepted_gaps(found, IDS, 24, ["MM2-DATA-1"]) == [
+        "MM2-DATA-1: 1 rows unchecked in the latest nightly run (b) (accepted: readiness.accept_unchecked)"
+    ]
+    assert gate_reasons(found, IDS, 24, accepted=IDS) == []
+    assert accepted_gaps(found, IDS, None, IDS) == []  # no gate, nothing to accept
+    failing = _run("c", "nightly", "2026-11-27T02:00:00+00:00", MM2_DATA_1="fail", MM2_DATA_2="pass")
+    found = latest_nightly_data([failing], IDS, NOW)
+    assert gate_reasons(found, IDS, 24, accepted=IDS) == ["MM2-DATA-1 fail in the latest nightly run (c)"]
+
+
+def test_a_gated_readiness_is_go_over_an_accepted_nightly_gap_and_lists_it(tmp_path: Path) -> None:
+    """End to end: the latest nightly left CM-DATA-1 rows unchecked; with the gate on and
+    CM-DATA-1 accepted, readiness is GO and the gap is in ``accepted_unchecked``."""
+    template = make_previous_run(tmp_path / "template")
+    src, dst = snapshot_pair(tmp_path / "snaps")
+    root = tmp_path / "runs"
+    root.mkdir()
+    _seed(template, root, "recent", datetime.now(UTC) - timedelta(hours=1), "WARN", "warn")
+    summary_path = root / "recent" / "summary.json"
+    seeded = json.loads(summary_path.read_text())
+    seeded["invariants"]["CM-DATA-1"]["unchecked"] = 4
+    summary_path.write_text(json.dumps(seeded))
+    gated = "readiness:\n  nightly_data_max_age_hours: 24\n"
+    refused = api.readiness(parse_config(gated, env={}), source=src, destination=dst, out=root / "r1")
+    before = json.loads(refused.summary_path.read_text())
+    assert (
+        "cannot verify: CM-DATA-1: 4 rows unchecked in the latest nightly run (recent)"
+        in (before["readiness_reasons"])
+    )
+    cfg = parse_config(gated + "  accept_unchecked: [CM-DATA-1]\n", env={})
+    result = api.readiness(cfg, source=src, destination=dst, out=root / "r2")
+    summary = json.loads(result.summary_path.read_text())
+    assert not any("CM-DATA-1" in r for r in summary["readiness_reasons"]), summary["readiness_reasons"]
+    assert summary["readiness"] == "GO", summary["readiness_reasons"]
+    (accepted,) = summary["accepted_unchecked"]
+    assert accepted == (
+        "CM-DATA-1: 4 rows unchecked in the latest nightly run (recent) "
+        "(accepted: readiness.accept_unchecked)"
+    )
