@@ -17,10 +17,13 @@ verdict, the GO / NO-GO of a job that gives one, the coverage (what could not be
 never counted as passed), the figures (``None`` where unknown, the reason in
 ``unknown_figures``), and the paths. ``Result.summary`` is the whole summary.json.
 
-Errors: every failure a user can cause or fix raises an ``AuditError`` subclass
-(``ConfigError``, ``ClusterError``, ``InputError``, ``OutputError``, ``UsageError``), whose
-message names the problem and what to do: what the CLI prints as its one line with exit
-code 2. Anything else is a bug.
+Errors: every function raises only ``AuditError`` subclasses. A failure a user can cause
+or fix is a ``ConfigError``, ``ClusterError``, ``InputError`` (an argument of the wrong
+type or an unknown engine too), ``OutputError``, ``SparkStartError`` or ``UsageError``,
+whose message names the problem and what to do: what the CLI prints as its one line with
+exit code 2. Anything else (a bug, or a library's own exception) is an
+``UnexpectedError``: its message the original's first line, redacted; the original its
+``__cause__``, unless its text holds a secret.
 
 Secrets: every function registers its configuration's secrets (client passwords, Spark
 settings, URI credentials) with the process's log mask before anything is logged, whoever
@@ -29,11 +32,13 @@ set up the logging handlers; ``load_config`` does so as it loads.
 
 from __future__ import annotations
 
+import functools
+import numbers
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 from audit.config import AuditConfig
 from audit.errors import (
@@ -43,7 +48,10 @@ from audit.errors import (
     ExitCode,
     InputError,
     OutputError,
+    SparkStartError,
+    UnexpectedError,
     UsageError,
+    os_error_message,
 )
 from audit.jobs import AUDIT, DRAINED_READINESS, FAILBACK_READINESS, FAILOVER_VERIFY, NIGHTLY, READINESS
 
@@ -62,6 +70,8 @@ __all__ = [
     "NotDrained",
     "OutputError",
     "Result",
+    "SparkStartError",
+    "UnexpectedError",
     "UsageError",
     "audit",
     "failback_readiness",
@@ -75,24 +85,144 @@ __all__ = [
 Verdict = Literal["PASS", "WARN", "FAIL"]
 Answer = Literal["GO", "NO-GO"]
 ConfigLike = AuditConfig | str | os.PathLike[str] | None
+# A path argument: a string or a Path (any os.PathLike).
+PathArg = str | os.PathLike[str]
 
 # How long ``readiness_when_drained`` waits by default, in seconds.
 DRAIN_TIMEOUT = 600.0
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
+
+def _only_audit_errors(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Every public function's guard: an ``AuditError`` goes on as it is, anything else
+    becomes one (``_translated``), so a caller catches one type and never meets a
+    library's exception (``BadStatusLine``, ``Py4JJavaError``, DuckDB's) with a password
+    in its text. An original that holds a secret is raised from outside the handler, so
+    it is kept neither as ``__cause__`` nor as ``__context__``."""
+
+    @functools.wraps(fn)
+    def guarded(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        error: AuditError | None = None
+        try:
+            return fn(*args, **kwargs)
+        except AuditError:
+            raise
+        except Exception as exc:
+            error, keep = _translated(exc)
+            if keep:
+                raise error from exc
+        assert error is not None
+        raise error
+
+    return guarded
+
+
+def _translated(exc: Exception) -> tuple[AuditError, bool]:
+    """The ``AuditError`` the API raises for ``exc``, and whether ``exc`` may be its cause.
+    An ``OSError`` naming a path (or a full or read-only disk) is the user's to fix: an
+    ``InputError`` (``OutputError`` for a refused write) with the CLI's one line. Anything
+    else is an ``UnexpectedError``: the type and first line, masked and redacted."""
+    from audit.logs import mask_secrets
+    from audit.run_dirs import WRITE_REFUSED
+
+    error: AuditError
+    if isinstance(exc, OSError) and (exc.filename is not None or exc.errno in WRITE_REFUSED):
+        kind = OutputError if exc.errno in WRITE_REFUSED else InputError
+        error = kind(mask_secrets(os_error_message(exc)))
+    else:
+        error = UnexpectedError(
+            mask_secrets(
+                f"internal error (a bug, or a failure not translated): {type(exc).__name__}: {_line(exc)}"
+            )
+        )
+    return error, not _holds_secret(exc)
+
+
+def _line(exc: BaseException) -> str:
+    """An exception's one line: py4j's Java exception line (after ": ", below py4j's own
+    "An error occurred while calling ..."), else the first line of its text."""
+    try:
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    except Exception:  # a py4j error whose JVM is gone cannot even say its own text
+        return "(its text could not be read)"
+    java = next((ln[1:].strip() for ln in lines[1:] if ln.startswith(":")), None)
+    return (java or (lines[0] if lines else ""))[:500]
+
+
+def _holds_secret(exc: BaseException) -> bool:
+    """Whether the text of ``exc`` or of any exception it chains to holds a registered
+    secret or a URL the redaction rule would change (credentials, a query, a fragment);
+    text that cannot be read counts as holding one."""
+    import traceback
+
+    from audit.logs import mask_secrets
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        try:
+            text = "".join(traceback.format_exception_only(type(current), current))
+        except Exception:
+            return True
+        if mask_secrets(text) != text:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _path(value: object, name: str) -> Path:
+    """A path argument: a ``str`` or any ``os.PathLike``, as a ``Path``."""
+    if isinstance(value, str | os.PathLike) and not isinstance(value, bytes):
+        return Path(os.fspath(value))
+    raise InputError(f"{name} must be a path (str or pathlib.Path), not {type(value).__name__}")
+
+
+def _optional_path(value: object, name: str) -> Path | None:
+    return None if value is None else _path(value, name)
+
+
+def _engine(value: object) -> EngineName:
+    """The engine argument, one of ``compare.engines.ENGINES``: anything else is refused
+    before any work (an unknown name once ran Spark, which starts a JVM)."""
+    from audit.compare.engines import ENGINES
+
+    for name in ENGINES:
+        if value == name and isinstance(value, str):
+            return name
+    allowed = ", ".join(repr(e) for e in ENGINES)
+    raise InputError(f"engine {value!r} is not one of {allowed}")
+
+
+def _seconds(value: object, name: str, least: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value) >= least:
+        raise InputError(f"{name} must be a number of seconds of at least {least:g}, not {value!r}")
+    return float(value)
+
+
+@_only_audit_errors
 def load_config(path: str | os.PathLike[str] | None) -> AuditConfig:
     """Read, expand (``${ENV}``) and validate a YAML configuration; ``None`` gives the
     defaults. Its secrets are registered with the log mask. Raises ``ConfigError``."""
     from audit.config_file import load_config as read
     from audit.logs import mask_config
 
-    cfg = read(path)
+    cfg = read(_optional_path(path, "config"))
     mask_config(cfg)
     return cfg
 
 
 def _config(cfg: ConfigLike) -> AuditConfig:
-    return cfg if isinstance(cfg, AuditConfig) else load_config(cfg)
+    if isinstance(cfg, AuditConfig):
+        from audit.logs import mask_config
+
+        mask_config(cfg)  # before anything can log or raise with its secrets
+        return cfg
+    if cfg is not None and not isinstance(cfg, str | os.PathLike):
+        raise InputError(f"config must be an AuditConfig, a path or None, not {type(cfg).__name__}")
+    return load_config(cfg)
 
 
 @dataclass(frozen=True)
@@ -228,8 +358,9 @@ def _told(cfg: AuditConfig, job: str, out: Path | None, run: Callable[[], RunOut
     (``notify``), its message masked, before the error goes on to the caller."""
     try:
         return result_of(run())
-    except AuditError as exc:
-        _notify_unfinished(cfg, job, out, "ERROR", str(exc))
+    except Exception as exc:  # told as the caller will be told: an AuditError's one line
+        error = exc if isinstance(exc, AuditError) else _translated(exc)[0]
+        _notify_unfinished(cfg, job, out, "ERROR", str(error))
         raise
 
 
@@ -258,40 +389,54 @@ def _snapshot_pair(source: Path | None, destination: Path | None) -> tuple[Path,
     return source, destination
 
 
+@_only_audit_errors
 def audit(
-    source: Path,
-    destination: Path,
+    source: PathArg,
+    destination: PathArg,
     config: ConfigLike = None,
     *,
-    out: Path,
+    out: PathArg,
     engine: EngineName = "spark",
 ) -> Result:
     """Audit two snapshot directories into the run directory ``out`` (under the output
     root's lock): the verdict, no GO / NO-GO."""
     from audit.pipeline import audit_offline
 
+    src, dst = _path(source, "source"), _path(destination, "destination")
+    run_dir, chosen = _path(out, "out"), _engine(engine)
     cfg = _config(config)
-    return _told(cfg, AUDIT.name, out, lambda: audit_offline(source, destination, cfg, out, engine=engine))
+    return _told(cfg, AUDIT.name, run_dir, lambda: audit_offline(src, dst, cfg, run_dir, engine=chosen))
 
 
+@_only_audit_errors
 def nightly(
-    config: ConfigLike, *, out: Path | None = None, engine: EngineName = "spark", full_records: bool = False
+    config: ConfigLike,
+    *,
+    out: PathArg | None = None,
+    engine: EngineName = "spark",
+    full_records: bool = False,
 ) -> Result:
     """Snapshot both clusters (destination first), audit and report, keeping history in the
     output root (whose lock it holds throughout); the batch and record scans the
     configuration enables run too (``full_records``: every record, not only the new ones)."""
     from audit.pipeline import nightly as run
 
+    run_dir, chosen = _optional_path(out, "out"), _engine(engine)
+    if not isinstance(full_records, bool):
+        raise InputError(f"full_records must be True or False, not {full_records!r}")
     cfg = _config(config)
-    return _told(cfg, NIGHTLY.name, out, lambda: run(cfg, out, engine=engine, full_records=full_records))
+    return _told(
+        cfg, NIGHTLY.name, run_dir, lambda: run(cfg, run_dir, engine=chosen, full_records=full_records)
+    )
 
 
+@_only_audit_errors
 def readiness(
     config: ConfigLike,
     *,
-    source: Path | None = None,
-    destination: Path | None = None,
-    out: Path | None = None,
+    source: PathArg | None = None,
+    destination: PathArg | None = None,
+    out: PathArg | None = None,
     engine: EngineName = "local",
 ) -> Result:
     """The pre-failover GO / NO-GO with expected loss and reprocessing: of the live clusters
@@ -300,25 +445,30 @@ def readiness(
     from audit.pipeline import audit_offline
     from audit.pipeline import nightly as run
 
+    run_dir, chosen = _optional_path(out, "out"), _engine(engine)
+    pair = _snapshot_pair(_optional_path(source, "source"), _optional_path(destination, "destination"))
     cfg = _config(config)
-    pair = _snapshot_pair(source, destination)
     if pair is not None:
         return _told(
-            cfg, READINESS.name, out, lambda: audit_offline(*pair, cfg, out, readiness=True, engine=engine)
+            cfg,
+            READINESS.name,
+            run_dir,
+            lambda: audit_offline(*pair, cfg, run_dir, readiness=True, engine=chosen),
         )
     if cfg.source is None or cfg.destination is None:
         raise UsageError(
             "readiness needs --config FILE naming both clusters (live) or --source DIR --destination DIR"
         )
-    return _told(cfg, READINESS.name, out, lambda: run(cfg, out, readiness=True, engine=engine))
+    return _told(cfg, READINESS.name, run_dir, lambda: run(cfg, run_dir, readiness=True, engine=chosen))
 
 
+@_only_audit_errors
 def readiness_when_drained(
     config: ConfigLike,
     *,
     timeout: float = DRAIN_TIMEOUT,
     poll_interval: float = 2.0,
-    out: Path | None = None,
+    out: PathArg | None = None,
     engine: EngineName = "local",
     progress: Callable[[DrainStatus], None] | None = None,
 ) -> Result | NotDrained:
@@ -331,16 +481,21 @@ def readiness_when_drained(
 
     if config is None:
         raise UsageError("--wait-drained polls the live clusters: give --config FILE")
+    wait, every = _seconds(timeout, "timeout"), _seconds(poll_interval, "poll_interval", least=0.001)
+    run_dir, chosen = _optional_path(out, "out"), _engine(engine)
+    if progress is not None and not callable(progress):
+        raise InputError(f"progress must be a callable or None, not {type(progress).__name__}")
     cfg = _config(config)
     try:
-        with run_directory(cfg, out, lock_as=None) as run_dir:
-            status, outcome = drained_readiness(cfg, run_dir, timeout, poll_interval, progress, engine)
-    except AuditError as exc:
-        _notify_unfinished(cfg, DRAINED_READINESS.name, out, "ERROR", str(exc))
+        with run_directory(cfg, run_dir, lock_as=None) as made:
+            status, outcome = drained_readiness(cfg, made, wait, every, progress, chosen)
+    except Exception as exc:  # told as the caller will be told: an AuditError's one line
+        error = exc if isinstance(exc, AuditError) else _translated(exc)[0]
+        _notify_unfinished(cfg, DRAINED_READINESS.name, run_dir, "ERROR", str(error))
         raise
     if outcome is None:
-        _notify_unfinished(cfg, DRAINED_READINESS.name, run_dir, "not drained", None)
-        return NotDrained(status, run_dir)
+        _notify_unfinished(cfg, DRAINED_READINESS.name, made, "not drained", None)
+        return NotDrained(status, made)
     return result_of(outcome)
 
 
@@ -353,13 +508,14 @@ def _offset_preserving(cfg: AuditConfig) -> AuditConfig:
     return cfg
 
 
+@_only_audit_errors
 def failover_verify(
     config: ConfigLike,
-    before: Path,
+    before: PathArg,
     *,
-    out: Path | None = None,
-    source: Path | None = None,
-    destination: Path | None = None,
+    out: PathArg | None = None,
+    source: PathArg | None = None,
+    destination: PathArg | None = None,
     engine: EngineName = "local",
 ) -> Result:
     """After the mirror's stop: the destination against the readiness run ``before`` took,
@@ -367,25 +523,30 @@ def failover_verify(
     (``config``), or snapshot directories (the destination, and the source where read)."""
     from audit.failover_jobs import failover_verify as run
 
-    if config is None and destination is None:
+    before_dir, run_dir, chosen = _path(before, "before"), _optional_path(out, "out"), _engine(engine)
+    src, dst = _optional_path(source, "source"), _optional_path(destination, "destination")
+    if config is None and dst is None:
         raise UsageError("give --config FILE (live clusters) or --destination DIR [--source DIR] (snapshots)")
     cfg = _offset_preserving(_config(config))
-    return _told(cfg, FAILOVER_VERIFY.name, out, lambda: run(cfg, before, out, source, destination, engine))
+    return _told(cfg, FAILOVER_VERIFY.name, run_dir, lambda: run(cfg, before_dir, run_dir, src, dst, chosen))
 
 
+@_only_audit_errors
 def failback_readiness(
     config: ConfigLike,
     *,
-    out: Path | None = None,
-    source: Path | None = None,
-    destination: Path | None = None,
+    out: PathArg | None = None,
+    source: PathArg | None = None,
+    destination: PathArg | None = None,
     engine: EngineName = "local",
 ) -> Result:
     """Before mirroring back: GO / NO-GO, and per partition what mirroring back would
     truncate on the old source (``source``: the cluster the original mirror read from)."""
     from audit.failover_jobs import failback_readiness as run
 
-    if config is None and (source is None or destination is None):
+    run_dir, chosen = _optional_path(out, "out"), _engine(engine)
+    src, dst = _optional_path(source, "source"), _optional_path(destination, "destination")
+    if config is None and (src is None or dst is None):
         raise UsageError("give --config FILE (live clusters) or --source DIR --destination DIR (snapshots)")
     cfg = _offset_preserving(_config(config))
-    return _told(cfg, FAILBACK_READINESS.name, out, lambda: run(cfg, out, source, destination, engine))
+    return _told(cfg, FAILBACK_READINESS.name, run_dir, lambda: run(cfg, run_dir, src, dst, chosen))

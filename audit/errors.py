@@ -7,6 +7,7 @@ missing Java) is an ``AuditError``: the CLI turns it into one line on stderr and
 
 from __future__ import annotations
 
+import os
 from enum import IntEnum
 
 
@@ -49,3 +50,21 @@ class UsageError(AuditError):
 class SparkStartError(AuditError):
     """Spark could not start its session (a master URL it refuses, a jar missing for a
     filesystem its settings name, no Java): the one line says why, credentials hidden."""
+
+
+class UnexpectedError(AuditError):
+    """A failure no other class here names (a bug, or a library's own exception: the JVM's,
+    DuckDB's, an HTTP client's), raised by the Python API in its place so that a caller
+    catches one type. Its message is the original's type and first line, redacted; its
+    ``__cause__`` is the original, unless the original's text holds a secret. The command
+    line still reports it as what it is, a bug, with its traceback."""
+
+
+def os_error_message(exc: OSError) -> str:
+    """One line for an ``OSError``: the path and why; without a path (a full disk or a
+    read-only filesystem met deep in a library that names no file, such as pyarrow), the
+    cause alone. Run jobs name their run directory themselves (``audit.run_dirs``)."""
+    if exc.filename is None:
+        return f"{os.strerror(exc.errno or 0)} (writing output: free space or make it writable)"
+    where = exc.filename if exc.filename2 is None else f"{exc.filename} -> {exc.filename2}"
+    return f"{where}: {exc.strerror or exc}"

@@ -19,7 +19,7 @@ from audit import __version__
 from audit.cli import audit_commands, check_commands, failover_commands, sandbox_commands, scan_commands
 from audit.cli.output import print_outcome
 from audit.display import visible
-from audit.errors import AuditError, ExitCode
+from audit.errors import AuditError, ExitCode, UnexpectedError, os_error_message
 from audit.logs import mask_secrets, setup_logging
 from audit.progress import set_progress_every
 from audit.run_dirs import WRITE_REFUSED
@@ -75,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Handler = args.handler
     try:
         return int(handler(args))
+    except UnexpectedError:  # the API's wrapping of a bug: still a bug, with its traceback
+        return _internal_error()
     except AuditError as exc:
         message = str(exc)
         if args.verbose:
@@ -86,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _internal_error()
         # A path the environment refuses (permissions, a full disk, a file where a
         # directory should be): the user's to fix, so one line naming it.
-        message = _os_error_message(exc)
+        message = os_error_message(exc)
         if args.verbose:
             log.exception("details")
     except Exception:
@@ -104,16 +106,6 @@ def _complete(parser: argparse.ArgumentParser) -> None:
         import argcomplete
 
         argcomplete.autocomplete(parser)
-
-
-def _os_error_message(exc: OSError) -> str:
-    """One line for an ``OSError``: the path and why; without a path (a full disk or a
-    read-only filesystem met deep in a library that names no file, such as pyarrow), the
-    cause alone. Run jobs name their run directory themselves (``audit.run_dirs``)."""
-    if exc.filename is None:
-        return f"{os.strerror(exc.errno or 0)} (writing output: free space or make it writable)"
-    where = exc.filename if exc.filename2 is None else f"{exc.filename} -> {exc.filename2}"
-    return f"{where}: {exc.strerror or exc}"
 
 
 def _internal_error() -> int:

@@ -144,3 +144,109 @@ def test_not_drained_is_told_apart_from_a_no_go_and_a_warn(
     text = capsys.readouterr().out
     assert text.startswith("not drained after 6s: 40 records left on 1 of 2 partitions")
     assert "orders-1: 40 records (transaction open on the source)" in text
+
+
+# --------------------------------------------------------------------------- issue 53
+
+
+def test_paths_may_be_strings_and_a_typed_error_stays_typed(tmp_path: Path) -> None:
+    """``out='runs/r1'`` turned the run's InputError into an AttributeError."""
+    src, dst = _healthy(tmp_path / "snaps")
+    result = api.readiness(None, source=str(src), destination=str(dst), out=str(tmp_path / "run"))
+    assert result.outcome == "GO" and result.run_dir == tmp_path / "run"
+    with pytest.raises(api.InputError, match="no-src"):
+        api.readiness(None, source=str(tmp_path / "no-src"), destination=str(dst), out=str(tmp_path / "run2"))
+    with pytest.raises(api.InputError, match="out must be a path"):
+        api.readiness(None, source=src, destination=dst, out=42)  # type: ignore[arg-type]
+
+
+def test_an_unknown_engine_is_refused_naming_the_allowed_ones_before_any_work(tmp_path: Path) -> None:
+    """``engine='duck'`` silently ran Spark."""
+    src, dst = _healthy(tmp_path / "snaps")
+    with pytest.raises(api.InputError, match=r"engine 'duck' is not one of 'spark', 'local'"):
+        api.readiness(None, source=src, destination=dst, out=tmp_path / "run", engine="duck")  # type: ignore[arg-type]
+    with pytest.raises(api.InputError, match="engine"):
+        api.audit(src, dst, out=tmp_path / "run", engine="Spark")  # type: ignore[arg-type]
+    assert not (tmp_path / "run").exists()
+
+
+def _failing(exc: Exception) -> object:
+    def run(*args: object, **kwargs: object) -> object:
+        raise exc
+
+    return run
+
+
+def test_an_unexpected_exception_is_an_audit_error_keeping_its_cause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client's ``BadStatusLine`` escaped the API as itself."""
+    import http.client
+
+    import audit.pipeline
+
+    original = http.client.BadStatusLine("HTTP/1.1 9999 nonsense")
+    monkeypatch.setattr(audit.pipeline, "audit_offline", _failing(original))
+    src, dst = _healthy(tmp_path / "snaps")
+    with pytest.raises(api.UnexpectedError) as caught:
+        api.readiness(None, source=src, destination=dst, out=tmp_path / "run")
+    assert isinstance(caught.value, api.AuditError)
+    assert "BadStatusLine" in str(caught.value) and "\n" not in str(caught.value)
+    assert caught.value.__cause__ is original
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Py4JJavaError's text: py4j's line, then the Java exception's, then its trace.
+        "An error occurred while calling o42.sql.\n: org.apache.spark.SparkException: cannot reach "
+        "spark://auditor:PW-MARK-53@master:7077\n\tat org.apache.spark.X.y(X.scala:1)\n",
+        "login failed for sasl.password pw-registered-53",
+    ],
+)
+def test_an_unexpected_exception_holding_a_secret_is_redacted_and_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    import audit.pipeline
+
+    config = tmp_path / "audit.yaml"
+    config.write_text(
+        "source:\n  bootstrap_servers: a:9092\n  properties:\n    sasl.password: pw-registered-53\n"
+        "destination:\n  bootstrap_servers: b:9092\n"
+    )
+    monkeypatch.setattr(audit.pipeline, "audit_offline", _failing(RuntimeError(text)))
+    src, dst = _healthy(tmp_path / "snaps")
+    with pytest.raises(api.UnexpectedError) as caught:
+        api.readiness(config, source=src, destination=dst, out=tmp_path / "run")
+    message = str(caught.value)
+    assert "PW-MARK-53" not in message and "pw-registered-53" not in message
+    assert "RuntimeError" in message and "\tat" not in message
+    # The original holds the secret: kept neither as the cause nor as the context.
+    assert caught.value.__cause__ is None and caught.value.__context__ is None
+
+
+def test_an_os_error_naming_a_path_is_the_cli_s_one_line_as_a_typed_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    import audit.pipeline
+
+    denied = PermissionError(errno.EACCES, "Permission denied", str(tmp_path / "snaps" / "x.parquet"))
+    monkeypatch.setattr(audit.pipeline, "audit_offline", _failing(denied))
+    src, dst = _healthy(tmp_path / "snaps")
+    with pytest.raises(api.InputError, match=r"x\.parquet: Permission denied"):
+        api.readiness(None, source=src, destination=dst, out=tmp_path / "run")
+
+
+def test_the_cli_still_reports_an_unexpected_exception_as_a_bug(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import audit.pipeline
+    from audit.cli import main
+
+    monkeypatch.setattr(audit.pipeline, "audit_offline", _failing(ZeroDivisionError("division by zero")))
+    src, dst = _healthy(tmp_path / "snaps")
+    argv = ["readiness", "--source", str(src), "--destination", str(dst), "--out", str(tmp_path / "run")]
+    assert main([*argv, "--engine", "local"]) == 2
+    assert "internal error (a bug)" in capsys.readouterr().err
