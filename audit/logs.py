@@ -42,7 +42,11 @@ class SecretMask(logging.Filter):
         return redact_uri(text)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
+        try:
+            message = record.getMessage()
+        except Exception:  # args that do not fit: the bare message, masked, never the args
+            record.msg, record.args = f"{record.msg} (its arguments did not fit the message)", None
+            message = record.msg
         masked = self.mask(message)
         if masked != message:
             record.msg, record.args = masked, None

@@ -121,3 +121,11 @@ def test_a_spark_start_failure_is_one_line_without_the_secret_or_the_java_trace(
     line = start_failure(cfg, missing_jar)
     assert "ClassNotFoundException: Class org.apache.hadoop.fs.s3a.S3AFileSystem not found" in line
     assert "spark.jars.packages" in line and "SECRET-MARK" not in line
+
+
+def test_a_log_record_whose_arguments_do_not_fit_is_shown_without_them() -> None:
+    """The mask now reads every record's message: arguments that do not fit must neither
+    raise out of the logging call nor reach logging's own error report unmasked."""
+    record = logging.LogRecord("x", logging.WARNING, __file__, 1, "login %s %s", ("pw-arg-53",), None)
+    SecretMask().filter(record)
+    assert record.getMessage() == "login %s %s (its arguments did not fit the message)"
