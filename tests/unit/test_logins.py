@@ -206,11 +206,13 @@ def _answering(answer: bytes) -> Iterator[int]:
             with conn:
                 conn.settimeout(5)
                 request = b""
-                while b"\r\n\r\n" not in request:
+                while b"\r\n\r\n" not in request or len(request) < _request_length(request):
                     chunk = conn.recv(65536)
                     if not chunk:
                         break
                     request += chunk
+                # The whole request read (its body too): a socket closed with unread bytes
+                # resets the connection, which the client reads as another failure.
                 conn.sendall(answer)
 
     thread = threading.Thread(target=serve, daemon=True)
@@ -221,6 +223,19 @@ def _answering(answer: bytes) -> Iterator[int]:
         done.set()
         thread.join(5)
         server.close()
+
+
+def _request_length(request: bytes) -> int:
+    """The length of a request whose headers ``request`` holds: its headers and its body
+    (Content-Length); unknown (0) until the headers are read."""
+    head, sep, _ = request.partition(b"\r\n\r\n")
+    if not sep:
+        return 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(head) + len(sep) + int(value.strip())
+    return len(head) + len(sep)
 
 
 def _ok(body: bytes, length: int | None = None) -> bytes:
