@@ -34,6 +34,21 @@ def _c(name: str, type_: str, nullable: bool = True, added_later: bool = False) 
     return Column(name, type_, nullable, added_later)
 
 
+# What a records scan read of one range it planned, [start_offset, read_to); ``complete``
+# false where it stopped short of end_offset (``detail`` says why: refused, failed, no task).
+# A scan's account of its own reading: an input like the records (never "read, empty").
+_READ_RANGE = (
+    _c("topic", "string", False),
+    _c("partition", "int32", False),
+    _c("start_offset", "int64", False),
+    _c("end_offset", "int64", False),
+    _c("read_to", "int64", False),
+    _c("complete", "boolean", False),
+    _c("isolation", "string", False),  # read_uncommitted | read_committed
+    _c("compacted", "boolean", False),  # the topic's cleanup.policy includes compact
+    _c("detail", "string"),
+)
+
 SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
     "partitions": (
         _c("topic", "string", False),
@@ -219,19 +234,11 @@ SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
         # xxHash3-64 of the framed key, value, headers in order and timestamp (signed).
         _c("digest", "int64", False),
     ),
-    # Optional, beside record_digests: what the scan read of each partition, [start_offset,
-    # read_to); ``complete`` false where it stopped short of end_offset (``detail`` says why).
-    "record_digest_ranges": (
-        _c("topic", "string", False),
-        _c("partition", "int32", False),
-        _c("start_offset", "int64", False),
-        _c("end_offset", "int64", False),
-        _c("read_to", "int64", False),
-        _c("complete", "boolean", False),
-        _c("isolation", "string", False),  # read_uncommitted | read_committed
-        _c("compacted", "boolean", False),  # the topic's cleanup.policy includes compact
-        _c("detail", "string"),
-    ),
+    # Optional, beside record_digests: what the scan read of each partition (_READ_RANGE).
+    "record_digest_ranges": _READ_RANGE,
+    # Optional, beside record_chunks (mode cluster-mirroring): what the scan read of each
+    # range it planned (_READ_RANGE); a range not read whole left no chunks on that side.
+    "record_chunk_ranges": _READ_RANGE,
     # Optional, mode mm2, in the source snapshot: per source partition, where earlier nightly
     # scans left every record verified (audit/collect/records/digest_history.py): the
     # source records through ``src_through`` matched one to one to the replica's through
@@ -680,6 +687,14 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("src_present", "boolean"),
         *_pick("dst_", "record_chunks", CHUNK_SIDE),
         _c("dst_present", "boolean"),
+        # What the scan said it read of the chunk's range on each side (record_chunk_ranges):
+        # a row of a range not read whole on a side (or with no account, or an impossible
+        # one) is one row for the whole range, its statuses null: unchecked, never judged.
+        _c("src_read_whole", "boolean"),
+        _c("dst_read_whole", "boolean"),
+        _c("read_impossible", "boolean"),
+        _c("src_read_detail", "string"),
+        _c("dst_read_detail", "string"),
         _c("divergence_offset", "int64"),
         _c("divergence_kind", "string"),
         _c("source_record", "string"),

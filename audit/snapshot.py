@@ -108,8 +108,9 @@ class Mm2CheckpointRecord:
 
 
 @dataclass(frozen=True)
-class RecordDigestRangeRecord:
-    """What a records scan in mode mm2 read of one range (``record_digest_ranges``)."""
+class ReadRangeRecord:
+    """What a records scan read of one range it planned: ``record_digest_ranges`` (mode
+    mm2) and ``record_chunk_ranges`` (mode cluster-mirroring) share these columns."""
 
     topic: str
     partition: int

@@ -395,6 +395,7 @@ def data_level_tables(
     src_c, dst_c = optional(source, "record_chunks"), optional(destination, "record_chunks")
     if src_c is not None and dst_c is not None:
         divergences = optional(destination, "record_divergences")
-        chunks = compare_record_chunks(src_c, dst_c, divergences, dst_parts, scope, cfg)
+        src_r, dst_r = optional(source, "record_chunk_ranges"), optional(destination, "record_chunk_ranges")
+        chunks = compare_record_chunks(src_c, dst_c, divergences, dst_parts, scope, cfg, src_r, dst_r)
         written.append(write("record_chunk_diffs", chunks))
     return written

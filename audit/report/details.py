@@ -143,9 +143,8 @@ def _mirror_state(compared: Compared, *manifests: dict[str, Any]) -> dict[str, A
 
 
 def _unreadable_ranges(records_note: dict[str, Any]) -> dict[str, Any]:
-    """The record scan's ranges that could not be read, from its manifest note: their
-    chunks are absent on that side and show as missing there, which without this would
-    read as lost data rather than as a read that failed."""
+    """The record scan's ranges that could not be read, from its manifest note: their rows
+    are unchecked (``record_chunk_ranges``), and this says where and why the reads failed."""
     issues = records_note.get("issues") or []
     first = [
         {

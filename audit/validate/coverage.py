@@ -57,6 +57,11 @@ _DST_PARTITION = (
 )
 _DST_EPOCH = ("destination leader epoch (none reported)", "dst_leader_epoch IS NULL")
 _LAST_MIRROR_OFFSET = ("mirror state field LastMirrorOffset", "last_mirror_offset IS NULL")
+_READ_IMPOSSIBLE = (
+    "a consistent account of what the records scan read (a range read to outside its offsets, "
+    "or complete short of its end)",
+    "read_impossible",
+)
 _MIRROR_ROW = ("the mirror state of the partition (no row for it)", "mirror_state IS NULL")
 
 # Per comparison table, the inputs whose absence nulls a judged column, most specific
@@ -118,11 +123,7 @@ CAUSES: dict[str, tuple[Cause, ...]] = {
             "a compacted topic (the cleaners of the two clusters keep different records: not judged yet)",
             "compacted",
         ),
-        (
-            "a consistent account of what the records scan read (a range read to outside its offsets, "
-            "or complete short of its end)",
-            "read_impossible",
-        ),
+        _READ_IMPOSSIBLE,
         (
             "the records of the partition on both sides (no records scan read them)",
             "src_read_end IS NULL OR dst_read_end IS NULL",
@@ -146,6 +147,17 @@ CAUSES: dict[str, tuple[Cause, ...]] = {
         ("the last stable offset of the partition (absent from the snapshot)", "last_stable_offset IS NULL")
     ),
     "record_chunk_diffs": _causes(
+        _READ_IMPOSSIBLE,
+        (
+            "the records of the range on the source (the scan did not read it whole: refused, failed, "
+            "no task, or no account of it; see src_read_detail)",
+            "src_read_whole IS NULL OR NOT src_read_whole",
+        ),
+        (
+            "the records of the range on the destination (the scan did not read it whole: refused, "
+            "failed, no task, or no account of it; see dst_read_detail)",
+            "dst_read_whole IS NULL OR NOT dst_read_whole",
+        ),
         _DST_EPOCH,
         ("record leader epochs of the chunk (no record in it)", "dst_max_record_epoch IS NULL"),
     ),

@@ -299,6 +299,14 @@ def test_a_principal_that_may_not_read_gets_each_range_unreadable_with_the_reaso
     assert note["reader"] == "batches" and note["unreadable_ranges"] == 2, note  # a range per side
     for issue in note["issues"]:
         assert "Topic authorization failed" in issue["detail"], issue
+    # What each side read is kept beside its chunks: nothing, and why (an audit counts the
+    # ranges unchecked: tests/spark/test_data_level_outcomes.py).
+    for side in ("source", "destination"):
+        ranges = pq.read_table(run / side / "record_chunk_ranges.parquet").to_pylist()
+        assert ranges, side
+        for r in ranges:
+            assert (r["complete"], r["read_to"]) == (False, r["start_offset"]), r
+            assert "Topic authorization failed" in r["detail"], r
 
     proc = run_cli(
         "segments", "fetch", "--config", str(cfg), "--role", "source", "--out", str(run / "source")

@@ -34,8 +34,9 @@ from audit.config_file import parse_config
 from audit.pipeline import compare_snapshots
 from audit.profiles import profile_of
 from audit.schemas import columns
-from audit.snapshot import write_table
+from audit.snapshot import ReadRangeRecord, write_table
 from audit.validate.invariants import CLUSTER_MIRRORING, Invariant
+from tests.invariant_scenarios import NOT_READ, NOT_READ_ON_SPARK
 from tests.snapshots import T0_MS, offset, part, write_pair
 from tests.statuses import Check, Counts, counts_by_partition, fold, over
 
@@ -53,8 +54,16 @@ PROFILE = profile_of(CFG)
 DATA_LEVEL: tuple[Invariant, ...] = tuple(inv for inv in CLUSTER_MIRRORING if inv.spark_only)
 # The snapshot tables of a partition: the scans' (data level) and the group offsets the
 # commit-epoch check reads beside the destination's batches.
-TABLES = ("partitions", "batches", "markers", "record_chunks", "batch_scan_issues", "group_offsets")
-SCANNED = ("batches", "markers", "record_chunks", "batch_scan_issues")
+TABLES = (
+    "partitions",
+    "batches",
+    "markers",
+    "record_chunks",
+    "record_chunk_ranges",
+    "batch_scan_issues",
+    "group_offsets",
+)
+SCANNED = ("batches", "markers", "record_chunks", "record_chunk_ranges", "batch_scan_issues")
 # A row of a data-level snapshot table (the scans write them from Arrow: no record class).
 ROW = {t: dataclasses.make_dataclass(f"{t}_row", [c.name for c in columns(t)], frozen=True) for t in SCANNED}
 Tables = dict[str, list[Any]]
@@ -130,6 +139,9 @@ def _side(p: int) -> Tables:
         ],
         "markers": [_marker(p, 20)],
         "record_chunks": _chunks(p),
+        "record_chunk_ranges": [
+            ReadRangeRecord(TOPIC, p, 0, END, END, True, "read_uncommitted", False, None)
+        ],
         "batch_scan_issues": [],
         "group_offsets": [],
     }
@@ -320,6 +332,16 @@ def _declared() -> list[tuple[str, str]]:
 CASES = _declared()
 PARTITIONS = {spec: k for k, spec in enumerate(sorted({spec for _, spec in CASES}), start=1)}
 DAMAGED = {d: len(PARTITIONS) + k for k, d in enumerate(DAMAGES, start=1)}
+# A scan's account that it did not read a partition whole, each way it can say so
+# (tests/invariant_scenarios.py ``NOT_READ``), on the source, the destination or both.
+_HEALTHY_RANGE = _side(0)["record_chunk_ranges"][0]
+NOT_READ_CASES = [
+    (table, side, form)
+    for table in sorted(NOT_READ_ON_SPARK)
+    for side in ("src", "dst", "src+dst")
+    for form in NOT_READ[table](_HEALTHY_RANGE)
+]
+UNREAD = {case: len(PARTITIONS) + len(DAMAGES) + k for k, case in enumerate(NOT_READ_CASES, start=1)}
 
 
 def _without(rows: list[Any], column: str) -> list[Any]:
@@ -330,7 +352,7 @@ def _pair() -> dict[str, Tables]:
     """Partition 0 healthy; partition k (``PARTITIONS``) with its input unknown; a partition
     per damage (``DAMAGED``) with its tables changed."""
     pair: dict[str, Tables] = {s: {t: [] for t in TABLES} for s in ("src", "dst")}
-    for p in range(len(PARTITIONS) + len(DAMAGES) + 1):
+    for p in range(len(PARTITIONS) + len(DAMAGES) + len(UNREAD) + 1):
         for side in ("src", "dst"):
             for table, rows in _side(p).items():
                 pair[side][table] += rows
@@ -344,6 +366,11 @@ def _pair() -> dict[str, Tables]:
         for where, rows in damage.change(p).items():
             side, _, table = where.partition(":")
             pair[side][table] = [r for r in pair[side][table] if r.partition != p] + rows
+    for (table, sides, form), p in UNREAD.items():
+        for side in sides.split("+"):
+            pair[side][table] = [
+                NOT_READ[table](r)[form] if r.partition == p else r for r in pair[side][table]
+            ]
     return pair
 
 
@@ -415,6 +442,25 @@ def test_an_unknown_data_level_input_never_passes(
 ) -> None:
     status = _status(counts, inv_id, (0, PARTITIONS[spec]))
     assert status != "pass", f"{inv_id} passes with {spec} unknown on partition {PARTITIONS[spec]}"
+
+
+@pytest.mark.parametrize(("table", "side", "form"), NOT_READ_CASES, ids=[":".join(c) for c in NOT_READ_CASES])
+def test_a_data_level_input_present_but_not_read_never_passes(
+    counts: dict[Check, dict[int, Counts] | None], table: str, side: str, form: str
+) -> None:
+    """A scan's account that it did not read a partition whole (refused, stopped early, an
+    impossible range) is an unknown input, never an empty or a matching partition: every
+    data-level invariant declaring the table as an input is not ``pass`` over it."""
+    judged = [inv.id for inv in DATA_LEVEL if any(f"{s}:{table}" in inv.inputs for s in side.split("+"))]
+    assert judged, (side, table)
+    for inv_id in judged:
+        status = _status(counts, inv_id, (0, UNREAD[(table, side, form)]))
+        assert status != "pass", f"{inv_id} passes with {side}:{table} {form}"
+
+
+def test_every_spark_compared_read_account_has_its_not_read_cases() -> None:
+    assert {table for table, _, _ in NOT_READ_CASES} == NOT_READ_ON_SPARK
+    assert set(TABLES) >= NOT_READ_ON_SPARK
 
 
 @pytest.mark.parametrize("damage", DAMAGES, ids=lambda d: f"{d.invariant}:{d.expected}:{d.what}")

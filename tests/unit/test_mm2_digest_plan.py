@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from audit.collect.records.digest_history import DigestHistory
-from audit.collect.records.digests import _range_rows, digest_ranges
+from audit.collect.records.digests import digest_ranges, isolation_of
+from audit.collect.records.plan import read_range_rows
 from audit.config_file import parse_config
 from audit.snapshot import RecordDigestCutRecord
 from tests.snapshots import part
@@ -45,11 +46,11 @@ def test_an_empty_partition_is_stated_as_read_and_a_range_no_task_reported_as_un
     ranges = digest_ranges(src, dst, CFG)
     assert ranges[0] == ("source", "orders", 0, 7, 7, False)
     outcomes = [("destination", "source.orders", 0, 0, 3, 1, "fetch at offset 1: Broker: Not leader")]
-    rows = dict(_range_rows(ranges, outcomes, CFG))
+    rows = dict(read_range_rows(ranges, outcomes, lambda side: isolation_of(side, CFG)))
     assert (rows["source"].complete, rows["source"].read_to) == (True, 7)
     assert (rows["destination"].complete, rows["destination"].read_to) == (False, 1)
     assert rows["destination"].isolation == "read_committed"
-    lost = dict(_range_rows(ranges, [], CFG))["destination"]
+    lost = dict(read_range_rows(ranges, [], lambda side: isolation_of(side, CFG)))["destination"]
     assert (lost.complete, lost.read_to, lost.detail) == (False, 0, "no task reported reading this range")
 
 

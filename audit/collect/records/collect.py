@@ -20,12 +20,12 @@ from audit.collect.metadata.snapshot import utc_now
 from audit.collect.records.history import PartitionOutcome, RecordHistory
 from audit.collect.records.narrow import narrow
 from audit.collect.records.pairs import CHUNK_KEY, paired_chunks
-from audit.collect.records.plan import RecordPlan, common_ranges, plan_records
+from audit.collect.records.plan import RecordPlan, common_ranges, plan_records, read_range_rows
 from audit.collect.records.read import resolve_reader, scan_records
 from audit.config import AuditConfig
 from audit.fsutil import atomic_write_json, replace_path
 from audit.progress import spark_progress
-from audit.snapshot import PartitionRecord, read_manifest, read_records, read_table
+from audit.snapshot import PartitionRecord, read_manifest, read_records, read_table, write_table
 
 log = logging.getLogger(__name__)
 
@@ -64,18 +64,19 @@ def collect_records(
     with tempfile.TemporaryDirectory(prefix=".records.", dir=destination.parent) as tmp:
         staging = Path(tmp)
         reader = resolve_reader(clients, cfg.records)
-        rows, issues = scan_records(spark, plan, clients, cfg.records, reader)
+        records = scan_records(spark, plan, clients, cfg.records, reader)
         clock = time.monotonic()
         with spark_progress(spark, "records scan"):
-            rows.write.partitionBy("side").mode("overwrite").parquet(str(staging / "chunks"))
+            records.rows.write.partitionBy("side").mode("overwrite").parquet(str(staging / "chunks"))
         log.info("records: both sides read and checksummed in %.1fs", time.monotonic() - clock)
-        scan = BatchScan(rows, issues)
-        problems = scan.collected_issues()
+        problems = BatchScan(records.rows, records.issues).collected_issues()
+        read = read_range_rows(records.ranges, records.reads.value, lambda _: cfg.records.isolation)
         for side, directory in (("source", source), ("destination", destination)):
             part = staging / "chunks" / f"side={side}"
             if not part.exists():
                 _empty(spark, "record_chunks", part)
             replace_path(part, directory / "record_chunks.parquet")
+            write_table(directory, "record_chunk_ranges", tuple(r for s, r in read if s == side))
         mismatches = _mismatching_chunks(spark, source, destination)
         divergences = staging / "record_divergences.parquet"
         if mismatches.limit(1).count():

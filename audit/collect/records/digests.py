@@ -34,7 +34,7 @@ from audit.collect.metadata.snapshot import utc_now
 from audit.collect.records import native
 from audit.collect.records.batch_reader import BatchWaves, RangeFailed
 from audit.collect.records.digest_history import DigestHistory
-from audit.collect.records.plan import SIDES, TaskRange, task_groups
+from audit.collect.records.plan import SIDES, TaskRange, read_range_rows, task_groups
 from audit.collect.records.read import consumer_settings, cyclic_gc_paused, task_frame
 from audit.config import AuditConfig
 from audit.errors import ConfigError
@@ -43,7 +43,6 @@ from audit.progress import spark_progress
 from audit.snapshot import (
     PartitionRecord,
     RecordDigestCutRecord,
-    RecordDigestRangeRecord,
     read_manifest,
     read_records,
     write_table,
@@ -152,7 +151,7 @@ def collect_digests(
         with spark_progress(spark, "records scan (mm2)"), sql_conf(spark, CONCURRENT_WRITERS, "2"):
             frame.write.partitionBy("side").mode("overwrite").parquet(str(staging / "digests"))
         log.info("records (mm2): both sides read and digested in %.1fs", time.monotonic() - clock)
-        read = _range_rows(ranges, outcomes.value, cfg)
+        read = read_range_rows(ranges, outcomes.value, lambda side: isolation_of(side, cfg))
         for side, directory in (("source", source), ("destination", destination)):
             part = staging / "digests" / f"side={side}"
             if not part.exists():
@@ -303,25 +302,3 @@ def _batch(pa: Any, side: str, topic: str, partition: int, offsets: bytes, diges
         ],
         names=["side", "topic", "partition", "offset", "digest"],
     )
-
-
-def _range_rows(
-    ranges: list[TaskRange], outcomes: list[tuple[Any, ...]], cfg: AuditConfig
-) -> list[tuple[str, RecordDigestRangeRecord]]:
-    """(side, its row) per planned range: read whole, or where it stopped and why (a range
-    no task reported, as after a lost executor, is unread from its start)."""
-    done = {(o[0], o[1], o[2], o[3]): o for o in outcomes}
-    rows = []
-    for side, topic, partition, start, end, compacted in ranges:
-        o = done.get((side, topic, partition, start))
-        if end <= start:
-            read_to, detail = end, None
-        elif o is None:
-            read_to, detail = start, "no task reported reading this range"
-        else:
-            read_to, detail = o[5], o[6]
-        row = RecordDigestRangeRecord(
-            topic, partition, start, end, read_to, detail is None, isolation_of(side, cfg), compacted, detail
-        )
-        rows.append((side, row))
-    return rows

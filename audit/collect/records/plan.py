@@ -17,6 +17,7 @@ from typing import Any
 
 from audit.collect.records.chunks import chunk_bounds
 from audit.config import RecordsConfig
+from audit.snapshot import ReadRangeRecord
 
 log = logging.getLogger(__name__)
 
@@ -249,3 +250,27 @@ def task_groups(ranges: list[TaskRange], tasks: int) -> list[list[TaskRange]]:
             loads[i] += r[4] - r[3]
         groups.extend(bins)
     return groups
+
+
+def read_range_rows(
+    ranges: list[TaskRange], outcomes: list[tuple[Any, ...]], isolation: Callable[[str], str]
+) -> list[tuple[str, ReadRangeRecord]]:
+    """(side, its row) per planned range: read whole, or where it stopped and why, from the
+    tasks' outcomes, each (side, topic, partition, start, end, read_to, detail: None when
+    read whole). A range no task reported, as after a lost executor, is unread from its
+    start: what a scan did not say it read is never taken as read."""
+    done = {(o[0], o[1], o[2], o[3]): o for o in outcomes}
+    rows = []
+    for side, topic, partition, start, end, compacted in ranges:
+        o = done.get((side, topic, partition, start))
+        if end <= start:
+            read_to, detail = end, None
+        elif o is None:
+            read_to, detail = start, "no task reported reading this range"
+        else:
+            read_to, detail = o[5], o[6]
+        row = ReadRangeRecord(
+            topic, partition, start, end, read_to, detail is None, isolation(side), compacted, detail
+        )
+        rows.append((side, row))
+    return rows

@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from audit.collect.batches.format import ScanSink
@@ -264,7 +265,7 @@ def _read_wave(
 
 
 def _scan_task(
-    clients: dict[str, dict[str, str]], cfg: RecordsConfig, issues: Any, reader: ReaderName
+    clients: dict[str, dict[str, str]], cfg: RecordsConfig, issues: Any, reads: Any, reader: ReaderName
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -290,12 +291,17 @@ def _scan_task(
                 by_side.setdefault(side, []).append((topic, partition, start, end))
                 compacted[topic] = bool(comp)
         use = native_reader.in_task(reader, cfg.reader)
+        # Each range's outcome, as record_chunk_ranges keeps it: (side, topic, partition,
+        # start, end, read_to, why not whole). A failed range keeps none of its chunks.
+        outcomes: list[tuple[Any, ...]] = []
         try:
             for side, ranges in by_side.items():
                 settings = consumer_settings(clients[side], cfg.isolation)
                 done, failed = chunk_ranges(settings, ranges, cfg.chunk_records, cfg.timeout_seconds, use)
-                for (topic, partition, start, _), why in failed:
+                for (topic, partition, start, end), why in failed:
                     sink.issue("fetch_error", f"{side}: {why}"[:300], topic, partition, None, start)
+                    outcomes.append((side, topic, partition, start, end, start, f"{why}"[:300]))
+                outcomes += [(side, *r, r[3], None) for r, _ in done]
                 rows = [
                     {"side": side, **c, "isolation": cfg.isolation, "compacted": compacted[r[0]]}
                     for r, chunks in done
@@ -304,6 +310,7 @@ def _scan_task(
                 if rows:
                     yield pa.RecordBatch.from_pylist(rows, schema=schema)
         finally:
+            reads.add(outcomes)
             if sink.issues:
                 from dataclasses import astuple
 
@@ -312,26 +319,40 @@ def _scan_task(
     return run
 
 
+@dataclass(frozen=True)
+class RecordScan:
+    """A records scan ready to run (``rows`` is lazy: the accumulators fill as it is
+    written): the issues its tasks met, each range's outcome, and the ranges planned."""
+
+    rows: Any
+    issues: Any
+    reads: Any
+    ranges: list[TaskRange]
+
+
 def scan_records(
     spark: Any,
     plan: RecordPlan,
     clients: dict[str, dict[str, str]],
     cfg: RecordsConfig,
     reader: ReaderName | None = None,
-) -> tuple[Any, Any]:
-    """Both sides' chunks as one lazy DataFrame (with a ``side`` column) and the issues
-    accumulator its tasks report on. ``reader`` defaults to what ``records.reader``
-    resolves to (see ``native_reader.resolve``)."""
+) -> RecordScan:
+    """Both sides' chunks as one lazy DataFrame (with a ``side`` column), the issues
+    accumulator its tasks report on and the one they report each range's outcome on
+    (``plan.read_range_rows`` reads it), and the ranges planned. ``reader`` defaults to
+    what ``records.reader`` resolves to (see ``native_reader.resolve``)."""
     from pyspark.sql import types as T
 
     from audit.schemas import spark_schema
 
-    groups = task_groups(task_ranges(plan, cfg), spark.sparkContext.defaultParallelism * 2)
+    ranges = task_ranges(plan, cfg)
+    groups = task_groups(ranges, spark.sparkContext.defaultParallelism * 2)
     out = T.StructType([T.StructField("side", T.StringType(), False), *spark_schema("record_chunks").fields])
-    issues = issue_accumulator(spark)
+    issues, reads = issue_accumulator(spark), issue_accumulator(spark)
     if reader is None:
         reader = resolve_reader(clients, cfg)
-    return task_frame(spark, groups).mapInArrow(_scan_task(clients, cfg, issues, reader), out), issues
+    frame = task_frame(spark, groups).mapInArrow(_scan_task(clients, cfg, issues, reads, reader), out)
+    return RecordScan(frame, issues, reads, ranges)
 
 
 def resolve_reader(clients: dict[str, dict[str, str]], cfg: RecordsConfig) -> ReaderName:

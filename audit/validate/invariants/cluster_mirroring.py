@@ -227,7 +227,7 @@ DATA_1 = Invariant(
         "the divergence."
     ),
     spark_only=True,
-    inputs=("src:record_chunks", "dst:record_chunks"),
+    inputs=("src:record_chunks", "dst:record_chunks", "src:record_chunk_ranges", "dst:record_chunk_ranges"),
     details=("record_divergence",),
     # Rows its checks count as passed without verifying them: a compacted chunk whose
     # difference the narrowing budget (records.narrow_max_chunks) did not reach.
