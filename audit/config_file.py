@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import os
 import re
 import types
@@ -264,6 +265,10 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise KeyProblem(path, f"expected a number, got {_given(value, path)}")
+        # YAML's .nan and .inf are numbers, but no setting means them: NaN compares false
+        # with every bound a section checks ("<= 0" lets it through to a socket timeout).
+        if not math.isfinite(value):
+            raise KeyProblem(path, f"expected a finite number, got {value}")
         return float(value)
     if tp is str:
         if not isinstance(value, str | int | float) or isinstance(value, bool):

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import dataclasses
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -413,3 +415,45 @@ def test_scope_patterns_are_re2_and_a_backtracking_one_terminates() -> None:
     assert cfg.scope.topic_in_scope("a" * 40 + "b") is True
     with pytest.raises(ConfigError, match=r"scope.topics.exclude\[0\]: invalid regex.*no lookaround"):
         parse_config("scope:\n  topics:\n    exclude: ['(?!keep).*']\n", env={})
+
+
+def _float_settings(cls: type, path: str = "") -> list[str]:
+    """Every setting typed as a number with a fraction, in every section (nested ones too),
+    as a YAML key path; the clusters' sections under ``source``."""
+    import types as pytypes
+    from typing import Union, get_args, get_origin, get_type_hints
+
+    out = []
+    for f in dataclasses.fields(cls):
+        tp = get_type_hints(cls)[f.name]
+        if get_origin(tp) in (Union, pytypes.UnionType):
+            tp = next((a for a in get_args(tp) if a is not type(None)), tp)
+        key = f"{path}.{f.name}" if path else f.name
+        if tp is float:
+            out.append(key)
+        elif dataclasses.is_dataclass(tp):
+            out += _float_settings(tp, key)  # type: ignore[arg-type]
+    return out
+
+
+FLOAT_SETTINGS = _float_settings(AuditConfig)
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
+@pytest.mark.parametrize("key", FLOAT_SETTINGS)
+def test_no_number_setting_accepts_nan_or_infinity(key: str, value: str) -> None:
+    """NaN compares false with every bound a section checks, so "<= 0" let a timeout of
+    .nan through to the sockets (source, destination and records timeouts did); no setting
+    means a number that is not finite, so the loader refuses them all, naming the key."""
+    *sections, name = key.split(".")
+    text = "".join(f"{'  ' * i}{s}:\n" for i, s in enumerate(sections))
+    if sections and sections[0] in ("source", "destination"):
+        text += "  bootstrap_servers: localhost:9092\n"
+    text += f"{'  ' * len(sections)}{name}: {value}\n"
+    with pytest.raises(ConfigError, match=rf"^.*{re.escape(key)}: expected a finite number"):
+        parse_config(text, env={})
+
+
+def test_the_number_settings_include_the_timeouts() -> None:
+    for key in ("source.timeout_seconds", "records.timeout_seconds", "notify.timeout_seconds"):
+        assert key in FLOAT_SETTINGS
