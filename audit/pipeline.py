@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from audit.compare.engines import EngineName
-from audit.compare.run import Compared, check_offsets, check_scope
+from audit.compare.run import Compared, check_data_offsets, check_offsets, check_scope
 from audit.config import AuditConfig
 from audit.errors import ExitCode
 from audit.jobs import AUDIT, NIGHTLY, READINESS, Job
@@ -124,6 +124,8 @@ def audit_snapshots(
     check_scope(prof.inputs, cfg, source)
     for directory in (source, destination):
         check_offsets(directory)
+        if engine == "spark":  # the data-level tables only Spark compares
+            check_data_offsets(directory)
     compared = compare_pair(pair, run_dir, cfg, engine, prof)
     if job.scans_data and cfg.records.enabled and prof.describe_findings is not None:
         prof.describe_findings(compared, cfg)

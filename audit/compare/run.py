@@ -265,6 +265,64 @@ def check_offsets(directory: Path) -> None:
                     )
 
 
+# The 64-bit columns of the tables that grow with the data (a row per batch, record or
+# chunk): held to the same bounds from their files' Parquet statistics, without reading
+# the rows (a row group without statistics is read, that column alone).
+_DATA_BOUNDED: dict[str, tuple[str, ...]] = {
+    "batches": ("base_offset", "last_offset", "first_timestamp_ms", "max_timestamp_ms"),
+    "markers": ("offset", "timestamp_ms"),
+    "record_chunks": ("chunk_start", "chunk_end", "record_count", "first_offset", "last_offset", "gap_count"),
+    "record_chunk_ranges": ("start_offset", "end_offset", "read_to"),
+    "record_divergences": ("chunk_start", "chunk_end", "offset"),
+    "record_digests": ("offset",),
+    "record_digest_ranges": ("start_offset", "end_offset", "read_to"),
+    "record_digest_cuts": ("src_through", "dst_through", "verified_from"),
+}
+
+
+def check_data_offsets(directory: Path) -> None:
+    """``check_offsets`` for the data-level tables, from the Parquet statistics of each
+    row group (memory and time bounded by the number of row groups, whatever the rows):
+    an offset beyond ``MAX_SNAPSHOT_INTEGER`` either way is an input error naming the file
+    and the column, never an overflow in the middle of a Spark job."""
+    import pyarrow.parquet as pq
+
+    for table_name, bounded in _DATA_BOUNDED.items():
+        if not check_table(directory, table_name):
+            continue
+        path = directory / f"{table_name}.parquet"
+        files = sorted(path.rglob("*.parquet")) if path.is_dir() else [path]
+        for file in files:
+            reader = pq.ParquetFile(file)
+            names = reader.schema_arrow.names
+            for rg in range(reader.metadata.num_row_groups):
+                group = reader.metadata.row_group(rg)
+                for column in (c for c in bounded if c in names):
+                    lo, hi = _column_range(reader, group, rg, names.index(column), column)
+                    for value, bad in (
+                        (lo, lo is not None and lo < -MAX_SNAPSHOT_INTEGER),
+                        (hi, hi is not None and hi > MAX_SNAPSHOT_INTEGER),
+                    ):
+                        if bad:
+                            raise InputError(
+                                f"{file}: {column} holds {value}, beyond {MAX_SNAPSHOT_INTEGER} (2^53 - 1) "
+                                "either way: no offset or time comes near it; take the scan again"
+                            )
+
+
+def _column_range(reader: Any, group: Any, rg: int, index: int, column: str) -> tuple[int | None, int | None]:
+    """A row group's smallest and largest value of one column: its statistics, or the column
+    read where the writer kept none."""
+    import pyarrow.compute as pc
+
+    stats = group.column(index).statistics
+    if stats is not None and stats.has_min_max:
+        return stats.min, stats.max
+    values = reader.read_row_group(rg, columns=[column]).column(column)
+    found = pc.min_max(values)
+    return found["min"].as_py(), found["max"].as_py()
+
+
 def _where(table: Any, i: int) -> str:
     """The row's partition (``orders-0``), or its topic alone, or its row number."""
     names = table.column_names

@@ -179,3 +179,49 @@ def test_spark_makes_the_same_violation_key_as_python_and_duckdb(spark: Any) -> 
     assert len(got) == len(rows)
     for r in got:
         assert r["key"] == row_key([r["g"], r["p"]]), repr(r["g"])
+
+
+@pytest.mark.parametrize("statistics", [True, False], ids=["with-statistics", "without-statistics"])
+def test_an_offset_beyond_2_53_in_a_data_level_table_is_exit_2_before_spark_computes(
+    tmp_path: Path, statistics: bool
+) -> None:
+    """Before: the metadata tables were held to 2^53 - 1, the tables a scan writes were not;
+    a record chunk ending at 2^63 - 1 overflowed in the middle of the Spark comparison.
+    Now the files' Parquet statistics (or the column, where a writer kept none) are read
+    first: one line naming the file, the column and the value, exit 2, no summary.
+    Caught before any Spark job, so this needs no session."""
+    from audit.schemas import arrow_schema, columns
+
+    src, dst = write_pair(tmp_path, [part()], [part()])
+    huge = 2**63 - 1
+    for directory in (src, dst):
+        rows = [
+            {c.name: None for c in columns("record_chunk_ranges")}
+            | {
+                "topic": "orders",
+                "partition": 0,
+                "start_offset": 0,
+                "end_offset": 10 if directory == src else huge,
+                "read_to": 10,
+                "complete": True,
+                "isolation": "read_uncommitted",
+                "compacted": False,
+            }
+        ]
+        table = pa.Table.from_pylist(rows, schema=arrow_schema("record_chunk_ranges"))
+        pq.write_table(table, directory / "record_chunk_ranges.parquet", write_statistics=statistics)
+    audit = run_in_process(
+        "audit",
+        "--engine",
+        "spark",
+        "--source",
+        str(src),
+        "--destination",
+        str(dst),
+        "--out",
+        str(tmp_path / "a"),
+    )
+    assert audit.returncode == 2, audit.stdout + audit.stderr
+    (line,) = audit.stderr.strip().splitlines()
+    assert f"{dst / 'record_chunk_ranges.parquet'}: end_offset holds {huge}, beyond" in line, line
+    assert not (tmp_path / "a" / "summary.json").exists()
