@@ -235,15 +235,14 @@ def webhook_shown(url: str) -> str:
 
 def webhook_secrets(url: str) -> list[str]:
     """A webhook URL whole, and its path, query and fragment, together and alone (an error
-    may quote any of them), and its userinfo. A piece under 8 characters is too common a
-    string to mask everywhere."""
-    rest = url.partition("://")[2]
-    start = next((i for i, c in enumerate(rest) if c in "/?#"), len(rest))
-    tail = rest[start:]
-    target, _, fragment = tail.partition("#")
-    path, _, query = target.partition("?")
-    pieces = (tail, target, path, query, fragment)
-    return [url, *(p for p in pieces if len(p) >= 8), *uri_secrets(url)]
+    may quote any of them), and its userinfo. A piece shorter than ``_MIN_MASKED_PART`` is
+    too common a string to mask everywhere."""
+    _, _, location, query, fragment = _split_url(url)
+    path = location[next((i for i, c in enumerate(location) if c == "/"), len(location)) :]
+    target = path + (f"?{query}" if query is not None else "")
+    tail = target + (f"#{fragment}" if fragment is not None else "")
+    pieces = (tail, target, path, query or "", fragment or "")
+    return [url, *(p for p in pieces if len(p) >= _MIN_MASKED_PART), *uri_secrets(url)]
 
 
 def _webhook_secrets(hooks: Any, _cfg: AuditConfig) -> list[str]:
