@@ -53,7 +53,7 @@ from audit.errors import (
     UsageError,
     os_error_message,
 )
-from audit.jobs import AUDIT, DRAINED_READINESS, FAILBACK_READINESS, FAILOVER_VERIFY, NIGHTLY, READINESS
+from audit.jobs import AUDIT, FAILBACK_READINESS, FAILOVER_VERIFY, NIGHTLY, READINESS
 
 if TYPE_CHECKING:
     from audit.compare.engines import EngineName
@@ -305,7 +305,7 @@ class NotDrained:
         return {
             "outcome": self.outcome,
             "exit_code": self.exit_code,
-            "job": DRAINED_READINESS.name,
+            "job": READINESS.name,
             "run_dir": str(self.run_dir),
             "drain": {
                 "elapsed_seconds": round(s.elapsed_seconds, 1),
@@ -491,10 +491,10 @@ def readiness_when_drained(
             status, outcome = drained_readiness(cfg, made, wait, every, progress, chosen)
     except Exception as exc:  # told as the caller will be told: an AuditError's one line
         error = exc if isinstance(exc, AuditError) else _translated(exc)[0]
-        _notify_unfinished(cfg, DRAINED_READINESS.name, run_dir, "ERROR", str(error))
+        _notify_unfinished(cfg, READINESS.name, run_dir, "ERROR", str(error))
         raise
     if outcome is None:
-        _notify_unfinished(cfg, DRAINED_READINESS.name, made, "not drained", None)
+        _notify_unfinished(cfg, READINESS.name, made, "not drained", None)
         return NotDrained(status, made)
     return result_of(outcome)
 

@@ -165,7 +165,7 @@ def drained_readiness(
 ) -> tuple[DrainStatus, RunOutcome | None]:
     """Wait until drained, then the readiness check on the drained snapshots in ``run_dir``;
     no run (None) when the wait timed out."""
-    from audit.jobs import DRAINED_READINESS
+    from audit.jobs import READINESS
     from audit.pipeline import audit_snapshots
 
     result = wait_drained(cfg, run_dir, timeout, interval, progress)
@@ -182,7 +182,7 @@ def drained_readiness(
         result.destination,
         run_dir,
         cfg,
-        DRAINED_READINESS,
+        READINESS,
         engine,
         run_extra={"drained": drained},
     )

@@ -10,7 +10,6 @@ there: alert rules and dashboards select on it).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +19,12 @@ from audit.config import AuditConfig
 from audit.profiles import Profile, failback_profile, failover_verify_profile, profile_of
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Job:
+    """A job's declaration, by named fields only (three booleans by position read as
+    nothing at the call site)."""
+
     name: str
-    # Where its snapshot pair comes from, as a person reads it (docs, --help).
-    snapshots: str
     # Holds the output root's lock for the whole run: every job that writes beside other
     # runs (history, record-verification.json) does; readiness never waits behind a nightly.
     takes_lock: bool
@@ -59,39 +59,37 @@ def _failback(_cfg: AuditConfig, _before: Path | None) -> Profile:
     return failback_profile()
 
 
-AUDIT = Job("audit", "two snapshot directories given", True, False, False, "spark", _mode)
-NIGHTLY = Job("nightly", "both clusters, live (destination first)", True, False, True, "spark", _mode)
-READINESS = Job(
-    "readiness",
-    "both clusters live, or two snapshot directories given",
-    False,
-    True,
-    False,
-    "local",
-    _mode,
-    True,
+AUDIT = Job(name="audit", takes_lock=True, answers_go=False, scans_data=False, engine="spark", profile=_mode)
+NIGHTLY = Job(
+    name="nightly", takes_lock=True, answers_go=False, scans_data=True, engine="spark", profile=_mode
 )
-DRAINED_READINESS = dataclasses.replace(
-    READINESS, snapshots="both clusters live, polled until the mirror is drained"
+# Readiness never waits behind a nightly (no lock); it reports the nightly's data-level
+# results. ``readiness --wait-drained`` is the same job on the snapshots it polled until
+# the mirror was drained (summary.json, metrics and alert rules say "readiness").
+READINESS = Job(
+    name="readiness",
+    takes_lock=False,
+    answers_go=True,
+    scans_data=False,
+    engine="local",
+    profile=_mode,
+    reads_nightly_data=True,
 )
 FAILOVER_VERIFY = Job(
-    "failover verify",
-    "the destination live after the stop (with the mirror's state); the source live, else the readiness "
-    "run's source snapshot; or two snapshot directories given",
-    True,
-    True,
-    False,
-    "local",
-    _verify,
+    name="failover verify",
+    takes_lock=True,
+    answers_go=True,
+    scans_data=False,
+    engine="local",
+    profile=_verify,
 )
 FAILBACK_READINESS = Job(
-    "failback readiness",
-    "both clusters live (with the mirror's state recorded at the stop), or two snapshot directories given",
-    True,
-    True,
-    False,
-    "local",
-    _failback,
+    name="failback readiness",
+    takes_lock=True,
+    answers_go=True,
+    scans_data=False,
+    engine="local",
+    profile=_failback,
 )
 
-JOBS = (AUDIT, NIGHTLY, READINESS, DRAINED_READINESS, FAILOVER_VERIFY, FAILBACK_READINESS)
+JOBS = (AUDIT, NIGHTLY, READINESS, FAILOVER_VERIFY, FAILBACK_READINESS)

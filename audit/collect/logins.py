@@ -244,7 +244,7 @@ def _jwt_lifetime(token: str) -> float:
     return max(0.0, left) if math.isfinite(left) else 3600.0
 
 
-def _extensions(text: str) -> dict[str, str]:
+def oauth_extensions(text: str) -> dict[str, str]:
     """``sasl.oauthbearer.extensions`` (``key=value,key=value``), e.g. Confluent Cloud's
     ``logicalCluster`` and ``identityPoolId``."""
     pairs = (item.partition("=") for item in text.split(",") if item.strip())
@@ -276,40 +276,6 @@ class TokenProvider:
 
     def extensions(self) -> dict[str, str]:
         return dict(self._extensions)
-
-
-def kafka_python_oauth(client: Mapping[str, Any]) -> Any | str:
-    """kafka-python's token provider for OAUTHBEARER client settings, or why there is none."""
-    from audit.collect.kafka_python_token import KafkaPythonTokenProvider
-
-    spec = client.get(TOKEN_PROVIDER)
-    extensions = _extensions(str(client.get("sasl.oauthbearer.extensions") or ""))
-    if spec:
-        return KafkaPythonTokenProvider(str(spec), None, extensions)
-    if str(client.get("sasl.oauthbearer.method") or "").lower() == "oidc":
-        missing = [
-            key
-            for key in (
-                TOKEN_ENDPOINT,
-                "sasl.oauthbearer.client.id",
-                "sasl.oauthbearer.client.secret",
-            )
-            if not client.get(key)
-        ]
-        if missing:
-            return f"OIDC needs {', '.join(missing)}"
-        oidc = OidcClientCredentials(
-            str(client[TOKEN_ENDPOINT]),
-            str(client["sasl.oauthbearer.client.id"]),
-            str(client["sasl.oauthbearer.client.secret"]),
-            str(client.get("sasl.oauthbearer.scope") or ""),
-            client.get("https.ca.location") or client.get("ssl.ca.location"),
-        )
-        return KafkaPythonTokenProvider(None, oidc, extensions)
-    return (
-        "SASL OAUTHBEARER needs a token_provider (module:function) or sasl.oauthbearer.method: oidc "
-        "for kafka-python"
-    )
 
 
 def aws_msk_iam() -> tuple[str, float]:

@@ -27,8 +27,6 @@ log = logging.getLogger(__name__)
 
 SIDES = (("src_", "source"), ("dst_", "destination"))
 SNAPSHOT_INPUTS = ("partitions", "groups", "group_offsets")
-# Snapshot tables a cluster may not have given (an empty stand-in then), read by every mode.
-OPTIONAL_INPUTS = ("share_group_offsets",)
 # Written only when the snapshots carry what they compare (record batches and markers
 # from a segments scan or a fetch, record chunks from a records scan); absent, their
 # invariants are skipped as not collected.

@@ -24,7 +24,6 @@ from typing import Any
 
 import yaml
 
-import audit.cli
 from audit.errors import SandboxError
 from audit.fsutil import atomic_write_text
 from audit.paths import local_path
@@ -68,7 +67,7 @@ def worker_python(directory: Path) -> str:
     """The interpreter of an environment where the package is installed from its wheel:
     this one when it is, else one built in ``directory`` from this checkout's wheels (the
     project's and the record reader's, ``native/``)."""
-    package = Path(audit.cli.__file__).resolve().parents[1]
+    package = Path(__file__).resolve().parents[1]  # the installed or checked-out audit/
     if "site-packages" in package.parts:
         return sys.executable
     checkout = package.parent

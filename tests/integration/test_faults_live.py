@@ -259,10 +259,15 @@ def test_a_broker_killed_during_the_nightly_job_leaves_a_verdict_that_is_not_pas
     with _Paused(spark, tmp_path, "records.wave", killer("source")) as paused:
         proc = run_in_process("nightly", "--config", str(config), "--out", str(tmp_path / "reports" / "n"))
     assert paused.fired
-    assert proc.returncode == 1, proc.stderr[-3000:]  # FAIL, not PASS, not an internal error
     summary = json.loads((tmp_path / "reports" / "n" / "summary.json").read_text())
-    assert summary["verdict"] == "FAIL"
-    assert ONE_REPLICA in json.dumps(summary["invariants"]["CM-DATA-1"])
+    # Not PASS, not an internal error: the ranges the dead broker held are unchecked (a read
+    # that failed is no evidence either way, so not "missing on the source" any more).
+    assert summary["verdict"] in ("WARN", "FAIL"), summary["verdict"]
+    assert proc.returncode == (1 if summary["verdict"] == "FAIL" else 0), proc.stderr[-3000:]
+    data1 = summary["invariants"]["CM-DATA-1"]
+    assert data1["status"] != "pass" and data1["unchecked"] > 0, data1
+    unread = {(r["topic"], r["partition"]) for g in data1["unchecked_gaps"] for r in g["first"]}
+    assert unread and unread <= {(ONE_REPLICA, "1"), (ONE_REPLICA, "3")}, data1["unchecked_gaps"]
 
 
 @pytest.mark.parametrize(("command", "point"), [("records", "records.wave"), ("fetch", "fetch.range")])

@@ -9,6 +9,7 @@ import logging
 import pytest
 
 from audit.collect.records import native as native_reader
+from audit.collect.records import readers
 from audit.collect.records.read import consumer_settings
 from audit.errors import ConfigError
 
@@ -41,10 +42,10 @@ def test_an_unknown_setting_is_refused_by_name() -> None:
 
 
 def test_resolve_follows_records_reader() -> None:
-    assert native_reader.resolve("python", _both(NOWHERE)) == "python"
-    assert native_reader.resolve("auto", _both(NOWHERE)) == "batches"
-    assert native_reader.resolve("batches", _both(NOWHERE)) == "batches"
-    assert native_reader.resolve("native", _both(NOWHERE)) == "native"
+    assert readers.resolve("python", _both(NOWHERE)) == "python"
+    assert readers.resolve("auto", _both(NOWHERE)) == "batches"
+    assert readers.resolve("batches", _both(NOWHERE)) == "batches"
+    assert readers.resolve("native", _both(NOWHERE)) == "native"
 
 
 def test_a_property_kafka_python_cannot_honour_keeps_auto_on_librdkafka(
@@ -58,10 +59,10 @@ def test_a_property_kafka_python_cannot_honour_keeps_auto_on_librdkafka(
         "destination": consumer_settings(odd, "read_committed"),
     }
     with caplog.at_level(logging.WARNING):
-        assert native_reader.resolve("auto", settings) == "native"
+        assert readers.resolve("auto", settings) == "native"
     assert "the destination settings: the property ssl.endpoint.identification.algorithm" in caplog.text
     with pytest.raises(ConfigError, match=r"records.reader is batches .* ssl\.endpoint\.identification"):
-        native_reader.resolve("batches", settings)
+        readers.resolve("batches", settings)
 
 
 def test_settings_the_build_lacks_fall_back_on_auto_and_fail_on_native(
@@ -69,10 +70,10 @@ def test_settings_the_build_lacks_fall_back_on_auto_and_fail_on_native(
 ) -> None:
     settings = {"source": consumer_settings(NOWHERE, "read_committed"), "destination": GSSAPI}
     with caplog.at_level(logging.WARNING):
-        assert native_reader.resolve("auto", settings) == "python"
+        assert readers.resolve("auto", settings) == "python"
     assert "cannot use the destination settings" in caplog.text and "GSSAPI" in caplog.text
     with pytest.raises(ConfigError, match=r"records.reader is native .* destination settings .*GSSAPI"):
-        native_reader.resolve("native", settings)
+        readers.resolve("native", settings)
 
 
 def test_a_token_provider_login_takes_the_batch_reader_never_the_compiled_librdkafka_one() -> None:
@@ -82,29 +83,29 @@ def test_a_token_provider_login_takes_the_batch_reader_never_the_compiled_librdk
 
     login = {**NOWHERE, "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER"}
     settings = _both({**login, TOKEN_PROVIDER: "tests.tokens:auditor"})
-    assert native_reader.resolve("auto", settings) == "batches"
+    assert readers.resolve("auto", settings) == "batches"
     with pytest.raises(ConfigError, match=r"records.reader is native .*\(a token_provider login"):
-        native_reader.resolve("native", settings)
+        readers.resolve("native", settings)
 
 
 def test_a_missing_package_falls_back_on_auto_and_fails_on_native(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(native_reader, "load", lambda: None)
-    assert native_reader.resolve("auto", _both(NOWHERE)) == "python"
+    assert readers.resolve("auto", _both(NOWHERE)) == "python"
     with pytest.raises(ConfigError, match=r"not installed: install it with 'pip install \./native'"):
-        native_reader.resolve("native", _both(NOWHERE))
+        readers.resolve("native", _both(NOWHERE))
     with pytest.raises(ImportError, match="not installed"):
         native_reader.open_native(NOWHERE)
 
 
 def test_a_task_without_the_package_falls_back_only_on_auto(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert native_reader.in_task("native", "auto") == "native"
-    assert native_reader.in_task("batches", "auto") == "batches"
+    assert readers.in_task("native", "auto") == "native"
+    assert readers.in_task("batches", "auto") == "batches"
     monkeypatch.setattr(native_reader, "load", lambda: None)
-    assert native_reader.in_task("native", "auto") == "python"
-    assert native_reader.in_task("batches", "auto") == "python"
-    assert native_reader.in_task("batches", "batches") == "batches"
-    assert native_reader.in_task("native", "native") == "native"  # the task then fails, as asked
-    assert native_reader.in_task("python", "auto") == "python"
+    assert readers.in_task("native", "auto") == "python"
+    assert readers.in_task("batches", "auto") == "python"
+    assert readers.in_task("batches", "batches") == "batches"
+    assert readers.in_task("native", "native") == "native"  # the task then fails, as asked
+    assert readers.in_task("python", "auto") == "python"
 
 
 def test_secret_values_never_reach_a_settings_message() -> None:
@@ -114,5 +115,5 @@ def test_secret_values_never_reach_a_settings_message() -> None:
     )
     assert "hunter2" not in text and "***" in text and "alice" in text
     with pytest.raises(ConfigError) as err:
-        native_reader.resolve("native", {"source": settings, "destination": settings})
+        readers.resolve("native", {"source": settings, "destination": settings})
     assert "hunter2" not in str(err.value)

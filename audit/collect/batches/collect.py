@@ -29,7 +29,6 @@ from audit.config import AuditConfig
 from audit.errors import ConfigError, InputError
 from audit.fsutil import atomic_directory, atomic_write_json, private_dir_as_umask
 from audit.redaction import redact_uri
-from audit.schemas import SNAPSHOT_TABLES
 from audit.snapshot import Role, Snapshot, make_manifest, read_manifest, write_snapshot, write_table
 
 log = logging.getLogger(__name__)
@@ -337,10 +336,6 @@ def _partition_files(segment_uri: str | None) -> tuple[str | None, int | None]:
     except (OSError, FileNotFoundError, ValueError, IndexError):
         pass
     return topic_id, epoch
-
-
-def table_columns(table: str) -> tuple[str, ...]:
-    return tuple(c.name for c in SNAPSHOT_TABLES[table])
 
 
 def wire_ranges(directory: Path) -> list[tuple[str, int, int, int]]:

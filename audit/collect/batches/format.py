@@ -102,7 +102,6 @@ BATCH_FIELDS = (
     "file",
     "position",
 )
-ISSUE_FIELDS = ("topic", "partition", "file", "position", "kind", "severity", "detail", "end_position")
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ def kafka_python_from(
         elif ignored is not None and key != "bootstrap.servers" and key not in ignored:
             return f"the property {key} has no kafka-python equivalent"
     if mechanism == "OAUTHBEARER":
-        from audit.collect.logins import kafka_python_oauth
+        from audit.collect.kafka_python_token import kafka_python_oauth
 
         provider = kafka_python_oauth(client)
         if isinstance(provider, str):

@@ -31,7 +31,7 @@ from typing import Any
 from audit.collect.batches.scan import issue_accumulator
 from audit.collect.metadata.kafka_admin import KafkaAdmin, require_reachable
 from audit.collect.metadata.snapshot import utc_now
-from audit.collect.records import native
+from audit.collect.records import native, readers
 from audit.collect.records.batch_reader import BatchWaves, RangeFailed
 from audit.collect.records.digest_history import DigestHistory
 from audit.collect.records.plan import SIDES, TaskRange, read_range_rows, task_groups
@@ -213,7 +213,7 @@ def _require_batch_reader(settings: dict[str, dict[str, Any]]) -> None:
             f"records in mode mm2 read with the batch reader, but {native.MODULE} is not installed: "
             "install it (pip install ./native), or set records.enabled: false"
         )
-    problem = native.batch_problem(settings)
+    problem = readers.batch_problem(settings)
     if problem is not None:
         raise ConfigError(f"records in mode mm2 read with the batch reader, which cannot use {problem}")
 

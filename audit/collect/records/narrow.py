@@ -11,17 +11,13 @@ from audit.collect.records.plan import SIDES
 from audit.collect.records.read import RangeReader, consumer_settings, cyclic_gc_paused
 from audit.config import RecordsConfig
 
-DIVERGENCE_KINDS = (
-    "payload_differs",  # key or value
-    "timestamp_differs",
-    "headers_differs",
-    "missing_record",  # the destination lacks a record the source has (later ones shifted)
-    "duplicate_record",  # the destination repeats the record before (later ones shifted)
-    "extra_record",  # the destination has a record where the source has none
-    "gap_pattern_differs",  # a record on one side, a gap (marker, compaction hole) on the other
-    "compaction_only",  # compacted topic: the sides hold different offsets, equal where both do
-    "none_found",  # the chunk's records compare equal on a re-read (it changed since the scan)
-)
+# The kinds of first divergence ``first_divergence`` names (record_divergences.kind):
+# payload_differs (key or value), timestamp_differs, headers_differs, missing_record (the
+# destination lacks a record the source has, later ones shifted), duplicate_record (the
+# destination repeats the record before), extra_record (a record where the source has
+# none), gap_pattern_differs (a record on one side, a gap: marker or compaction hole, on
+# the other), compaction_only (a compacted topic: different offsets held, equal where
+# both hold one), none_found (equal on a re-read: the chunk changed since the scan).
 
 
 def _escaped(text: str) -> str:

@@ -22,6 +22,7 @@ from audit.collect.batches.format import ScanSink
 from audit.collect.batches.scan import issue_accumulator
 from audit.collect.logins import librdkafka_config
 from audit.collect.records import native as native_reader
+from audit.collect.records import readers
 from audit.collect.records.batch_reader import BatchWaves
 from audit.collect.records.chunks import RangeChunker
 from audit.collect.records.native import ReaderName
@@ -290,7 +291,7 @@ def _scan_task(
             ):
                 by_side.setdefault(side, []).append((topic, partition, start, end))
                 compacted[topic] = bool(comp)
-        use = native_reader.in_task(reader, cfg.reader)
+        use = readers.in_task(reader, cfg.reader)
         # Each range's outcome, as record_chunk_ranges keeps it: (side, topic, partition,
         # start, end, read_to, why not whole). A failed range keeps none of its chunks.
         outcomes: list[tuple[Any, ...]] = []
@@ -340,7 +341,7 @@ def scan_records(
     """Both sides' chunks as one lazy DataFrame (with a ``side`` column), the issues
     accumulator its tasks report on and the one they report each range's outcome on
     (``plan.read_range_rows`` reads it), and the ranges planned. ``reader`` defaults to
-    what ``records.reader`` resolves to (see ``native_reader.resolve``)."""
+    what ``records.reader`` resolves to (see ``readers.resolve``)."""
     from pyspark.sql import types as T
 
     from audit.schemas import spark_schema
@@ -357,7 +358,7 @@ def scan_records(
 
 def resolve_reader(clients: dict[str, dict[str, str]], cfg: RecordsConfig) -> ReaderName:
     """``records.reader`` resolved against what is installed and the clusters' settings."""
-    return native_reader.resolve(
+    return readers.resolve(
         cfg.reader, {side: consumer_settings(clients[side], cfg.isolation) for side in SIDES}
     )
 
