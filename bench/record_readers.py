@@ -71,7 +71,7 @@ def _shipped(spark: Any, state: SandboxState, ends: dict[int, int], reader: Read
 
     plan = RecordPlan(tuple(RecordRange(TOPIC, p, 0, end, "new") for p, end in ends.items()))
     clients = {c.name: {"bootstrap.servers": c.bootstrap} for c in state.clusters}
-    rows, _ = scan_records(spark, plan, clients, RecordsConfig(chunk_records=CHUNK), reader)
+    rows = scan_records(spark, plan, clients, RecordsConfig(chunk_records=CHUNK), reader).rows
     return int(rows.agg(F.sum("record_count")).collect()[0][0])
 
 

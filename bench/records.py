@@ -142,7 +142,7 @@ def _scan(spark: Any, cfg: AuditConfig, topic: str, records: int, out: Path, rea
     ends = end_offsets(cfg.cluster("source").bootstrap_servers, topic)
     plan = RecordPlan(tuple(RecordRange(topic, p, 0, end, "new") for p, end in ends.items()))
     clients = {side: cfg.cluster(side).client_settings() for side in ("source", "destination")}
-    rows, _ = scan_records(spark, plan, clients, cfg.records, reader)
+    rows = scan_records(spark, plan, clients, cfg.records, reader).rows
     rows.write.partitionBy("side").mode("overwrite").parquet(str(out))
     counted = sum(pq.read_table(out, columns=["record_count"]).column("record_count").to_pylist())
     if counted != 2 * records:
