@@ -25,7 +25,7 @@ from audit.config import AuditConfig
 from audit.pipeline import audit_snapshots
 from audit.report.details import DIVERGENCE_PARTITIONS
 from audit.validate.coverage import FIRST_ROWS, Gap
-from audit.validate.gx import _judged_columns
+from audit.validate.evaluate import judged_columns
 from audit.validate.results import CheckOutcome, fold
 from audit.validate.run import _with_examples
 from audit.validate.violations import parse_key, unexpected_rows_sql
@@ -121,7 +121,7 @@ class Case:
             unexpected=rejected,
             table=check.table,
             unexpected_sql=f"({rejects}) AND {self._where}",
-            columns=_judged_columns(e["kwargs"]),
+            columns=judged_columns(e["kwargs"]),
             missing=unchecked,
         )
         return _with_examples(self.audit.compared, outcome, EXAMPLE_COLUMNS.get(check.table, []))

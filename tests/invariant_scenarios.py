@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.compare.engines import LocalTables
-from audit.compare.run import run_compare
+from audit.compare.run import Compared, run_compare
 from audit.config import AuditConfig
 from audit.config_file import parse_config
 from audit.pipeline import compare_snapshots
@@ -291,6 +291,15 @@ def scenario_statuses(
     that severity rejects a row, warn where a check leaves a row unchecked, pass where it
     judged rows, skipped where none was in its checks' domains (nothing in scope)."""
     cfg = cfg or scenario.cfg
+    compared, prof = scenario_compared(scenario, pair, root, cfg)
+    return fold_statuses(compared, cfg, prof.suite_patterns)
+
+
+def scenario_compared(
+    scenario: Scenario, pair: Pair, root: Path, cfg: AuditConfig
+) -> tuple[Compared, Profile]:
+    """The pair's comparison tables on the in-process engine (the data-level ones at a few
+    records' scale where the scenario has records), and the profile judging them."""
     before = root / "before"
     if scenario.before is not None:  # the readiness run the job compares against
         b_src, b_dst = write_scenario(root / "before-snapshots", scenario.before)
@@ -302,4 +311,4 @@ def scenario_statuses(
         compared = run_compare(_RecordScale(), prof.comparisons, prof.inputs, pair_read, root / "run", cfg)
     else:
         compared = compare_snapshots(src, dst, root / "run", cfg, engine="local", prof=prof)
-    return fold_statuses(compared, cfg, prof.suite_patterns)
+    return compared, prof

@@ -1,19 +1,23 @@
-"""Each invariant's status folded from a run's comparison tables as the validator folds it,
-without Great Expectations: the generated "unknown never passes" tests' judge
-(tests/unit/test_unknown_never_passes.py, tests/unit/test_invariant_outcomes.py,
-tests/spark/test_data_level_outcomes.py)."""
+"""Each invariant's status folded from a run's comparison tables by the validator itself,
+without Great Expectations' Data Docs: production's compiled checks
+(``audit.validate.evaluate``), their counts per partition or per case from its one query
+per table, and production's ``fold`` (``audit.validate.results``). The generated "unknown
+never passes" tests judge with it (tests/unit/test_unknown_never_passes.py,
+tests/unit/test_invariant_outcomes.py, tests/spark/test_data_level_outcomes.py): grouping
+the same counts by partition lets one comparison hold many cases."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections import defaultdict
 from typing import Any, TypeVar
 
 from audit.config import AuditConfig
-from audit.validate.gx import _judged_columns
+from audit.validate.coverage import Gap
+from audit.validate.evaluate import CompiledCheck, compile_suite, grouped_counts, outcome
+from audit.validate.evaluate import Counts as Tally
+from audit.validate.results import fold as fold_invariant
 from audit.validate.run import mode_suites
-from audit.validate.violations import domain_sql, unchecked_rows_sql, unexpected_rows_sql
-
-RANK = {"skipped": 0, "pass": 1, "warn": 2, "fail": 3}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,9 +65,7 @@ def counts_by(
 def expectations(cfg: AuditConfig, suite_patterns: tuple[str, ...]) -> dict[Check, dict[str, Any]]:
     """Each check's expectation as its suite declares it (type, kwargs, meta, description),
     in the order the validator runs them."""
-    return {
-        _check(suite, e): e for suite in mode_suites(cfg, suite_patterns) for e in suite.raw["expectations"]
-    }
+    return {_check(c): dict(c.expectation) for c in _compiled(cfg, suite_patterns)}
 
 
 def over(
@@ -77,23 +79,22 @@ def over(
 
 
 def fold(counts: dict[Check, Counts | None]) -> dict[str, str]:
-    """Per invariant: fail or warn where a check of that severity rejects a row, warn where a
-    check leaves a row unchecked, pass where it judged rows, skipped where none was in its
-    checks' domains or its table was not computed."""
-    status: dict[str, str] = {}
-    for check, got_counts in counts.items():
-        rejected, unchecked, judged = got_counts or (0, 0, 0)
-        if rejected:
-            got = check.severity
-        elif unchecked:
-            got = "warn"
-        elif judged:
-            got = "pass"
-        else:  # no row in the check's domain (or no table): it checked nothing
-            got = "skipped"
-        if RANK[got] >= RANK[status.get(check.invariant, "skipped")]:
-            status[check.invariant] = got
-    return status
+    """Per invariant, production's fold of its checks' outcomes: fail or warn where a check
+    of that severity rejects a row, warn where a check leaves a row unchecked, pass where it
+    judged rows, skipped where none was in its checks' domains or its table was not computed."""
+    checks: dict[str, list[Any]] = defaultdict(list)
+    gaps: dict[str, list[Gap]] = defaultdict(list)
+    for check, got in counts.items():
+        rejected, unchecked, judged = got or (0, 0, 0)
+        compiled = CompiledCheck(
+            check.table, "", check.invariant, check.severity, "", (check.column,), "", "", None, {}
+        )
+        checks[check.invariant].append(outcome(compiled, Tally(judged, rejected, unchecked)))
+        if unchecked:
+            gaps[check.invariant].append(Gap(f"{check.table}.{check.column}", unchecked, (), ()))
+    return {
+        inv: fold_invariant(inv, "", outcomes, tuple(gaps[inv])).status for inv, outcomes in checks.items()
+    }
 
 
 def fold_statuses(
@@ -110,59 +111,35 @@ def _sum(counts: Any) -> Counts:
     return rejected, unchecked, judged
 
 
-def _check(suite: Any, e: dict[str, Any]) -> Check:
-    meta = e["meta"]
-    return Check(suite.table, meta["invariant"], meta["severity"], ",".join(_judged_columns(e["kwargs"])))
+def _check(c: CompiledCheck) -> Check:
+    return Check(c.table, c.invariant, c.severity, ",".join(c.columns))
+
+
+def _compiled(cfg: AuditConfig, suite_patterns: tuple[str, ...]) -> list[CompiledCheck]:
+    params = dataclasses.asdict(cfg.thresholds)
+    out = []
+    for suite in mode_suites(cfg, suite_patterns):
+        compiled = compile_suite(suite.table, suite.raw["expectations"], params)
+        assert compiled is not None, suite.name  # every shipped expectation compiles
+        out += compiled
+    return out
 
 
 def _grouped(
     compared: Any, cfg: AuditConfig, suite_patterns: tuple[str, ...], only: str, key: str | None
 ) -> dict[Check, dict[Any, Counts] | None]:
     """Each expectation's counts over the rows ``only`` selects, per value of ``key`` (a
-    column; None: all under 0), None where its table was not computed. The rows are selected by the SQL
-    forms the validator derives from the suites themselves (tests/unit/test_violations.py
-    holds the first to the rows GX rejects)."""
-    params = dataclasses.asdict(cfg.thresholds)
+    column; None: all under 0), None where its table was not computed: the validator's
+    own query per table (``audit.validate.evaluate.grouped_counts``)."""
+    by_table: dict[str, list[CompiledCheck]] = defaultdict(list)
+    for c in _compiled(cfg, suite_patterns):
+        by_table[c.table].append(c)
     out: dict[Check, dict[Any, Counts] | None] = {}
-    for suite in mode_suites(cfg, suite_patterns):
-        checks = suite.raw["expectations"]
-        keys = [_check(suite, e) for e in checks]
-        if not compared.tables.has(suite.table):
-            out.update(dict.fromkeys(keys))
+    for table, compiled in by_table.items():
+        if not compared.tables.has(table):
+            out.update(dict.fromkeys(_check(c) for c in compiled))
             continue
-        forms = [_forms(suite.name, e, params) for e in checks]
-        out.update(zip(keys, _counts(compared, suite.table, only, key, forms), strict=True))
+        got = grouped_counts(compared.tables, table, compiled, only, key)
+        for c, by in zip(compiled, got, strict=True):
+            out[_check(c)] = {k: (t.rejected, t.unchecked, t.domain) for k, t in by.items()}
     return out
-
-
-def _forms(suite: str, e: dict[str, Any], params: dict[str, Any]) -> tuple[str, str, str]:
-    """The rows an expectation rejects, leaves unchecked (FALSE where it leaves none) and
-    judges (its domain), as the validator derives them from the suite."""
-    rejected = unexpected_rows_sql(e["type"], e["kwargs"], params)
-    unchecked = unchecked_rows_sql(e["type"], e["kwargs"], params)
-    domain = domain_sql(e["kwargs"], params)
-    assert rejected is not None and domain is not None, (suite, e["type"])
-    return rejected, unchecked or "FALSE", domain
-
-
-def _counts(
-    compared: Any, table: str, only: str, key: str | None, forms: list[tuple[str, str, str]]
-) -> list[dict[Any, Counts]]:
-    """Each expectation's (rejected, unchecked, judged) row counts over the rows ``only``
-    selects, per value of ``key``: one query per table, every count a column of it."""
-    columns = [
-        f"sum(CASE WHEN ({where}) THEN 1 ELSE 0 END) AS c{i}_{j}"
-        for i, three in enumerate(forms)
-        for j, where in enumerate(three)
-    ]
-    grouped = f" GROUP BY {key}" if key else ""
-    rows = compared.tables.rows(
-        f"SELECT {key or 0} AS k, {', '.join(columns)} FROM {{{table}}} AS judged WHERE ({only}){grouped}"
-    )
-    got: list[dict[Any, Counts]] = [{} for _ in forms]
-    for row in rows:
-        k = row["k"]  # a partition (or 0: no key) as an int; a text or null key as it is
-        for i, by in enumerate(got):
-            c = [int(row[f"c{i}_{j}"] or 0) for j in range(3)]
-            by[k if k is None or isinstance(k, str) else int(k)] = (c[0], c[1], c[2])
-    return got

@@ -74,9 +74,10 @@ class Tables(Protocol):
     def frame(self, name: str) -> Any:
         """The engine's frame of a registered table (what Great Expectations judges)."""
 
-    def export(self, sql: str, path: Path) -> None:
+    def export(self, sql: str, path: Path, name: str | None = None) -> None:
         """Write a query's result as Parquet at ``path`` (Spark: a directory of part
-        files) without it passing through this process."""
+        files) without it passing through this process; with ``name``, later queries read
+        it from there under that name (never computed twice)."""
 
     def has(self, name: str) -> bool: ...
 
@@ -168,8 +169,10 @@ class SparkTables:
     def frame(self, name: str) -> Any:
         return self._frames[name]
 
-    def export(self, sql: str, path: Path) -> None:
+    def export(self, sql: str, path: Path, name: str | None = None) -> None:
         self.query(sql).coalesce(1).write.mode("overwrite").parquet(str(path))
+        if name is not None:
+            self._frames[name] = self.spark.read.parquet(str(path))
 
 
 class _ViewNames(dict[str, str]):
@@ -260,7 +263,7 @@ class LocalTables:
         """pandas with nullable dtypes (GX's pandas engine judges these)."""
         return self._arrow[name].to_pandas(types_mapper=pandas_types_mapper())
 
-    def export(self, sql: str, path: Path) -> None:
+    def export(self, sql: str, path: Path, name: str | None = None) -> None:
         import pyarrow.parquet as pq
 
         # Streamed batch by batch into one file: DuckDB's COPY would take the path as a glob.
@@ -268,6 +271,10 @@ class LocalTables:
         with pq.ParquetWriter(path, reader.schema) as writer:
             for batch in reader:
                 writer.write_batch(batch)
+        if name is not None:
+            import pyarrow.dataset as ds
+
+            self.con.register(name, ds.dataset(str(path), format="parquet"))  # scanned lazily
 
 
 def open_tables(engine: EngineName, spark: Any) -> Tables:

@@ -234,7 +234,9 @@ def unchecked_sql(checks_by_invariant: dict[str, list[CheckOutcome]]) -> str | N
     selects = []
     for inv_id, checks in checks_by_invariant.items():
         for check in checks:
-            if check.unchecked_sql is None or check.table not in KEY_COLUMNS:
+            # A check's count of unchecked rows is known (its evaluation): where it is 0 its
+            # rows are not looked for (on a healthy pair, no query at all).
+            if check.unchecked_sql is None or check.missing == 0 or check.table not in KEY_COLUMNS:
                 continue
             judged = ", ".join(check.columns) or "the judged column"
             reason = _reason_sql(check.table, f"{judged} (could not be computed)".replace("'", ""))
@@ -258,13 +260,15 @@ def collect_gaps(
     sql = unchecked_sql(checks_by_invariant)
     gaps: dict[str, list[Gap]] = defaultdict(list)
     if sql is not None:
-        tables.export(sql, run_dir / UNCHECKED_FILE)
+        # Written once, then ranked from the file: the union over every table is not
+        # computed a second time.
+        tables.export(sql, run_dir / UNCHECKED_FILE, "unchecked_rows")
         ranked = f"""
 SELECT invariant, key_columns, key, missing, n FROM (
   SELECT invariant, key_columns, key, missing,
     count(*) OVER (PARTITION BY invariant, missing) AS n,
     row_number() OVER (PARTITION BY invariant, missing ORDER BY key_columns, key) AS r
-  FROM ({sql}) all_rows
+  FROM {{unchecked_rows}} all_rows
 ) ranked WHERE r <= {FIRST_ROWS} ORDER BY invariant, n DESC, missing, key_columns, key
 """
         grouped: dict[tuple[str, str], tuple[int, tuple[str, ...], list[dict[str, Any]]]] = {}

@@ -1,8 +1,12 @@
-"""Thin adapter over Great Expectations 1.x: JSON suites in, ``CheckOutcome`` values out.
+"""Thin adapter over Great Expectations 1.x: the suites operators read and edit in, Data
+Docs out.
 
-GX is the judge (the suites in ``expectations/`` are what operators read and edit); this
-module only loads suites strictly, runs them on Spark DataFrames in one ephemeral context,
-builds Data Docs into the run directory and turns GX results into plain values.
+The suites in ``expectations/`` define every check; ``audit.validate.evaluate`` evaluates
+them (once, compiled to SQL, by the engine holding the tables), and this module writes
+those counts as GX's validation results (``GxRunner.record``) and builds Data Docs into
+the run directory from them, in one ephemeral context. GX evaluates a suite itself only
+where one of its expectations has no SQL form (``GxRunner.run``: an operator's own type),
+and in tests/unit/test_one_evaluation.py, as the oracle of the compiled evaluation.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
     from audit.compare.engines import Tables
 from audit.fsutil import json_loads
 from audit.paths import local_path
+from audit.validate.evaluate import NULL_CHECKS, judged_columns
 from audit.validate.results import MAX_EXAMPLES, CheckOutcome
 from audit.validate.violations import unchecked_rows_sql, unexpected_rows_sql
 
@@ -148,26 +153,17 @@ class GxRunner:
                 "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
             },
         )
-        sources = self.ctx.data_sources
-        self._source = tables.validation_source(sources, "comparison")
+        self._tables = tables
+        self._source: Any = None  # GX's datasource, made for the first suite GX evaluates
+        self._run_id: Any = None
 
     def run(
         self, suite_file: SuiteFile, df: Any, index_columns: list[str], parameters: dict[str, Any]
     ) -> list[CheckOutcome]:
         gx = self._gx
-        try:
-            suite = gx.ExpectationSuite(**suite_file.raw)
-        except Exception as exc:  # pydantic errors for misspelled kwargs, GX errors for bad types
-            raise ConfigError(
-                f"expectation suite {suite_file.path} is invalid: {str(exc).splitlines()[0]}"
-            ) from exc
-        if len(suite.expectations) != len(suite_file.raw.get("expectations", [])):
-            raise ConfigError(
-                f"expectation suite {suite_file.path}: "
-                f"{len(suite_file.raw['expectations']) - len(suite.expectations)} "
-                "expectation(s) have an unknown type"
-            )
-        suite = self.ctx.suites.add(suite)
+        suite = self._suite(suite_file)
+        if self._source is None:
+            self._source = self._tables.validation_source(self.ctx.data_sources, "comparison")
         batch_def = self._source.add_dataframe_asset(
             name=suite_file.name
         ).add_batch_definition_whole_dataframe(f"{suite_file.name}_whole")
@@ -185,6 +181,70 @@ class GxRunner:
         result = checkpoint.run(batch_parameters={"dataframe": df}, expectation_parameters=parameters)
         (suite_result,) = result.run_results.values()
         return [self._outcome(suite_file, r, parameters) for r in suite_result.results]
+
+    def _suite(self, suite_file: SuiteFile) -> Any:
+        """The suite file as GX's suite, added to the context: what GX refuses in it (a
+        misspelled argument, an unknown type) is the suite's error, named."""
+        try:
+            suite = self._gx.ExpectationSuite(**suite_file.raw)
+        except Exception as exc:  # pydantic errors for misspelled kwargs, GX errors for bad types
+            raise ConfigError(
+                f"expectation suite {suite_file.path} is invalid: {str(exc).splitlines()[0]}"
+            ) from exc
+        if len(suite.expectations) != len(suite_file.raw.get("expectations", [])):
+            raise ConfigError(
+                f"expectation suite {suite_file.path}: "
+                f"{len(suite_file.raw['expectations']) - len(suite.expectations)} "
+                "expectation(s) have an unknown type"
+            )
+        return self.ctx.suites.add(suite)
+
+    def record(self, suite_file: SuiteFile, outcomes: list[CheckOutcome]) -> None:
+        """A suite evaluated by ``audit.validate.evaluate`` into GX's validation results,
+        as GX would have written them, for Data Docs: the counts, and the examples' judged
+        values as GX's sampled unexpected values."""
+        import datetime
+
+        from great_expectations.core import ExpectationSuiteValidationResult, ExpectationValidationResult
+        from great_expectations.core.run_identifier import RunIdentifier
+        from great_expectations.data_context.types.resource_identifiers import (
+            ExpectationSuiteIdentifier,
+            ValidationResultIdentifier,
+        )
+
+        suite = self._suite(suite_file)
+        if self._run_id is None:
+            self._run_id = RunIdentifier(run_time=datetime.datetime.now(datetime.UTC))
+        results = [
+            ExpectationValidationResult(
+                success=o.success,
+                expectation_config=e.configuration,
+                result=_gx_result(o),
+            )
+            for e, o in zip(suite.expectations, outcomes, strict=True)
+        ]
+        passed = sum(1 for o in outcomes if o.success)
+        suite_id = ExpectationSuiteIdentifier(name=suite.name)
+        self.ctx.validation_results_store.store_validation_results(
+            suite_validation_result=ExpectationSuiteValidationResult(
+                success=passed == len(outcomes),
+                results=results,
+                suite_name=suite.name,
+                statistics={
+                    "evaluated_expectations": len(outcomes),
+                    "successful_expectations": passed,
+                    "unsuccessful_expectations": len(outcomes) - passed,
+                    "success_percent": 100.0 * passed / len(outcomes) if outcomes else None,
+                },
+                meta={"run_id": self._run_id, "validation_time": self._run_id.run_time},
+            ),
+            suite_validation_result_identifier=ValidationResultIdentifier(
+                batch_identifier=suite_file.table,
+                expectation_suite_identifier=suite_id,
+                run_id=self._run_id,
+            ),
+            expectation_suite_identifier=suite_id,
+        )
 
     def finish(self) -> None:
         """Build the Data Docs site once for every suite run (not once per suite)."""
@@ -214,21 +274,30 @@ class GxRunner:
             examples=tuple(plain(e) for e in (res.get("partial_unexpected_index_list") or [])[:MAX_EXAMPLES]),
             table=suite_file.table,
             unexpected_sql=unexpected_rows_sql(cfg.type, _raw_kwargs(cfg), parameters),
-            columns=_judged_columns(cfg.kwargs),
+            columns=judged_columns(cfg.kwargs),
             # The null checks judge nulls: nothing of theirs is left unchecked.
-            missing=0 if cfg.type in _NULL_CHECKS else missing,
+            missing=0 if cfg.type in NULL_CHECKS else missing,
             unchecked_sql=unchecked_rows_sql(cfg.type, _raw_kwargs(cfg), parameters),
         )
 
 
-_NULL_CHECKS = ("expect_column_values_to_not_be_null", "expect_column_values_to_be_null")
-
-
-def _judged_columns(kwargs: Any) -> tuple[str, ...]:
-    """The columns an expectation reads (one, a pair, or a list), in its own order."""
-    named = [kwargs.get(k) for k in ("column", "column_A", "column_B")]
-    listed = list(kwargs.get("column_list") or [])
-    return tuple(dict.fromkeys(str(c) for c in [*named, *listed] if c))
+def _gx_result(o: CheckOutcome) -> dict[str, Any]:
+    """A compiled check's counts in GX's result format (what its Data Docs renderers read)."""
+    element_count = o.evaluated + o.missing
+    judged = max(o.evaluated, 1)
+    shown = [
+        [e.get(c) for c in o.columns] if len(o.columns) > 1 else e.get(o.columns[0]) if o.columns else None
+        for e in o.examples
+    ]
+    return {
+        "element_count": element_count,
+        "missing_count": o.missing,
+        "missing_percent": 100.0 * o.missing / element_count if element_count else None,
+        "unexpected_count": o.unexpected,
+        "unexpected_percent": 100.0 * o.unexpected / judged if o.evaluated else None,
+        "unexpected_percent_nonmissing": 100.0 * o.unexpected / judged if o.evaluated else None,
+        "partial_unexpected_list": shown,
+    }
 
 
 def _result_format(

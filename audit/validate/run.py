@@ -9,13 +9,16 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from audit.compare.run import OPTIONAL_TABLES, Compared
 from audit.compare.tables import EXAMPLE_COLUMNS, KEY_COLUMNS
 from audit.config import AuditConfig
 from audit.errors import ConfigError
 from audit.fsutil import atomic_write_json
+from audit.schemas import COMPARISON_TABLES
 from audit.validate.coverage import collect_gaps
+from audit.validate.evaluate import CompiledCheck, compile_suite, evaluate_suites
 from audit.validate.gx import GxRunner, SuiteFile, load_suites, plain
 from audit.validate.gx import expectations_dir as find_expectations
 from audit.validate.invariants import Invariant
@@ -56,6 +59,32 @@ def _with_examples(compared: Compared, outcome: CheckOutcome, index_columns: lis
     return dataclasses.replace(outcome, examples=rows)
 
 
+def _require_columns(suite: SuiteFile, checks: list[CompiledCheck]) -> None:
+    """Every column an expectation names (judged, or in its row condition) is one of its
+    table's declared columns: a misspelled one is the suite's error, named, not the
+    engine's."""
+    declared = {c.name for c in COMPARISON_TABLES.get(suite.table, ())}
+    if not declared:
+        return  # an operator's own table name is refused where its frame is looked up
+    for i, check in enumerate(checks):
+        kwargs = check.expectation.get("kwargs") or {}
+        named = [*check.columns, *_condition_columns(kwargs.get("row_condition"))]
+        unknown = [c for c in named if c not in declared]
+        if unknown:
+            raise ConfigError(
+                f"expectation suite {suite.path}: expectations[{i}] names {unknown[0]!r}, which is not a "
+                f"column of {suite.table} (docs/invariants.md lists its columns)"
+            )
+
+
+def _condition_columns(cond: Any) -> list[str]:
+    if not isinstance(cond, dict):
+        return []
+    if cond.get("type") in ("and", "or"):
+        return [c for inner in cond.get("conditions") or [] for c in _condition_columns(inner)]
+    return [str((cond.get("column") or {}).get("name"))]
+
+
 def mode_suites(
     cfg: AuditConfig, patterns: tuple[str, ...], expectations_dir: Path | None = None
 ) -> list[SuiteFile]:
@@ -85,15 +114,18 @@ def run_validation(
     """The same suites judge either engine's tables (GX runs on Spark and on pandas); every
     invariant of the mode's ``catalogue`` gets a result, skipped where nothing checked it.
 
-    Two passes, on purpose (docs/architecture.md, "Two passes over a table"): Great
-    Expectations counts and renders Data Docs, then SQL derived from the same expectations
-    selects the examples and the unchecked rows. ``timings`` (when given) receives the
-    seconds of each: "great_expectations" and "sql" (bench/validation.py measures them)."""
+    Each check is evaluated once (``audit.validate.evaluate``: one aggregate query per
+    table, by the engine holding it); the same predicates select its examples and its
+    unchecked rows, and Great Expectations renders Data Docs from the counts (a suite
+    with an expectation of no SQL form is evaluated by GX instead). ``timings`` (when
+    given) receives the seconds of each part: "evaluate", "examples", "coverage" and
+    "great_expectations" (bench/validation.py reports them)."""
     parameters = dataclasses.asdict(cfg.thresholds)
     clock = _Split()
     with clock("great_expectations"):
         runner = GxRunner(run_dir / "validation" / "data_docs", compared.tables)
     by_invariant: dict[str, list[CheckOutcome]] = defaultdict(list)
+    compiled_suites: list[tuple[SuiteFile, list[CompiledCheck]]] = []
     for suite in suites:
         df = compared.frames.get(suite.table)
         if df is None and suite.table in OPTIONAL_TABLES:
@@ -107,14 +139,29 @@ def run_validation(
                 f"the comparison tables ({', '.join(sorted(compared.frames))})"
             )
         index_columns = EXAMPLE_COLUMNS.get(suite.table, [])
+        compiled = compile_suite(suite.table, suite.raw.get("expectations") or [], parameters)
+        if compiled is None:  # an expectation with no SQL form: GX evaluates this suite
+            with clock("great_expectations"):
+                outcomes = runner.run(suite, df, index_columns, parameters)
+            with clock("examples"):
+                for o in outcomes:
+                    by_invariant[o.invariant].append(_with_examples(compared, o, index_columns))
+        else:
+            _require_columns(suite, compiled)
+            compiled_suites.append((suite, compiled))
+    with clock("evaluate"):
+        counted = evaluate_suites(compared.tables, [checks for _, checks in compiled_suites])
+    for (suite, _), suite_outcomes in zip(compiled_suites, counted, strict=True):
+        index_columns = EXAMPLE_COLUMNS.get(suite.table, [])
+        with clock("examples"):
+            outcomes = [_with_examples(compared, o, index_columns) for o in suite_outcomes]
         with clock("great_expectations"):
-            outcomes = runner.run(suite, df, index_columns, parameters)
-        with clock("sql"):
-            for outcome in outcomes:
-                by_invariant[outcome.invariant].append(_with_examples(compared, outcome, index_columns))
+            runner.record(suite, outcomes)
+        for o in outcomes:
+            by_invariant[o.invariant].append(o)
     with clock("great_expectations"):
         runner.finish()
-    with clock("sql"):
+    with clock("coverage"):
         gaps = collect_gaps(compared.tables, by_invariant, run_dir)
     log.debug("validation: %s", ", ".join(f"{k} {v:.2f}s" for k, v in clock.seconds.items()))
     if timings is not None:

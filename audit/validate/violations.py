@@ -150,9 +150,10 @@ def _unexpected(kind: str, kwargs: Mapping[str, Any], parameters: Mapping[str, A
     if kind == "expect_column_pair_values_a_to_be_greater_than_b":
         a, b = _name(kwargs.get("column_A")), _name(kwargs.get("column_B"))
         op = ">=" if kwargs.get("or_equal") else ">"
-        if kwargs.get("ignore_row_if", "both_values_are_missing") == "neither":
-            return f"NOT coalesce({a} {op} {b}, FALSE)"
-        return f"{a} IS NOT NULL AND {b} IS NOT NULL AND NOT ({a} {op} {b})"
+        ignored = _ignored_pair_rows(kwargs)
+        # A row GX does not ignore is rejected unless the comparison holds: a null on one
+        # side (where only rows with both null are ignored) is rejected.
+        return f"NOT coalesce({a} {op} {b}, FALSE)" + (f" AND NOT ({ignored})" if ignored else "")
     raise _Untranslatable(f"expectation type {kind}")
 
 
@@ -188,11 +189,22 @@ def _judged_nulls(kind: str, kwargs: Mapping[str, Any]) -> str | None:
     if kind in ("expect_column_values_to_not_be_null", "expect_column_values_to_be_null"):
         return None
     if kind == "expect_column_pair_values_a_to_be_greater_than_b":
-        if kwargs.get("ignore_row_if", "both_values_are_missing") == "neither":
-            return None
-        a, b = _name(kwargs.get("column_A")), _name(kwargs.get("column_B"))
-        return f"{a} IS NULL OR {b} IS NULL"
+        return _ignored_pair_rows(kwargs)
     return f"{_name(kwargs.get('column'))} IS NULL"
+
+
+def _ignored_pair_rows(kwargs: Mapping[str, Any]) -> str | None:
+    """The rows a column pair expectation ignores (GX's ``ignore_row_if``, its "missing"
+    rows), or None where it ignores none."""
+    a, b = _name(kwargs.get("column_A")), _name(kwargs.get("column_B"))
+    mode = kwargs.get("ignore_row_if", "both_values_are_missing")
+    if mode == "neither":
+        return None
+    if mode == "both_values_are_missing":
+        return f"{a} IS NULL AND {b} IS NULL"
+    if mode == "either_value_is_missing":
+        return f"{a} IS NULL OR {b} IS NULL"
+    raise _Untranslatable(f"ignore_row_if {mode!r}")
 
 
 def unchecked_rows_sql(kind: str, kwargs: Mapping[str, Any], parameters: Mapping[str, Any]) -> str | None:

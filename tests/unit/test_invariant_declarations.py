@@ -182,3 +182,12 @@ def test_each_kind_of_detail_is_shown_by_an_invariant() -> None:
         "mm2_first_missing",
     ):
         assert with_details(kind), kind
+
+
+def test_every_invariant_has_its_row_in_the_docs() -> None:
+    """docs/invariants.md's tables are the reference a user reads: every declared invariant
+    has its row there (``| ID | table | ...``), and no row names an ID that is not declared."""
+    page = (AUDIT.parent / "docs" / "invariants.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| ((?:CM|MM2)-[A-Z]+-[0-9]+) \|", page, re.M))
+    assert sorted(set(ALL) - rows) == [], "invariants without a row in docs/invariants.md"
+    assert sorted(rows - set(ALL)) == [], "rows in docs/invariants.md of no declared invariant"

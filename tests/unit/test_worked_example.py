@@ -55,12 +55,11 @@ def _insert_after(path: Path, anchor: str, block: str) -> None:
 
 def test_the_worked_example_applies_as_written_and_its_invariant_warns_and_passes(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
-    for name in ("audit", "expectations", "tests"):
+    for name in ("audit", "expectations", "tests", "docs"):
         shutil.copytree(ROOT / name, tree / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
-    column, sql, expectation, declaration, case = _steps()
+    # Three files and the docs row: no column, no query (the check reads existing columns).
+    expectation, declaration, case, docs_row = _steps()
 
-    _insert_after(tree / "audit" / "schemas.py", '_c("src_retained_records", "int64"),', column)
-    _insert_after(tree / "audit" / "compare" / "cluster_mirroring.py", "AS src_retained_records,", sql)
     suite_path = tree / "expectations" / "cm_partitions.json"
     suite = json.loads(suite_path.read_text(encoding="utf-8"))
     suite["expectations"].append(json.loads(expectation))
@@ -96,11 +95,17 @@ def test_the_worked_example_applies_as_written_and_its_invariant_warns_and_passe
     )
     assert before.returncode == 1 and "CM-RETAIN-1: no warn case" in before.stdout, before.stdout[-3000:]
     _insert_after(tree / outcomes, "# -- partitions (cm_partitions", case)
+    declarations = "tests/unit/test_invariant_declarations.py"
+    undocumented = _python(
+        tree, env, "-m", "pytest", "-q", "-p", "no:cacheprovider", declarations, "-k", "row_in_the_docs"
+    )
+    assert undocumented.returncode == 1 and "CM-RETAIN-1" in undocumented.stdout, undocumented.stdout[-3000:]
+    _insert_after(tree / "docs" / "invariants.md", "| CM-OFFSET-2 | partitions |", docs_row)
     checks = _python(
         tree,
         env,
         *("-m", "pytest", "-v", "-p", "no:cacheprovider"),
-        "tests/unit/test_invariant_declarations.py",
+        declarations,
         "tests/unit/test_unknown_never_passes.py",
         outcomes,
         *(
@@ -112,6 +117,21 @@ def test_the_worked_example_applies_as_written_and_its_invariant_warns_and_passe
     assert "CM-RETAIN-1:dst:partitions] PASSED" in checks.stdout, "the property test did not cover it"
     assert "[CM-RETAIN-1:warn:5 records deleted ahead] PASSED" in checks.stdout, "its case did not run"
     assert "test_every_invariant_has_its_cases PASSED" in checks.stdout
+    assert "test_every_invariant_has_its_row_in_the_docs PASSED" in checks.stdout
+    # Three files and the docs row, as the page says: nothing else in the copy differs.
+    changed = sorted(
+        str(p.relative_to(tree))
+        for p in tree.rglob("*")
+        if p.is_file()
+        and "__pycache__" not in p.parts
+        and (ROOT / p.relative_to(tree)).read_bytes() != p.read_bytes()
+    )
+    assert changed == [
+        "audit/validate/invariants/cluster_mirroring.py",
+        "docs/invariants.md",
+        "expectations/cm_partitions.json",
+        "tests/unit/test_invariant_outcomes.py",
+    ], changed
 
 
 def _python(tree: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -84,8 +84,6 @@ def in_task(resolved: ReaderName, choice: str) -> ReaderName:
         log.warning("records: no compiled reader on this executor, reading with confluent-kafka")
         return "python"
     if resolved == "batches" and not batch_reader.available():
-        log.warning(
-            "records: this executor's compiled reader has no batch walker: reading with librdkafka"
-        )
+        log.warning("records: this executor's compiled reader has no batch walker: reading with librdkafka")
         return "native"
     return resolved
