@@ -21,6 +21,7 @@ RESULT readiness ours=<s> baseline=<s> ratio=<ours/baseline> (readiness-mm2 in m
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import subprocess
 import sys
@@ -160,7 +161,15 @@ def main() -> None:
                 base.append(cli_baseline(state))
                 if args.with_spark:
                     spark.append(readiness(f"s{i}", "--engine", "spark"))
-                log.info("round %d: ours %.2fs, baseline %.2fs", i + 1, ours[-1], base[-1])
+                stages = json.loads((root / "runs" / f"r{i}" / "summary.json").read_text())["run"]
+                log.info(
+                    "round %d: ours %.2fs (in the run: %s; the rest is the process's start and imports), "
+                    "baseline %.2fs",
+                    i + 1,
+                    ours[-1],
+                    ", ".join(f"{k} {v:.2f}s" for k, v in stages.get("stage_seconds", {}).items()),
+                    base[-1],
+                )
     n = args.topics * args.partitions
     print(f"partitions per cluster: {n}, groups per cluster: {args.groups}")
     print(
