@@ -86,14 +86,15 @@ def wait_drained(
     from audit.logs import mask_config
 
     mask_config(cfg)
-    from audit.collect.metadata.snapshot import import_dependencies, take_snapshots
+    from audit.collect.metadata.snapshot import take_snapshots
     from audit.pipeline import compare_snapshots
     from audit.profiles import profile_of
+    from audit.validate import data_docs
 
     prof = profile_of(cfg)
     work = local_path(work)
     check_writable(work, "run directory")
-    import_dependencies()
+    data_docs.start()  # GX imports in a process of its own while the mirror drains
     started = time.monotonic()
     previous_ends: dict[tuple[str, int], int] | None = None
     polls = 0

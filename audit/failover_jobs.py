@@ -52,14 +52,15 @@ def _failover_verify(
     destination: Path | None,
     engine: EngineName,
 ) -> RunOutcome:
-    from audit.collect.metadata.snapshot import collect_snapshot, import_dependencies, with_mirror_state
+    from audit.collect.metadata.snapshot import collect_snapshot, with_mirror_state
     from audit.errors import AuditError, UsageError
     from audit.snapshot import check_table, write_snapshot
+    from audit.validate import data_docs
 
     prof = FAILOVER_VERIFY.profile(cfg, before)
     source_from = "the source snapshot given"
     if destination is None:
-        import_dependencies()
+        data_docs.start()  # GX imports in a process of its own while the clusters answer
         from audit.collect.metadata.mirror_state import read_mirror_state
 
         if not cfg.mirror.state_file:
@@ -117,9 +118,10 @@ def failback_readiness(
 def _failback_readiness(
     cfg: AuditConfig, run_dir: Path, source: Path | None, destination: Path | None, engine: EngineName
 ) -> RunOutcome:
-    from audit.collect.metadata.snapshot import import_dependencies, take_snapshots
+    from audit.collect.metadata.snapshot import take_snapshots
     from audit.errors import UsageError
     from audit.snapshot import check_table
+    from audit.validate import data_docs
 
     prof = FAILBACK_READINESS.profile(cfg, None)
     if source is None or destination is None:
@@ -129,7 +131,7 @@ def _failback_readiness(
                 "in the configuration (or give --source DIR --destination DIR, the destination's "
                 "snapshot taken with --mirror-state)"
             )
-        import_dependencies()
+        data_docs.start()  # GX imports in a process of its own while the clusters answer
         source, destination = take_snapshots(cfg, run_dir, prof.snapshot)
     for directory in (destination, source):
         if check_table(directory, "mirror_partitions"):

@@ -382,11 +382,10 @@ def _nightly(
     clock: StageClock,
     suites: list[SuiteFile],
 ) -> RunOutcome:
-    from audit.collect.metadata.snapshot import import_dependencies, take_snapshots
-    from audit.validate.gx import import_in_background
+    from audit.collect.metadata.snapshot import take_snapshots
+    from audit.validate import data_docs
 
-    import_dependencies()
-    import_in_background()  # GX's import overlaps the snapshot's network waits
+    data_docs.start()  # GX imports in a process of its own, on the other core
     src, dst = take_snapshots(cfg, run_dir, prof.snapshot)
     clock.done("snapshot")
     if cfg.segments.enabled() and job.scans_data:

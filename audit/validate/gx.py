@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
-import threading
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -33,36 +31,6 @@ from audit.validate.violations import unchecked_rows_sql, unexpected_rows_sql
 log = logging.getLogger(__name__)
 
 DOCS_SITE = "run_docs"
-
-_background_import: list[threading.Thread] = []  # at most one: started once per process
-
-
-def import_in_background() -> None:
-    """Start importing GX on a daemon thread, once per process.
-
-    Importing GX is about two seconds of pure Python (scipy and pydantic models included),
-    the largest fixed cost of a readiness check. Started before the snapshot, it runs while
-    the snapshot waits on the brokers. Callers import what they need meanwhile first (the
-    shared packages numpy, pandas and pyarrow above all), so that the two threads never
-    import the same module at once; ``GxRunner`` joins the thread before it imports GX.
-    """
-    if not _background_import and "great_expectations" not in sys.modules:
-        thread = threading.Thread(target=_import_gx, name="gx-import", daemon=True)
-        _background_import.append(thread)
-        thread.start()
-
-
-def _import_gx() -> None:
-    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-    try:
-        import great_expectations  # noqa: F401
-    except Exception:  # GxRunner's own import raises it again, where it is reported
-        log.debug("background import of great_expectations failed", exc_info=True)
-
-
-def _join_background_import() -> None:
-    for thread in _background_import:
-        thread.join()
 
 
 def shipped_expectations_dir() -> Path:
@@ -127,13 +95,10 @@ class GxRunner:
     """One ephemeral GX context per run, Data Docs written under ``docs_dir``; ``tables``
     (the engine holding the comparison frames) gives GX the datasource that reads them."""
 
-    def __init__(self, docs_dir: Path, tables: Tables) -> None:
-        os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-        _join_background_import()
-        import great_expectations as gx
+    def __init__(self, docs_dir: Path, tables: Tables | None) -> None:
+        gx = self.import_gx()
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
-        logging.getLogger("great_expectations").setLevel(logging.ERROR)
         self._gx = gx
         self.docs_dir = docs_dir
         self.ctx = gx.get_context(mode="ephemeral")
@@ -142,7 +107,7 @@ class GxRunner:
             self.ctx.delete_data_docs_site(site)
         self.ctx.add_data_docs_site(
             site_name=DOCS_SITE,
-            site_config={  # type: ignore[typeddict-unknown-key]
+            site_config={
                 "class_name": "SiteBuilder",
                 "show_how_to_buttons": False,
                 "store_backend": {
@@ -157,11 +122,23 @@ class GxRunner:
         self._source: Any = None  # GX's datasource, made for the first suite GX evaluates
         self._run_id: Any = None
 
+    @staticmethod
+    def import_gx() -> Any:
+        """Great Expectations, imported (about 2.5 s the first time), its analytics off and
+        its logging quiet."""
+        os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+        import great_expectations as gx
+
+        logging.getLogger("great_expectations").setLevel(logging.ERROR)
+        return gx
+
     def run(
         self, suite_file: SuiteFile, df: Any, index_columns: list[str], parameters: dict[str, Any]
     ) -> list[CheckOutcome]:
+        """GX's own evaluation of a suite (one with an expectation of no SQL form)."""
         gx = self._gx
         suite = self._suite(suite_file)
+        assert self._tables is not None, "GX evaluates a suite only beside the tables"
         if self._source is None:
             self._source = self._tables.validation_source(self.ctx.data_sources, "comparison")
         batch_def = self._source.add_dataframe_asset(

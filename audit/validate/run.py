@@ -17,6 +17,7 @@ from audit.config import AuditConfig
 from audit.errors import ConfigError
 from audit.fsutil import atomic_write_json
 from audit.schemas import COMPARISON_TABLES
+from audit.validate import data_docs
 from audit.validate.coverage import collect_gaps
 from audit.validate.evaluate import CompiledCheck, compile_suite, evaluate_suites
 from audit.validate.gx import GxRunner, SuiteFile, load_suites, plain
@@ -122,10 +123,11 @@ def run_validation(
     "great_expectations" (bench/validation.py reports them)."""
     parameters = dataclasses.asdict(cfg.thresholds)
     clock = _Split()
-    with clock("great_expectations"):
-        runner = GxRunner(run_dir / "validation" / "data_docs", compared.tables)
+    docs_dir = run_dir / "validation" / "data_docs"
+    runner: GxRunner | None = None  # GX in this process, for a suite only it can evaluate
     by_invariant: dict[str, list[CheckOutcome]] = defaultdict(list)
     compiled_suites: list[tuple[SuiteFile, list[CompiledCheck]]] = []
+    records: list[tuple[SuiteFile, list[CheckOutcome]]] = []
     for suite in suites:
         df = compared.frames.get(suite.table)
         if df is None and suite.table in OPTIONAL_TABLES:
@@ -142,6 +144,7 @@ def run_validation(
         compiled = compile_suite(suite.table, suite.raw.get("expectations") or [], parameters)
         if compiled is None:  # an expectation with no SQL form: GX evaluates this suite
             with clock("great_expectations"):
+                runner = runner or GxRunner(docs_dir, compared.tables)
                 outcomes = runner.run(suite, df, index_columns, parameters)
             with clock("examples"):
                 for o in outcomes:
@@ -155,12 +158,16 @@ def run_validation(
         index_columns = EXAMPLE_COLUMNS.get(suite.table, [])
         with clock("examples"):
             outcomes = [_with_examples(compared, o, index_columns) for o in suite_outcomes]
-        with clock("great_expectations"):
-            runner.record(suite, outcomes)
+        records.append((suite, outcomes))
         for o in outcomes:
             by_invariant[o.invariant].append(o)
     with clock("great_expectations"):
-        runner.finish()
+        if runner is not None:  # GX is here already: the docs of every suite by it
+            for suite, outcomes in records:
+                runner.record(suite, outcomes)
+            runner.finish()
+        else:
+            data_docs.write(docs_dir, records, compared.tables)
     with clock("coverage"):
         gaps = collect_gaps(compared.tables, by_invariant, run_dir)
     log.debug("validation: %s", ", ".join(f"{k} {v:.2f}s" for k, v in clock.seconds.items()))

@@ -43,7 +43,6 @@ def _clusters(monkeypatch: pytest.MonkeyPatch, states: list[tuple[int, int]]) ->
         )
 
     monkeypatch.setattr(snapshot_module, "take_snapshots", take)
-    monkeypatch.setattr(snapshot_module, "import_dependencies", lambda: None)
     return plans
 
 

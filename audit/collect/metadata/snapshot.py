@@ -39,17 +39,6 @@ log = logging.getLogger(__name__)
 Role = Literal["source", "destination"]
 
 
-def import_dependencies() -> None:
-    """Import now what a snapshot would import lazily on its way (kafka-python's admin
-    client, pyarrow's Parquet writer and the pandas it pulls in), so that work started on
-    another thread meanwhile (``audit.validate.gx.import_in_background``) never imports
-    the same modules at the same time."""
-    import kafka.admin  # noqa: F401
-    import pandas  # noqa: F401
-    import pyarrow.pandas_compat
-    import pyarrow.parquet  # noqa: F401
-
-
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
