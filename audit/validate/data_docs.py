@@ -36,7 +36,8 @@ log = logging.getLogger(__name__)
 
 Records = list[tuple["SuiteFile", list["CheckOutcome"]]]
 
-_started: list[DocsProcess] = []  # at most one per process, reused by later runs
+_started: list[DocsProcess] = []  # at most one per process, reused by later jobs
+_job_wants: list[bool] = [False]  # the running job started (or reused) it: its docs go there
 
 
 class DocsProcess:
@@ -69,6 +70,8 @@ class DocsProcess:
             ) from None
         if kind == "config":
             raise ConfigError(message)
+        if kind == "oserror":  # as GX's own write would have raised it here: the run
+            raise OSError(*message)  # directory's handling names the directory and the cause
         if kind != "ok":
             raise OutputError(f"Data Docs could not be written under {docs_dir}: {message}")
 
@@ -87,11 +90,15 @@ def start() -> None:
     on the other core meanwhile. Where GX is already imported here, nothing to gain."""
     if not _started and "great_expectations" not in sys.modules:
         _started.append(DocsProcess())
+    _job_wants[0] = bool(_started)
 
 
 def write(docs_dir: Path, records: Records, tables: Any) -> None:
-    """Data Docs of the suites' outcomes: by the started process, else in this process."""
-    if _started and _started[0].alive():
+    """Data Docs of the suites' outcomes: by the process the running job started, else in
+    this process (a job that started none, as an offline audit, never uses one another job
+    left running)."""
+    wanted, _job_wants[0] = _job_wants[0], False
+    if wanted and _started and _started[0].alive():
         _started[0].write(docs_dir, records)
         return
     from audit.validate.gx import GxRunner
@@ -131,6 +138,8 @@ def _serve(conn: Any) -> None:
             runner.finish()
         except ConfigError as exc:
             conn.send(("config", str(exc)))
+        except OSError as exc:  # a full disk, a read-only one: the parent raises it again
+            conn.send(("oserror", (exc.errno, exc.strerror, exc.filename)))
         except Exception as exc:
             conn.send(
                 ("error", f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}")

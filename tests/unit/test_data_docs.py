@@ -78,3 +78,16 @@ def test_a_process_that_dies_is_the_runs_error(tmp_path: Path) -> None:
         assert not p.alive()
     finally:
         p.stop()
+
+
+def test_a_write_that_fails_on_the_disk_is_the_os_error_gx_would_have_raised_here(
+    process: data_docs.DocsProcess, tmp_path: Path
+) -> None:
+    """A full or read-only disk under the docs is the run directory's OSError, as when GX
+    wrote in this process (the run's handling then names the directory and the cause);
+    not a different message because another process met it."""
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(OSError) as err:
+        process.write(tmp_path / "a-file" / "docs", _records(_topics_suite()))
+    assert err.value.errno is not None and "a-file" in str(err.value.filename), err.value
+    assert not isinstance(err.value, OutputError)
