@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,7 +45,6 @@ class DocsProcess:
     def __init__(self) -> None:
         ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no Spark, no threads
         self._conn, child = ctx.Pipe()
-        os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
         self._proc = ctx.Process(target=_serve, args=(child,), name="gx-data-docs", daemon=True)
         self._proc.start()
         child.close()
@@ -103,10 +101,7 @@ def write(docs_dir: Path, records: Records, tables: Any) -> None:
         return
     from audit.validate.gx import GxRunner
 
-    runner = GxRunner(docs_dir, tables)
-    for suite, outcomes in records:
-        runner.record(suite, outcomes)
-    runner.finish()
+    GxRunner(docs_dir, tables).write_docs(records)
 
 
 def _serve(conn: Any) -> None:
@@ -132,10 +127,7 @@ def _serve(conn: Any) -> None:
             continue
         docs_dir, records = request
         try:
-            runner = GxRunner(Path(docs_dir), None)
-            for suite, outcomes in records:
-                runner.record(suite, outcomes)
-            runner.finish()
+            GxRunner(Path(docs_dir), None).write_docs(records)
         except ConfigError as exc:
             conn.send(("config", str(exc)))
         except OSError as exc:  # a full disk, a read-only one: the parent raises it again

@@ -99,6 +99,12 @@ def counts_sql(
     """The one aggregate query over ``table`` giving every check's counts (columns
     ``d<i>``, ``r<i>``, ``u<i>``), over the rows ``only`` selects, per value of ``key`` (a
     column; None: one row, ``k`` 0). Spark SQL and DuckDB alike."""
+    grouped = f" GROUP BY {key}" if key else ""
+    return f"SELECT {key or 0} AS k, {_sums(checks)} FROM {{{table}}} AS judged WHERE ({only}){grouped}"
+
+
+def _sums(checks: Sequence[CompiledCheck]) -> str:
+    """Every check's three counts as aggregates (``d<i>``, ``r<i>``, ``u<i>``)."""
     sums = []
     for i, c in enumerate(checks):
         sums += [
@@ -106,8 +112,7 @@ def counts_sql(
             f"sum(CASE WHEN {c.rejected} THEN 1 ELSE 0 END) AS r{i}",
             f"sum(CASE WHEN {c.unchecked or 'FALSE'} THEN 1 ELSE 0 END) AS u{i}",
         ]
-    grouped = f" GROUP BY {key}" if key else ""
-    return f"SELECT {key or 0} AS k, {', '.join(sums)} FROM {{{table}}} AS judged WHERE ({only}){grouped}"
+    return ", ".join(sums)
 
 
 def grouped_counts(
@@ -165,7 +170,7 @@ def evaluate_suites(tables: Any, suites: Sequence[Sequence[CompiledCheck]]) -> l
             arms = " ".join(f"WHEN {i} THEN a.{letter}{i}" for i in range(n))
             return f"CASE x.i {arms} END AS {letter}"
 
-        aggregate = counts_sql(checks[0].table, checks).replace("SELECT 0 AS k, ", "SELECT ", 1)
+        aggregate = f"SELECT {_sums(checks)} FROM {{{checks[0].table}}} AS judged"
         selects.append(
             f"SELECT {s} AS s, x.i AS i, {pick('d')}, {pick('r')}, {pick('u')} "
             f"FROM ({aggregate}) a CROSS JOIN (VALUES {indexes}) AS x(i)"

@@ -227,6 +227,12 @@ class GxRunner:
         """Build the Data Docs site once for every suite run (not once per suite)."""
         self.ctx.build_data_docs(site_names=[DOCS_SITE])
 
+    def write_docs(self, records: list[tuple[SuiteFile, list[CheckOutcome]]]) -> None:
+        """The validation results of every compiled suite (``record``), then the site."""
+        for suite, outcomes in records:
+            self.record(suite, outcomes)
+        self.finish()
+
     @staticmethod
     def _outcome(suite_file: SuiteFile, r: Any, parameters: dict[str, Any]) -> CheckOutcome:
         cfg = r.expectation_config

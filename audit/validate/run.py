@@ -163,9 +163,7 @@ def run_validation(
             by_invariant[o.invariant].append(o)
     with clock("great_expectations"):
         if runner is not None:  # GX is here already: the docs of every suite by it
-            for suite, outcomes in records:
-                runner.record(suite, outcomes)
-            runner.finish()
+            runner.write_docs(records)
         else:
             data_docs.write(docs_dir, records, compared.tables)
     with clock("coverage"):
