@@ -17,6 +17,7 @@ from audit.paths import local_path
 from audit.pipeline import RunOutcome, audit_snapshots
 from audit.run_dirs import run_directory
 from audit.snapshot import read_manifest
+from audit.validate.figures import EXPECTED_LOSS
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +158,7 @@ def _readiness_run(before: Path) -> tuple[Path, Path]:
         raise InputError(f"{before} is not a finished run: {summary} is missing") from None
     except (OSError, ValueError) as exc:
         raise InputError(f"{summary} cannot be read: {exc}") from exc
-    if not isinstance(data, dict) or "readiness" not in data or "expected_loss_records" not in data:
+    if not isinstance(data, dict) or "readiness" not in data or EXPECTED_LOSS.name not in data:
         raise InputError(
             f"{before} is not a readiness run (its summary.json has no readiness figures): give the run "
             "of the 'mirror-audit readiness' taken before the stop"

@@ -24,6 +24,7 @@ from audit.paths import local_path, shared_state_root, writable_directory
 from audit.profiles import Profile, profile_of
 from audit.run_dirs import run_directory
 from audit.snapshot import SnapshotPair, read_pair
+from audit.validate.figures import MAX_LAG_SECONDS, MIN_EPOCH_HEADROOM, TOTAL_LAG
 
 if TYPE_CHECKING:
     from audit.validate.gx import SuiteFile
@@ -154,9 +155,8 @@ def audit_snapshots(
         "destination_cluster_id": dst_manifest.get("cluster_id"),
         "source_snapshot_at": src_manifest.get("started_at"),
         "destination_snapshot_at": dst_manifest.get("started_at"),
-        "total_lag_records": data.totals["total_lag_records"],
-        "max_lag_seconds": data.extremes.get("max_lag_seconds"),
-        "min_epoch_headroom": data.extremes.get("min_epoch_headroom"),
+        TOTAL_LAG.name: data.totals[TOTAL_LAG.name],
+        **{f.name: data.extremes.get(f.name) for f in (MAX_LAG_SECONDS, MIN_EPOCH_HEADROOM)},
         **loss.values,
         "thresholds": cfg.redacted()["thresholds"],
         **(run_extra or {}),

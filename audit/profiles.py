@@ -36,6 +36,7 @@ from audit.report.data import (
     MM2_SLICES,
     ReportSlices,
 )
+from audit.validate.figures import FAILOVER_KEY, FigureQueries
 from audit.validate.invariants import CLUSTER_MIRRORING, FAILBACK, FAILOVER_VERIFY, Invariant, mm2_catalogue
 from audit.validate.readiness import (
     CLUSTER_MIRRORING_DRAIN,
@@ -44,7 +45,6 @@ from audit.validate.readiness import (
     FAILOVER_FIGURES,
     MM2_DRAIN,
     MM2_FIGURES,
-    FigureQueries,
 )
 
 Role = Literal["source", "destination"]
@@ -223,7 +223,7 @@ def failover_verify_profile(before: Path) -> Profile:
         slices=FAILOVER_SLICES,
         data_level=None,
         job_figures=FAILOVER_FIGURES,
-        figures_key="failover",
+        figures_key=FAILOVER_KEY,
         gates=tuple(i.id for i in FAILOVER_VERIFY),
         gates_need_collected=True,
     )

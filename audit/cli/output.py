@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from audit.display import visible
 from audit.validate.coverage import row_label
-from audit.validate.readiness import shown
+from audit.validate.figures import present
 
 if TYPE_CHECKING:
     from audit.api import NotDrained, Result
@@ -82,32 +82,7 @@ def print_outcome(summary: dict[str, object], report: Path) -> None:
 
             found = summary["nightly_data"]
             print(f"  {visible(describe(found if isinstance(found, dict) and found.get('run') else None))}")
-    if "expected_loss_records" in summary:
-        print(f"  expected loss:         {shown(summary, 'expected_loss_records')} records (unmirrored)")
-        print(
-            f"  expected reprocessing: {shown(summary, 'expected_reprocess_records')} records "
-            "(group offsets behind)"
-        )
-    if "expected_unseen_records" in summary:
-        print(
-            f"  never seen by groups:  {shown(summary, 'expected_unseen_records')} records "
-            "(below the destination's log start; not in the loss)"
-        )
-    if "failback_truncation_records" in summary:
-        truncated = shown(summary, "failback_truncation_records")
-        print(f"  mirroring back would truncate {truncated} records on the old source")
-    failover = summary.get("failover")
-    if isinstance(failover, dict):
-        print(
-            f"failover: {shown(failover, 'realized_loss_records')} records lost at the stop "
-            f"(readiness predicted {shown(failover, 'predicted_loss_records')}); consumers skip "
-            f"{shown(failover, 'skipped_records')}, reprocess {shown(failover, 'reprocessed_records')}"
-            + (
-                f", never see {shown(failover, 'unseen_records')} (below the destination's log start)"
-                if "unseen_records" in failover
-                else ""
-            )
-        )
+    _print_figures(summary)
     plan = summary.get("failover_plan")
     if isinstance(plan, dict):
         _print_plan(plan)
@@ -128,6 +103,23 @@ def print_outcome(summary: dict[str, object], report: Path) -> None:
     if skipped:
         print(f"  skipped (nothing in scope, or not collected): {', '.join(skipped)}")
     print(f"report: {report}")
+
+
+def _print_figures(summary: dict[str, object]) -> None:
+    """The job's figures, one line each as declared (audit.validate.figures): the top
+    level's under the readiness answer, failover verify's under ``failover:``."""
+    found = present(summary)
+    if not found:
+        return
+    width = max(len(s.figure.label) for s in found) + 1
+    heading = None
+    for s in found:
+        if s.section != heading:
+            heading = s.section
+            print(f"{heading}:")
+        note = f" ({s.figure.note})" if s.figure.note else ""
+        unit = f" {s.figure.unit}" if not s.text.startswith("unknown") else ""
+        print(f"  {(s.figure.label + ':').ljust(width)} {visible(s.text)}{unit}{note}")
 
 
 def _count(value: object) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 import os
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -23,9 +24,9 @@ from audit.display import visible
 from audit.fsutil import atomic_write_text
 from audit.report.data import ReportData
 from audit.validate.coverage import row_label
+from audit.validate.figures import EXPECTED_LOSS, TOTAL_LAG, present
 from audit.validate.invariants import ALL, with_details
 from audit.validate.invariants import cluster_mirroring as cm
-from audit.validate.readiness import shown
 
 
 def _resource(name: str) -> str:
@@ -197,8 +198,8 @@ def _history_rows(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "failed": sum(1 for i in invs if i.get("status") == "fail"),
                 "warned": sum(1 for i in invs if i.get("status") == "warn"),
                 "violations": sum(int(i.get("violations") or 0) for i in invs),
-                "total_lag": run.get("total_lag_records"),
-                "expected_loss": run.get("expected_loss_records", h.get("expected_loss_records")),
+                "total_lag": run.get(TOTAL_LAG.name),
+                "expected_loss": run.get(EXPECTED_LOSS.name, h.get(EXPECTED_LOSS.name)),
             }
         )
     return out
@@ -333,6 +334,24 @@ def _seen(entry: dict[str, Any] | None) -> str:
     return f"since {str(entry.get('first_seen_at') or '')[:10]}, {entry['runs']} runs"
 
 
+@dataclass(frozen=True)
+class _Tile:
+    label: str
+    text: str
+
+
+def _tiles(summary: dict[str, Any]) -> list[_Tile]:
+    """The figures' tiles, as declared (audit.validate.figures): the run's total lag where
+    it was computed, then the job's summed figures (an unknown one says why)."""
+    tiles = []
+    lag = (summary.get("run") or {}).get(TOTAL_LAG.name)
+    if lag is not None:
+        tiles.append(_Tile(f"{TOTAL_LAG.label} ({TOTAL_LAG.unit})", str(lag)))
+    for s in present(summary):
+        tiles.append(_Tile(f"{s.figure.label} ({s.figure.unit})", s.text))
+    return tiles
+
+
 def render_report(
     summary: dict[str, Any],
     data: ReportData,
@@ -349,13 +368,13 @@ def render_report(
     trend_rows = _history_rows(history)
     env.filters["with_code"] = _with_code
     env.filters["seen"] = _seen
-    env.filters["figure"] = shown
     env.filters["row_label"] = row_label
     template = env.from_string(_resource("report.html.j2"))
     text = template.render(
         css=Markup(_resource("report.css")),
         print_css=Markup(_resource("report-print.css")),
         summary=summary,
+        tiles=_tiles(summary),
         run=summary.get("run", {}),
         ordered=ordered,
         counts=counts,

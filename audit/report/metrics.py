@@ -50,6 +50,7 @@ from audit.config import OutputConfig
 from audit.errors import OutputError
 from audit.paths import check_writable, local_path, writable_directory
 from audit.redaction import split_url_credentials
+from audit.validate.figures import RUN_FIGURES, TOP_LEVEL, Figure
 
 log = logging.getLogger(__name__)
 
@@ -212,41 +213,15 @@ def _add_invariants(metrics: _Metrics, invariants: Mapping[str, Any]) -> None:
         )
 
 
-# Figures of the whole run: (metric, help, key of summary.json's run section).
-RUN_FIGURES: tuple[tuple[str, str, str], ...] = (
-    (
-        "mirror_audit_lag_records",
-        "Records the destination is behind the source, all partitions in scope.",
-        "total_lag_records",
-    ),
-    ("mirror_audit_max_lag_seconds", "Largest lag of a partition in seconds.", "max_lag_seconds"),
-    (
-        "mirror_audit_expected_loss_records",
-        "Records a failover now would lose (readiness).",
-        "expected_loss_records",
-    ),
-    (
-        "mirror_audit_expected_reprocess_records",
-        "Records consumers would read again after a failover now (readiness).",
-        "expected_reprocess_records",
-    ),
-    (
-        "mirror_audit_expected_unseen_records",
-        "Records groups would never see after a failover now: not yet processed, already deleted on the "
-        "destination (readiness).",
-        "expected_unseen_records",
-    ),
-    (
-        "mirror_audit_min_epoch_headroom",
-        "Smallest destination-minus-source leader epoch of a partition.",
-        "min_epoch_headroom",
-    ),
-)
+# Figures of the whole run, as summary.json's run section holds them: the declared ones
+# that have a metric (audit.validate.figures).
+EXPORTED_FIGURES: tuple[Figure, ...] = tuple(f for f in (*RUN_FIGURES, *TOP_LEVEL) if f.metric is not None)
 
 
 def _add_lag(metrics: _Metrics, run: Mapping[str, Any], lag_by_topic: Iterable[Any]) -> None:
-    for name, doc, key in RUN_FIGURES:
-        metrics.set(name, doc, _number(run.get(key)))
+    for figure in EXPORTED_FIGURES:
+        assert figure.metric is not None
+        metrics.set(figure.metric, figure.metric_help, _number(run.get(figure.name)))
     for topic, lag_records, lag_seconds in topic_series(lag_by_topic):
         metrics.set(
             "mirror_audit_topic_lag_records",

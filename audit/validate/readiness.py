@@ -13,29 +13,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.compare.run import Compared
-
-
-@dataclass(frozen=True)
-class Figure:
-    """``sum(term)`` over the rows of ``table`` where ``where`` holds; ``rows`` names them
-    in the reason of an unknown figure; ``unknown_because`` says what a null term lacks.
-
-    ``missing`` names each input a null term may lack apart: (a SQL condition on the row,
-    true where that input is missing; its name). An unknown figure's reason then counts
-    the rows per input actually missing, so a term that needs two inputs never blames the
-    one that is there (a group without a destination commit once read "the destination
-    partition is missing" with the partition present); ``unknown_because`` covers the
-    null terms no condition explains."""
-
-    table: str
-    term: str
-    where: str
-    rows: str
-    unknown_because: str
-    missing: tuple[tuple[str, str], ...] = ()
-
-
-FigureQueries = dict[str, Figure]
+from audit.validate.figures import (
+    EXPECTED_LOSS,
+    EXPECTED_REPROCESS,
+    EXPECTED_UNSEEN,
+    FAILBACK_TRUNCATION,
+    PREDICTED_LOSS,
+    REALIZED_LOSS,
+    REPROCESSED,
+    SKIPPED,
+    UNSEEN,
+    FigureQueries,
+    Sum,
+)
 
 
 @dataclass(frozen=True)
@@ -46,70 +36,78 @@ class Figures:
     unknown: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-# Readiness (DESIGN.md): expected_loss_records = the sum over in-scope partitions of
+# Readiness (DESIGN.md): expected loss = the sum over in-scope partitions of
 # max(0, source LEO - destination LEO), a partition missing on the destination losing
-# everything the source still retains; expected_reprocess_records = the sum over synced
+# everything the source still retains; expected reprocessing = the sum over synced
 # (group, partition) pairs of max(0, clamp(source committed) - destination committed);
-# expected_unseen_records = the sum over them of max(0, destination log start -
+# never seen by groups = the sum over them of max(0, destination log start -
 # max(source committed, source log start)): records the group has not processed that the
 # destination no longer holds and the source still does (CM-GROUP-4).
-CLUSTER_MIRRORING_FIGURES: FigureQueries = {
-    "expected_loss_records": Figure(
-        "partitions",
-        "CASE WHEN dst_present THEN greatest(0, lag_records) ELSE src_retained_records END",
-        "in_scope",
-        "in-scope partitions",
-        "a high watermark or log start offset",
+_CM_LOSS = Sum(
+    figure=EXPECTED_LOSS,
+    table="partitions",
+    term="CASE WHEN dst_present THEN greatest(0, lag_records) ELSE src_retained_records END",
+    where="in_scope",
+    rows="in-scope partitions",
+    unknown_because="a high watermark or log start offset",
+)
+_CM_UNSEEN_BECAUSE = "a log start offset (source or destination)"
+CLUSTER_MIRRORING_FIGURES: FigureQueries = (
+    _CM_LOSS,
+    Sum(
+        figure=EXPECTED_REPROCESS,
+        table="group_offsets",
+        term="CASE WHEN sync_delta IS NOT NULL THEN greatest(0, -sync_delta) END",
+        where="sync_candidate AND dst_committed_offset IS NOT NULL",
+        rows="synced group partitions",
+        unknown_because="the clamp (destination log start or high watermark)",
     ),
-    "expected_reprocess_records": Figure(
-        "group_offsets",
-        "CASE WHEN sync_delta IS NOT NULL THEN greatest(0, -sync_delta) END",
-        "sync_candidate AND dst_committed_offset IS NOT NULL",
-        "synced group partitions",
-        "the clamp (destination log start or high watermark)",
-    ),
-    # Beside expected_loss_records, never added to it: records past what was mirrored are the
+    # Beside the expected loss, never added to it: records past what was mirrored are the
     # mirror's lag (counted there); these are below the destination's log start.
-    "expected_unseen_records": Figure(
-        "group_offsets",
-        "unseen_records",
-        "sync_candidate",
-        "synced group partitions",
-        "a log start offset (source or destination)",
-        (
+    Sum(
+        figure=EXPECTED_UNSEEN,
+        table="group_offsets",
+        term=UNSEEN.name,  # group_offsets' per-row count (CM-GROUP-4's column)
+        where="sync_candidate",
+        rows="synced group partitions",
+        unknown_because=_CM_UNSEEN_BECAUSE,
+        missing=(
             ("dst_log_start_offset IS NULL", "the destination partition's log start offset"),
             ("src_log_start_offset IS NULL", "the source partition's log start offset"),
         ),
     ),
-}
+)
 
 # Mode mm2: loss is what the replicas have not received (a partition without any offset
 # sync loses all it retains); reprocessing is what translating each group's latest
 # checkpoint makes its consumers read again.
-MM2_FIGURES: FigureQueries = {
-    "expected_loss_records": Figure(
-        "mm2_partitions",
-        "CASE WHEN has_sync AND dst_present THEN greatest(0, unreplicated_records) "
-        "WHEN NOT has_sync THEN src_high_watermark - src_log_start_offset END",
-        "in_scope",
-        "in-scope partitions",
-        "the replica partition on the target",
+_MM2_LOSS = Sum(
+    figure=EXPECTED_LOSS,
+    table="mm2_partitions",
+    term="CASE WHEN has_sync AND dst_present THEN greatest(0, unreplicated_records) "
+    "WHEN NOT has_sync THEN src_high_watermark - src_log_start_offset END",
+    where="in_scope",
+    rows="in-scope partitions",
+    unknown_because="the replica partition on the target",
+)
+MM2_FIGURES: FigureQueries = (
+    _MM2_LOSS,
+    Sum(
+        figure=EXPECTED_REPROCESS,
+        table="mm2_group_offsets",
+        term="reprocess_records",
+        where="in_scope AND mirrored AND has_checkpoint AND NOT dst_active",
+        rows="checkpointed group partitions",
+        unknown_because="an offset sync at or below the checkpoint (older syncs compacted away)",
     ),
-    "expected_reprocess_records": Figure(
-        "mm2_group_offsets",
-        "reprocess_records",
-        "in_scope AND mirrored AND has_checkpoint AND NOT dst_active",
-        "checkpointed group partitions",
-        "an offset sync at or below the checkpoint (older syncs compacted away)",
-    ),
-}
+)
 
 # readiness --wait-drained (audit/drain.py): per in-scope partition what is left to copy
 # (the loss figure's terms), the source's end (unchanged between two polls: quiet) and
 # whether a transaction is open there. A term that is null (unknown) is never drained.
 CLUSTER_MIRRORING_DRAIN = f"""
 SELECT topic, partition,
-  {CLUSTER_MIRRORING_FIGURES["expected_loss_records"].term} AS lag_records,
+  {_CM_LOSS.term} AS lag_records,
   src_high_watermark AS src_end,
   src_last_stable_offset < src_high_watermark AS open_txn
 FROM {{partitions}} WHERE in_scope
@@ -117,7 +115,7 @@ FROM {{partitions}} WHERE in_scope
 
 MM2_DRAIN = f"""
 SELECT topic, partition,
-  {MM2_FIGURES["expected_loss_records"].term} AS lag_records,
+  {_MM2_LOSS.term} AS lag_records,
   src_high_watermark AS src_end,
   NOT src_quiet AS open_txn
 FROM {{mm2_partitions}} WHERE in_scope
@@ -132,69 +130,80 @@ _RESUME_INPUTS: tuple[tuple[str, str], ...] = (
     ("dst_high_watermark IS NULL", "the destination partition"),
 )
 
-# failover verify: what readiness predicted and what the stop cost, summed.
-FAILOVER_FIGURES: FigureQueries = {
-    "predicted_loss_records": Figure(
-        "failover_partitions",
-        "predicted_loss_records",
-        "in_scope",
-        "in-scope partitions",
-        "the readiness run's offsets",
+_RESUME_BECAUSE = (
+    "the last mirrored offset (mirror state field LastMirrorOffset) or the destination partition"
+)
+
+# failover verify: what readiness predicted and what the stop cost, summed. Each term is the
+# table's column of the figure's name (its value per row: the report shows the rows).
+FAILOVER_FIGURES: FigureQueries = (
+    Sum(
+        figure=PREDICTED_LOSS,
+        table="failover_partitions",
+        term=PREDICTED_LOSS.name,
+        where="in_scope",
+        rows="in-scope partitions",
+        unknown_because="the readiness run's offsets",
     ),
-    "realized_loss_records": Figure(
-        "failover_partitions",
-        "realized_loss_records",
-        "in_scope",
-        "in-scope partitions",
-        "the last mirrored offset (mirror state field LastMirrorOffset)",
+    Sum(
+        figure=REALIZED_LOSS,
+        table="failover_partitions",
+        term=REALIZED_LOSS.name,
+        where="in_scope",
+        rows="in-scope partitions",
+        unknown_because="the last mirrored offset (mirror state field LastMirrorOffset)",
     ),
-    "skipped_records": Figure(
-        "failover_groups",
-        "skipped_records",
-        "in_scope",
-        "synced group partitions",
-        "the last mirrored offset (mirror state field LastMirrorOffset) or the destination partition",
-        _RESUME_INPUTS,
+    Sum(
+        figure=SKIPPED,
+        table="failover_groups",
+        term=SKIPPED.name,
+        where="in_scope",
+        rows="synced group partitions",
+        unknown_because=_RESUME_BECAUSE,
+        missing=_RESUME_INPUTS,
     ),
-    "reprocessed_records": Figure(
-        "failover_groups",
-        "reprocessed_records",
-        "in_scope",
-        "synced group partitions",
-        "the last mirrored offset (mirror state field LastMirrorOffset) or the destination partition",
-        _RESUME_INPUTS,
+    Sum(
+        figure=REPROCESSED,
+        table="failover_groups",
+        term=REPROCESSED.name,
+        where="in_scope",
+        rows="synced group partitions",
+        unknown_because=_RESUME_BECAUSE,
+        missing=_RESUME_INPUTS,
     ),
     # Below the destination's log start at the stop: retention's doing, not the sync's.
     # CM-GROUP-4's column (failover_groups takes group_offsets' as it is), so the same data
-    # gives the same count here as readiness's expected_unseen_records.
-    "unseen_records": Figure(
-        "failover_groups",
-        "unseen_records",
-        "in_scope",
-        "synced group partitions",
-        CLUSTER_MIRRORING_FIGURES["expected_unseen_records"].unknown_because,
-        (
+    # gives the same count here as readiness's EXPECTED_UNSEEN.
+    Sum(
+        figure=UNSEEN,
+        table="failover_groups",
+        term=UNSEEN.name,
+        where="in_scope",
+        rows="synced group partitions",
+        unknown_because=_CM_UNSEEN_BECAUSE,
+        missing=(
             ("dst_log_start_offset IS NULL", "the destination partition's log start offset"),
             # failover_groups holds no source log start: a null term with the destination's
             # known lacks the source's (CM-GROUP-4's term needs only the two).
             ("dst_log_start_offset IS NOT NULL", "the source partition's log start offset"),
         ),
     ),
-}
+)
 
 # failback readiness: what mirroring back would truncate, summed over the old source.
-FAILBACK_FIGURES: FigureQueries = {
-    "failback_truncation_records": Figure(
-        "failback_partitions",
-        "truncate_records",
-        "in_scope",
-        "in-scope partitions",
-        "the last mirrored offset (mirror state field LastMirrorOffset)",
+FAILBACK_FIGURES: FigureQueries = (
+    Sum(
+        figure=FAILBACK_TRUNCATION,
+        table="failback_partitions",
+        term="truncate_records",
+        where="in_scope",
+        rows="in-scope partitions",
+        unknown_because="the last mirrored offset (mirror state field LastMirrorOffset)",
     ),
-}
+)
 
 
-def figure_sql(f: Figure) -> str:
+def figure_sql(f: Sum) -> str:
     """One row: the sum of the known terms, how many rows there are and how many terms are
     null. Summed as 38-digit decimals, in both engines: each term fits 64 bits (the
     snapshot's offsets are bounded, ``compare.run.MAX_SNAPSHOT_INTEGER``), but their sum
@@ -208,7 +217,7 @@ FROM {{{f.table}}} WHERE {f.where}
 """
 
 
-def missing_sql(f: Figure) -> str:
+def missing_sql(f: Sum) -> str:
     """One row: among the rows whose term is null, how many lack each of ``f.missing``'s
     inputs (``m0``, ``m1``, ...), and how many lack none of them (``other``)."""
     null = f"({f.term}) IS NULL"
@@ -221,7 +230,7 @@ def missing_sql(f: Figure) -> str:
     return f"SELECT {', '.join(counts)}\nFROM {{{f.table}}} WHERE {f.where}\n"
 
 
-def _missing_inputs(compared: Compared, f: Figure) -> dict[str, int]:
+def _missing_inputs(compared: Compared, f: Sum) -> dict[str, int]:
     """Per input of ``f.missing``, the rows with a null term that lack it (inputs no such
     row lacks left out); rows no condition explains counted under ``f.unknown_because``."""
     if not f.missing:
@@ -237,7 +246,8 @@ def figures(compared: Compared, queries: FigureQueries) -> Figures:
     table that was not computed, or with a row whose term is unknown, is unknown."""
     values: dict[str, int | None] = {}
     unknown: dict[str, dict[str, Any]] = {}
-    for name, f in queries.items():
+    for f in queries:
+        name = f.name
         if not compared.tables.has(f.table):
             values[name] = None
             unknown[name] = {"reason": f"{f.table} was not computed (its inputs were not collected)"}
@@ -264,12 +274,3 @@ def figures(compared: Compared, queries: FigureQueries) -> Figures:
         else:
             values[name] = int(row["x"] or 0)  # the sum over no rows is 0: nothing to lose
     return Figures(values, unknown)
-
-
-def shown(summary_part: dict[str, Any], name: str) -> str:
-    """A figure as a person reads it: the number, or ``unknown (why)``."""
-    value = summary_part.get(name)
-    if value is not None:
-        return str(value)
-    why = ((summary_part.get("unknown_figures") or {}).get(name) or {}).get("reason", "not computed")
-    return f"unknown ({why})"

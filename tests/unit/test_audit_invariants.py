@@ -14,6 +14,7 @@ import pytest
 from audit.config_file import parse_config
 from audit.jobs import READINESS
 from audit.pipeline import audit_snapshots
+from audit.validate.figures import EXPECTED_LOSS, EXPECTED_REPROCESS, EXPECTED_UNSEEN, present
 from tests.snapshots import faulty_pair, group, offset, part, write_pair
 
 CFG = parse_config("scope:\n  groups:\n    exclude: ['private']\n", env={})
@@ -124,6 +125,11 @@ def test_healthy_pair_passes(tmp_path: Path) -> None:
     assert outcome.exit_code == 0
     assert outcome.summary["readiness"] == "GO"
     assert outcome.summary["expected_loss_records"] == 0
+    # The report's tiles and the summary's figures come from the same declarations.
+    page = outcome.report.read_text(encoding="utf-8")
+    for shown in present(outcome.summary):
+        assert f'{shown.figure.label} ({shown.figure.unit})<b>{shown.text}</b>' in page
+    assert {s.figure for s in present(outcome.summary)} == {EXPECTED_LOSS, EXPECTED_REPROCESS, EXPECTED_UNSEEN}
     assert statuses["CM-GROUP-3"] == "pass"
     assert statuses["CM-DATA-1"] == "skipped"
 
