@@ -210,7 +210,13 @@ def failover_verify_profile(before: Path) -> Profile:
     from audit.compare import cluster_mirroring as cm
 
     def prepare(tables: Tables, source: Path, destination: Path) -> list[tuple[str, Path, str]]:
-        load_compared(tables, "before_partitions", before / "compare" / "partitions.parquet", "partitions")
+        load_compared(
+            tables,
+            "before_partitions",
+            before / "compare" / "partitions.parquet",
+            "partitions",
+            failover.BEFORE_COLUMNS,
+        )
         return cluster_mirroring_inputs(tables, source, destination)
 
     base = PROFILES["cluster-mirroring"]

@@ -711,6 +711,20 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
     ),
 }
 
+# Each comparison table's format version, written beside the tables of a run
+# (``<run>/compare/formats.json``): raised when a column is renamed, removed or changes
+# meaning, so that a later run reading this one (``failover verify --before``) reads it where
+# the columns it needs are there and otherwise refuses it naming both versions. A table not
+# listed is at version 1; a run written before versions were recorded is version 0.
+COMPARISON_FORMATS: dict[str, int] = {}
+COMPARISON_FORMATS_FILE = "formats.json"
+
+
+def comparison_format(table: str) -> int:
+    """The format version this version of the tool writes ``table`` in."""
+    return COMPARISON_FORMATS.get(table, 1)
+
+
 # What the comparisons join besides the snapshots: the verdicts on names that Python
 # evaluates once (scope, Kafka Streams naming, MirrorMaker 2's replica names) and the run's
 # parameters, as small tables both engines register.

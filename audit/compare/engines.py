@@ -56,8 +56,9 @@ class Tables(Protocol):
     def reopen(self, name: str, path: Path) -> None:
         """A written table moved to ``path``: read it from there from now on."""
 
-    def load_compared(self, name: str, path: Path, table: str) -> None:
-        """Register a comparison table's file (checked by the caller), cast to its columns."""
+    def load_compared(self, name: str, path: Path, table: str, columns: tuple[str, ...]) -> None:
+        """Register ``columns`` of a comparison table's file (checked by the caller), cast
+        to their declared types."""
 
     def put(self, name: str, table: str, rows: list[tuple[Any, ...]]) -> None:
         """Register a small table of the declared ``table``'s columns from Python rows."""
@@ -116,12 +117,14 @@ class SparkTables:
     def reopen(self, name: str, path: Path) -> None:
         self._frames[name] = self.spark.read.parquet(str(path))
 
-    def load_compared(self, name: str, path: Path, table: str) -> None:
+    def load_compared(self, name: str, path: Path, table: str, columns: tuple[str, ...]) -> None:
         from pyspark.sql import functions as F
 
         schema = spark_schema(table, "comparison")
         df = self.spark.read.parquet(str(path))
-        self._frames[name] = df.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
+        self._frames[name] = df.select(
+            [F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields if f.name in columns]
+        )
         self._loaded.add(name)
 
     def put(self, name: str, table: str, rows: list[tuple[Any, ...]]) -> None:
@@ -212,10 +215,12 @@ class LocalTables:
     def reopen(self, name: str, path: Path) -> None:
         """The Arrow table in memory is the file's content: nothing to read again."""
 
-    def load_compared(self, name: str, path: Path, table: str) -> None:
+    def load_compared(self, name: str, path: Path, table: str, columns: tuple[str, ...]) -> None:
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        schema = arrow_schema(table, "comparison")
+        declared = arrow_schema(table, "comparison")
+        schema = pa.schema([f for f in declared if f.name in columns])
         self._register(name, pq.read_table(path, columns=schema.names).cast(schema))
         self._loaded.add(name)
 

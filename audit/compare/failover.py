@@ -88,6 +88,20 @@ FROM joined
     ),
 )
 
+# The readiness run's ``partitions`` columns failover verify reads (``{before_partitions}``):
+# a readiness run of another version of the tool is read where it holds these.
+BEFORE_COLUMNS = (
+    "topic",
+    "partition",
+    "in_scope",
+    "src_present",
+    "dst_present",
+    "lag_records",
+    "src_retained_records",
+    "src_high_watermark",
+    "dst_high_watermark",
+)
+
 # failover verify: per partition readiness judged, what it predicted the failover would
 # lose and what the stop lost: the source's LEO at the stop (the mirror's own record of
 # it, else the readiness run's source snapshot) past the last mirrored offset.

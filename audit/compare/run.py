@@ -8,6 +8,7 @@ choice (``engines.py``). The tables are written into a temporary directory that 
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from audit.compare.scope import group_scope_rows, params_row, topic_name_rows, t
 from audit.compare.sql import Comparison
 from audit.config import AuditConfig
 from audit.errors import InputError
+from audit.schemas import COMPARISON_FORMATS_FILE, comparison_format
 from audit.snapshot import SnapshotPair, check_table, read_arrow, read_table
 
 log = logging.getLogger(__name__)
@@ -89,14 +91,19 @@ def load_snapshot_table(tables: Tables, name: str, directory: Path, table: str) 
     return present
 
 
-def load_compared(tables: Tables, name: str, path: Path, table: str) -> None:
+def load_compared(
+    tables: Tables, name: str, path: Path, table: str, needs: tuple[str, ...] | None = None
+) -> None:
     """Register a comparison table another run wrote (``failover verify`` reads its
-    readiness run's ``partitions``), checked against its declared columns."""
+    readiness run's ``partitions``): its columns ``needs`` (all its declared ones if None).
+    A run of another version is read where it holds them, and otherwise refused naming
+    the table's format version it was written in and the one this version writes
+    (``schemas.COMPARISON_FORMATS``), never with a bare missing-column error."""
     import pyarrow.parquet as pq
 
     from audit.schemas import arrow_schema
 
-    schema = arrow_schema(table, "comparison")
+    wanted = needs if needs is not None else tuple(arrow_schema(table, "comparison").names)
     try:
         # Spark writes a directory of part files, the in-process engine one file.
         if path.is_dir():
@@ -107,10 +114,40 @@ def load_compared(tables: Tables, name: str, path: Path, table: str) -> None:
         raise InputError(f"{path} is not a readable Parquet file: {exc}") from exc
     if names is None:
         raise InputError(f"{path} is missing: the run it belongs to did not finish its comparison")
-    missing = [f.name for f in schema if f.name not in names]
+    missing = [c for c in wanted if c not in names]
     if missing:
-        raise InputError(f"{path} has no column '{missing[0]}': a run of another version of this tool?")
-    tables.load_compared(name, path, table)
+        written = written_format(path.parent, table)
+        raise InputError(
+            f"{path} is format {written} of table '{table}' ({_format_origin(written)}); this version "
+            f"writes format {comparison_format(table)} and needs its column{'s' * (len(missing) > 1)} "
+            f"{', '.join(missing)}: give a run of this version (rerun it with this version of mirror-audit)"
+        )
+    tables.load_compared(name, path, table, wanted)
+
+
+def write_formats(directory: Path, written: list[str]) -> None:
+    """Record the format version of each table written into ``directory``."""
+    from audit import __version__
+    from audit.fsutil import atomic_write_text
+
+    formats = {"tool_version": __version__, "tables": {t: comparison_format(t) for t in written}}
+    text = json.dumps(formats, indent=1, sort_keys=True) + "\n"
+    atomic_write_text(directory / COMPARISON_FORMATS_FILE, text)
+
+
+def written_format(directory: Path, table: str) -> int:
+    """The format version ``table`` was written in under ``directory``: 0 where the run
+    recorded none (written before versions were), or its record cannot be read."""
+    try:
+        found = json.loads((directory / COMPARISON_FORMATS_FILE).read_text(encoding="utf-8"))
+        version = found["tables"][table]
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+    return version if isinstance(version, int) and not isinstance(version, bool) else 0
+
+
+def _format_origin(version: int) -> str:
+    return "written before format versions were recorded" if version == 0 else "written by another version"
 
 
 def run_compare(
@@ -169,6 +206,7 @@ def run_compare(
             written.append(comparison.table)
     if extra is not None:
         written += extra(tables, source, destination, cfg, tmp)
+    write_formats(tmp, written)
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     log.info("comparison tables written to %s", out)

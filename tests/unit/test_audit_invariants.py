@@ -128,8 +128,9 @@ def test_healthy_pair_passes(tmp_path: Path) -> None:
     # The report's tiles and the summary's figures come from the same declarations.
     page = outcome.report.read_text(encoding="utf-8")
     for shown in present(outcome.summary):
-        assert f'{shown.figure.label} ({shown.figure.unit})<b>{shown.text}</b>' in page
-    assert {s.figure for s in present(outcome.summary)} == {EXPECTED_LOSS, EXPECTED_REPROCESS, EXPECTED_UNSEEN}
+        assert f"{shown.figure.label} ({shown.figure.unit})<b>{shown.text}</b>" in page
+    shown_figures = {s.figure for s in present(outcome.summary)}
+    assert shown_figures == {EXPECTED_LOSS, EXPECTED_REPROCESS, EXPECTED_UNSEEN}
     assert statuses["CM-GROUP-3"] == "pass"
     assert statuses["CM-DATA-1"] == "skipped"
 

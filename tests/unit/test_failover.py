@@ -431,3 +431,34 @@ def test_failback_readiness_counts_what_mirroring_back_would_truncate(
     }
     assert _statuses(summary)["CM-FAILBACK-2"] == "warn"
     assert _statuses(summary)["CM-FAILBACK-3"] == ("fail" if busy else "pass")
+
+
+def test_verify_reads_a_readiness_run_of_another_version_where_its_columns_suffice(tmp_path: Path) -> None:
+    """Comparison tables carry a format version (compare/formats.json): failover verify reads
+    the readiness run's partitions where the columns it needs are there, whatever else the
+    other version wrote or left out, and otherwise refuses it naming both formats."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from audit.compare.failover import BEFORE_COLUMNS
+    from audit.errors import InputError
+    from audit.schemas import comparison_format
+
+    before = _readiness_run(tmp_path)
+    formats = json.loads((before / "compare" / "formats.json").read_text())
+    assert formats["tables"]["partitions"] == comparison_format("partitions")
+    dst = _after_the_predicted_loss(tmp_path)
+    path = before / "compare" / "partitions.parquet"
+    # An older version: no formats.json, and only the columns failover verify reads.
+    (before / "compare" / "formats.json").unlink()
+    pq.write_table(pq.read_table(path, columns=list(BEFORE_COLUMNS)), path)
+    outcome = failover_verify(CFG, before, tmp_path / "verify", destination=dst, engine="local")
+    assert outcome.summary["failover"]["realized_loss_records"] == 10
+    # One it needs gone: refused with the formats, never a bare missing-column error.
+    pq.write_table(pq.read_table(path, columns=[c for c in BEFORE_COLUMNS if c != "lag_records"]), path)
+    with pytest.raises(InputError) as refused:
+        failover_verify(CFG, before, tmp_path / "verify2", destination=dst, engine="local")
+    message = str(refused.value)
+    assert "is format 0 of table 'partitions' (written before format versions were recorded)" in message
+    assert f"writes format {comparison_format('partitions')} and needs its column lag_records" in message
