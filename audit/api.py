@@ -53,7 +53,7 @@ from audit.errors import (
     UsageError,
     os_error_message,
 )
-from audit.jobs import AUDIT, FAILBACK_READINESS, FAILOVER_VERIFY, NIGHTLY, READINESS
+from audit.jobs import AUDIT, FAILBACK_READINESS, FAILOVER_VERIFY, NIGHTLY, READINESS, JobRequest
 
 if TYPE_CHECKING:
     from audit.compare.engines import EngineName
@@ -353,14 +353,30 @@ def result_of(outcome: RunOutcome) -> Result:
     )
 
 
-def _told(cfg: AuditConfig, job: str, out: Path | None, run: Callable[[], RunOutcome]) -> Result:
+def _run(request: JobRequest) -> RunOutcome:
+    """The pipeline entry point of a request: the failover jobs their own; the others the
+    snapshot directories given, or the live clusters."""
+    from audit import failover_jobs, pipeline
+
+    r = request
+    if r.job is FAILOVER_VERIFY:
+        assert r.before is not None, "failover verify compares against a readiness run"
+        return failover_jobs.failover_verify(r.cfg, r.before, r.out, r.source, r.destination, r.engine)
+    if r.job is FAILBACK_READINESS:
+        return failover_jobs.failback_readiness(r.cfg, r.out, r.source, r.destination, r.engine)
+    if r.snapshots is not None:
+        return pipeline.audit_offline(*r.snapshots, r.cfg, r.out, job=r.job, engine=r.engine)
+    return pipeline.nightly(r.cfg, r.out, job=r.job, engine=r.engine, full_records=r.full_records)
+
+
+def _told(request: JobRequest) -> Result:
     """Run a job; a run that ends in an error (an ``AuditError``: exit 2) is a notice too
     (``notify``), its message masked, before the error goes on to the caller."""
     try:
-        return result_of(run())
+        return result_of(_run(request))
     except Exception as exc:  # told as the caller will be told: an AuditError's one line
         error = exc if isinstance(exc, AuditError) else _translated(exc)[0]
-        _notify_unfinished(cfg, job, out, "ERROR", str(error))
+        _notify_unfinished(request.cfg, request.job.name, request.out, "ERROR", str(error))
         raise
 
 
@@ -400,12 +416,10 @@ def audit(
 ) -> Result:
     """Audit two snapshot directories into the run directory ``out`` (under the output
     root's lock): the verdict, no GO / NO-GO."""
-    from audit.pipeline import audit_offline
-
     src, dst = _path(source, "source"), _path(destination, "destination")
     run_dir, chosen = _path(out, "out"), _engine(engine)
     cfg = _config(config)
-    return _told(cfg, AUDIT.name, run_dir, lambda: audit_offline(src, dst, cfg, run_dir, engine=chosen))
+    return _told(JobRequest(job=AUDIT, cfg=cfg, out=run_dir, engine=chosen, source=src, destination=dst))
 
 
 @_only_audit_errors
@@ -419,15 +433,11 @@ def nightly(
     """Snapshot both clusters (destination first), audit and report, keeping history in the
     output root (whose lock it holds throughout); the batch and record scans the
     configuration enables run too (``full_records``: every record, not only the new ones)."""
-    from audit.pipeline import nightly as run
-
     run_dir, chosen = _optional_path(out, "out"), _engine(engine)
     if not isinstance(full_records, bool):
         raise InputError(f"full_records must be True or False, not {full_records!r}")
     cfg = _config(config)
-    return _told(
-        cfg, NIGHTLY.name, run_dir, lambda: run(cfg, run_dir, engine=chosen, full_records=full_records)
-    )
+    return _told(JobRequest(job=NIGHTLY, cfg=cfg, out=run_dir, engine=chosen, full_records=full_records))
 
 
 @_only_audit_errors
@@ -442,24 +452,15 @@ def readiness(
     """The pre-failover GO / NO-GO with expected loss and reprocessing: of the live clusters
     (``config`` names them), or of two snapshot directories. GO only over full coverage.
     Never waits for the output root's lock."""
-    from audit.pipeline import audit_offline
-    from audit.pipeline import nightly as run
-
     run_dir, chosen = _optional_path(out, "out"), _engine(engine)
     pair = _snapshot_pair(_optional_path(source, "source"), _optional_path(destination, "destination"))
     cfg = _config(config)
-    if pair is not None:
-        return _told(
-            cfg,
-            READINESS.name,
-            run_dir,
-            lambda: audit_offline(*pair, cfg, run_dir, readiness=True, engine=chosen),
-        )
-    if cfg.source is None or cfg.destination is None:
+    if pair is None and (cfg.source is None or cfg.destination is None):
         raise UsageError(
             "readiness needs --config FILE naming both clusters (live) or --source DIR --destination DIR"
         )
-    return _told(cfg, READINESS.name, run_dir, lambda: run(cfg, run_dir, readiness=True, engine=chosen))
+    src, dst = pair if pair is not None else (None, None)
+    return _told(JobRequest(job=READINESS, cfg=cfg, out=run_dir, engine=chosen, source=src, destination=dst))
 
 
 @_only_audit_errors
@@ -521,14 +522,21 @@ def failover_verify(
     """After the mirror's stop: the destination against the readiness run ``before`` took,
     records lost per partition against the prediction and where each group resumes. Live
     (``config``), or snapshot directories (the destination, and the source where read)."""
-    from audit.failover_jobs import failover_verify as run
-
     before_dir, run_dir, chosen = _path(before, "before"), _optional_path(out, "out"), _engine(engine)
     src, dst = _optional_path(source, "source"), _optional_path(destination, "destination")
     if config is None and dst is None:
         raise UsageError("give --config FILE (live clusters) or --destination DIR [--source DIR] (snapshots)")
     cfg = _offset_preserving(_config(config))
-    return _told(cfg, FAILOVER_VERIFY.name, run_dir, lambda: run(cfg, before_dir, run_dir, src, dst, chosen))
+    request = JobRequest(
+        job=FAILOVER_VERIFY,
+        cfg=cfg,
+        out=run_dir,
+        engine=chosen,
+        source=src,
+        destination=dst,
+        before=before_dir,
+    )
+    return _told(request)
 
 
 @_only_audit_errors
@@ -542,11 +550,11 @@ def failback_readiness(
 ) -> Result:
     """Before mirroring back: GO / NO-GO, and per partition what mirroring back would
     truncate on the old source (``source``: the cluster the original mirror read from)."""
-    from audit.failover_jobs import failback_readiness as run
-
     run_dir, chosen = _optional_path(out, "out"), _engine(engine)
     src, dst = _optional_path(source, "source"), _optional_path(destination, "destination")
     if config is None and (src is None or dst is None):
         raise UsageError("give --config FILE (live clusters) or --source DIR --destination DIR (snapshots)")
     cfg = _offset_preserving(_config(config))
-    return _told(cfg, FAILBACK_READINESS.name, run_dir, lambda: run(cfg, run_dir, src, dst, chosen))
+    return _told(
+        JobRequest(job=FAILBACK_READINESS, cfg=cfg, out=run_dir, engine=chosen, source=src, destination=dst)
+    )

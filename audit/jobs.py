@@ -93,3 +93,28 @@ FAILBACK_READINESS = Job(
 )
 
 JOBS = (AUDIT, NIGHTLY, READINESS, FAILOVER_VERIFY, FAILBACK_READINESS)
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobRequest:
+    """One run of a job as a caller asked for it: the job, its configuration, where it
+    writes (None: a new directory under the output root) and on which engine, and what
+    it reads instead of the live clusters: both snapshot directories (``audit``, offline
+    ``readiness``; failover verify may take the destination alone), the readiness run
+    ``before`` a failover, and whether a nightly's records scan reads every record."""
+
+    job: Job
+    cfg: AuditConfig
+    out: Path | None
+    engine: EngineName
+    source: Path | None = None
+    destination: Path | None = None
+    before: Path | None = None
+    full_records: bool = False
+
+    @property
+    def snapshots(self) -> tuple[Path, Path] | None:
+        """Both snapshot directories, where the job reads them instead of the clusters."""
+        if self.source is None or self.destination is None:
+            return None
+        return self.source, self.destination

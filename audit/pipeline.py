@@ -18,7 +18,7 @@ from audit.compare.engines import EngineName
 from audit.compare.run import Compared, check_data_offsets, check_offsets, check_scope
 from audit.config import AuditConfig
 from audit.errors import ExitCode
-from audit.jobs import AUDIT, NIGHTLY, READINESS, Job
+from audit.jobs import AUDIT, NIGHTLY, Job
 from audit.logs import mask_config
 from audit.paths import local_path, shared_state_root, writable_directory
 from audit.profiles import Profile, profile_of
@@ -334,13 +334,12 @@ def audit_offline(
     destination: Path,
     cfg: AuditConfig,
     out: Path | None = None,
-    readiness: bool = False,
+    job: Job = AUDIT,
     engine: EngineName = "spark",
 ) -> RunOutcome:
     """``audit`` (under the output root's lock) and the offline ``readiness`` (without it)
     of two snapshot directories into a new run directory."""
     mask_config(cfg)
-    job = READINESS if readiness else AUDIT
     with run_directory(cfg, out, job.lock_name, (source, destination)) as run_dir:
         return audit_snapshots(source, destination, run_dir, cfg, job, engine)
 
@@ -348,7 +347,7 @@ def audit_offline(
 def nightly(
     cfg: AuditConfig,
     out: Path | None = None,
-    readiness: bool = False,
+    job: Job = NIGHTLY,
     engine: EngineName = "spark",
     full_records: bool = False,
 ) -> RunOutcome:
@@ -357,7 +356,6 @@ def nightly(
     mask_config(cfg)
     from audit.validate.run import mode_suites
 
-    job = READINESS if readiness else NIGHTLY
     prof = job.profile(cfg, None)
     # A missing or broken suite directory fails before the clusters are read (and the
     # suites read here are the ones the run validates with).

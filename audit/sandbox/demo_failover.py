@@ -33,6 +33,7 @@ from audit.config import AuditConfig, ClusterConfig, OutputConfig, SparkConfig
 from audit.drain import drained_readiness
 from audit.errors import SandboxError
 from audit.failover_jobs import failback_readiness, failover_verify
+from audit.jobs import READINESS
 from audit.pipeline import RunOutcome, nightly
 from audit.run_dirs import new_run_dir
 from audit.sandbox import mirror_control
@@ -163,7 +164,7 @@ def run_failover_demo(
                 mirror_control.wait_caught_up(state)  # a cycle has seen the pause
                 produce(src, PAUSED[0], _records("pay-late", LAG_AT_CHECK), partition=PAUSED[1])
                 mirror_control.wait_caught_up(state)
-                readiness = nightly(cfg, run_dir / "readiness", readiness=True, engine="local")
+                readiness = nightly(cfg, run_dir / "readiness", job=READINESS, engine="local")
                 # Producers keep writing after the check, and a transaction is in flight.
                 produce(src, PAUSED[0], _records("pay-later", AFTER_CHECK), partition=PAUSED[1])
                 open_txn = _open_transaction(src)
