@@ -43,6 +43,10 @@ class SandboxError(AuditError):
     """The local sandbox could not be fetched, started, inspected or stopped."""
 
 
+class JavaError(AuditError):
+    """No usable Java on this machine: none installed, or older than Java 17."""
+
+
 class UsageError(AuditError):
     """The command line is incomplete or contradictory."""
 

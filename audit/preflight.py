@@ -245,13 +245,13 @@ def _names(topics: list[str], shown: int = 3) -> str:
 def local_findings(cfg: AuditConfig) -> list[Finding]:
     """Java and Spark (for the Spark jobs), the record reader the config resolves to, and
     the output root (looked at, not written)."""
-    from audit.errors import SandboxError
-    from audit.sandbox.jars import find_java
+    from audit.errors import JavaError
+    from audit.java_runtime import find_java
 
     out: list[Finding] = []
     try:
         out.append(Finding("local", "ok", f"Java: {find_java()} (17 or later)"))
-    except SandboxError as exc:
+    except JavaError as exc:
         out.append(Finding("local", "fail", f"{exc}: nightly and audit run Spark on it (readiness does not)"))
     try:
         import pyspark

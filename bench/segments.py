@@ -55,9 +55,10 @@ from confluent_kafka.cimpl import NewTopic
 from audit.collect.batches.collect import write_batch_scan
 from audit.collect.batches.segments import ScanOptions, scan_segments
 from audit.config import SparkConfig
+from audit.java_runtime import find_java
 from audit.logs import setup_logging
 from audit.sandbox.cluster import SandboxOptions, running
-from audit.sandbox.jars import find_java, resource_path
+from audit.sandbox.jars import resource_path
 from audit.sandbox.processes import dump_log_class
 from audit.sandbox.state import SandboxState
 from audit.spark_session import build_spark

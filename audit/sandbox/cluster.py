@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import SandboxError
+from audit.java_runtime import find_java
 from audit.sandbox.broker_config import (
     check_sasl_users,
     free_ports,
@@ -29,7 +30,7 @@ from audit.sandbox.broker_config import (
     port_open,
     server_properties,
 )
-from audit.sandbox.jars import ensure_kafka_jars, find_java, kafka_version
+from audit.sandbox.jars import ensure_kafka_jars, kafka_version
 from audit.sandbox.processes import java_cmd, start_java, stop_process
 from audit.sandbox.state import (
     ClusterState,

@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from audit.errors import SandboxError
+from audit.java_runtime import cache_root
 
 log = logging.getLogger(__name__)
 
@@ -52,15 +53,6 @@ KAFKA_RELEASES = (
 # own and keeps log4j2's.
 _LOG4J2_ARTIFACTS = "log4j-slf4j-impl,log4j-api,log4j-core"
 _COMPLETE = ".complete"
-
-
-def cache_root() -> Path:
-    """``$MIRROR_AUDIT_CACHE`` or ``$XDG_CACHE_HOME/kafka-mirror-audit`` (``~/.cache``)."""
-    explicit = os.environ.get("MIRROR_AUDIT_CACHE")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "kafka-mirror-audit"
 
 
 def kafka_version(explicit: str | None = None) -> str:
@@ -105,33 +97,6 @@ def uses_reload4j(jars: str | os.PathLike[str]) -> bool:
 def resource_path(name: str) -> Path:
     """A file shipped in ``audit/sandbox/resources`` (pom, logging config)."""
     return Path(str(resources.files("audit.sandbox").joinpath("resources", name)))
-
-
-def find_java() -> str:
-    """The java binary (``$JAVA_HOME/bin/java`` first), checked to be Java 17 or later."""
-    java_home = os.environ.get("JAVA_HOME")
-    candidate = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
-    if not candidate or not Path(candidate).exists():
-        raise SandboxError("Java is not installed: install a JDK 17 or later (or set JAVA_HOME)")
-    try:
-        out = subprocess.run([candidate, "-version"], capture_output=True, text=True, timeout=60, check=False)
-    except OSError as exc:
-        raise SandboxError(f"cannot run {candidate}: {exc.strerror}") from exc
-    major = _java_major(out.stderr + out.stdout)
-    if major is not None and major < 17:
-        raise SandboxError(f"{candidate} is Java {major}; the Kafka 4 sandbox needs Java 17 or later")
-    return candidate
-
-
-def _java_major(version_text: str) -> int | None:
-    for token in version_text.split('"')[1::2]:
-        parts = token.split(".")
-        try:
-            first = int(parts[0])
-            return int(parts[1]) if first == 1 and len(parts) > 1 else first
-        except ValueError:
-            continue
-    return None
 
 
 def ensure_kafka_jars(version: str | None = None, root: Path | None = None) -> Path:

@@ -30,7 +30,8 @@ from confluent_kafka.admin import AdminClient
 
 from audit.errors import SandboxError
 from audit.fsutil import atomic_write_json, atomic_write_text
-from audit.sandbox.jars import ensure_mm2_jars, find_java
+from audit.java_runtime import find_java
+from audit.sandbox.jars import ensure_mm2_jars
 from audit.sandbox.processes import start_java, stop_process
 from audit.sandbox.state import SandboxState, process_start_ticks
 from audit.sandbox.traffic import client_conf, scan_messages

@@ -13,7 +13,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from audit.sandbox.jars import find_java, resource_path, uses_reload4j
+from audit.java_runtime import find_java
+from audit.sandbox.jars import resource_path, uses_reload4j
 from audit.sandbox.state import SandboxState, process_start_ticks
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +64,61 @@ def _admins(*bootstraps: str) -> Iterator[list[JavaAdmin]]:
                 cm.__exit__(None, None, None)
 
 
+# The sandbox's writes through the Java Admin (audit/collect/ only reads): its own share
+# groups cleaned up, a group config its consumers need, and the mirror emulator's sync.
+
+
+def _delete_groups(admin: JavaAdmin, group_ids: Sequence[str]) -> None:
+    """Delete share groups; a group the cluster does not know is already gone."""
+    futures = admin.client.deleteShareGroups(list(group_ids)).deletedGroups()
+    for gid in group_ids:
+        try:
+            admin.result(futures.get(gid))
+        except JavaCallError as exc:
+            if exc.cause != "GroupIdNotFoundException":
+                raise
+
+
+def _set_group_config(admin: JavaAdmin, group_id: str, key: str, value: str) -> None:
+    """Set one dynamic group config."""
+    jvm = admin.gateway.jvm
+    resource = jvm.org.apache.kafka.common.config.ConfigResource(
+        jvm.org.apache.kafka.common.config.ConfigResource.Type.GROUP, group_id
+    )
+    alter = jvm.org.apache.kafka.clients.admin.AlterConfigOp(
+        jvm.org.apache.kafka.clients.admin.ConfigEntry(key, value),
+        jvm.org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET,
+    )
+    admin.result(admin.client.incrementalAlterConfigs({resource: [alter]}).all())
+
+
+def _alter_start_offsets(admin: JavaAdmin, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None:
+    """Set a share group's start offsets (the mirror emulator's sync).
+
+    The Admin call takes ``Map<TopicPartition, Long>``, and py4j hands a Python int
+    below 2**31 to Java as an Integer (and every Long back as an int), so the map is
+    filled inside the JVM: the offsets boxed there as Longs, each copied into the
+    arguments of ``HashMap.put`` with ``System.arraycopy``, never through Python."""
+    gateway = admin.gateway
+    jvm = gateway.jvm
+    items = sorted(offsets.items())
+    longs = gateway.new_array(jvm.long, len(items))
+    for i, (_, offset) in enumerate(items):
+        longs[i] = offset
+    boxed = jvm.java.util.Arrays.stream(longs).boxed().toArray()
+    anything = jvm.java.lang.Class.forName("java.lang.Object")
+    types = gateway.new_array(jvm.java.lang.Class, 2)
+    types[0] = types[1] = anything
+    put = jvm.java.lang.Class.forName("java.util.HashMap").getMethod("put", types)
+    java_offsets = jvm.java.util.HashMap()
+    for i, ((topic, partition), _) in enumerate(items):
+        args = gateway.new_array(jvm.java.lang.Object, 2)
+        args[0] = jvm.org.apache.kafka.common.TopicPartition(topic, partition)
+        jvm.java.lang.System.arraycopy(boxed, i, args, 1, 1)
+        put.invoke(java_offsets, args)
+    admin.result(admin.client.alterShareGroupOffsets(group_id, java_offsets).all())
+
+
 def share_groups_supported(bootstrap: str) -> bool:
     """Whether the cluster has share groups on: its finalized ``share.version`` feature is
     1 or more (4.2 and later by default; 4.1 as a preview turned on by hand; none before)."""
@@ -102,7 +157,7 @@ def start_share_consumer(
     try:
         jvm = gateway.jvm
         with open_admin(gateway, _props(bootstrap), 30.0) as admin:
-            admin.set_group_config(group, "share.auto.offset.reset", "earliest")
+            _set_group_config(admin, group, "share.auto.offset.reset", "earliest")
         props = jvm.java.util.Properties()
         for key, value in {
             **_props(bootstrap),
@@ -153,7 +208,7 @@ def delete_share_groups(bootstrap: str, groups: list[str]) -> None:
     """Delete the sandbox's share groups (they must have no members): a test leaves the
     shared sandbox's clusters without the groups it made."""
     with _admins(bootstrap) as (admin,):
-        admin.delete_share_groups(groups)
+        _delete_groups(admin, groups)
 
 
 READ_TRIES = 3
@@ -203,6 +258,6 @@ def sync_share_group_offsets(
             for key, offset in sorted(starts.items()):
                 clamped = max(low[key][0], min(offset, high[key][0]))
                 targets[key] = adjust(source_group.group_id, key[0], key[1], clamped) if adjust else clamped
-            dst.alter_share_group_offsets(source_group.group_id, targets)
+            _alter_start_offsets(dst, source_group.group_id, targets)
             written += len(targets)
     return written

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from audit.errors import SandboxError
+from audit.java_runtime import find_java
 from audit.sandbox.broker_config import free_ports
-from audit.sandbox.jars import find_java
 from audit.sandbox.processes import start_process, stop_process
 
 log = logging.getLogger(__name__)

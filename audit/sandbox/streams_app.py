@@ -12,7 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from audit.errors import SandboxError
-from audit.sandbox.jars import ensure_streams_jars, find_java, resource_path
+from audit.java_runtime import find_java
+from audit.sandbox.jars import ensure_streams_jars, resource_path
 from audit.sandbox.processes import java_cmd, start_process, stop_process
 from audit.sandbox.state import process_start_ticks
 

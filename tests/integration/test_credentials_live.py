@@ -26,9 +26,9 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from audit.collect.metadata.permissions import AUDITOR_PERMISSIONS, Permission
+from audit.java_runtime import find_java
 from audit.sandbox.acls import grant
 from audit.sandbox.broker_config import make_keystore, tls_ca
-from audit.sandbox.jars import find_java
 from audit.sandbox.mirror import mirror_once, wait_transactions_settled
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, commit_offsets, produce

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from audit.collect.metadata.java_admin import classpath, java_gateway
-from audit.sandbox.jars import find_java
+from audit.java_runtime import find_java
 from audit.sandbox.share_groups import delete_share_groups, start_share_consumer, sync_share_group_offsets
 from audit.sandbox.state import SandboxState
 from tests.cli import run_in_process

@@ -9,14 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from audit.collect.metadata.java_admin import (
-    JavaAdmin,
-    JavaCallError,
-    ShareGroup,
-    classpath,
-    java_properties,
-    java_system_properties,
-)
+from audit.collect.metadata.java_admin import JavaAdmin, JavaCallError, ShareGroup, classpath
+from audit.collect.metadata.java_login import java_properties, java_system_properties
 
 
 def _libs(root: Path, *names: str) -> Path:

@@ -15,10 +15,10 @@ never starts a JVM. Without a JVM or the jar, share groups are listed but their 
 are not read: the snapshot's manifest says so and the group checks count the groups as
 unchecked, never as passed.
 
-The login is the cluster's, translated from its librdkafka properties (PLAINTEXT, SSL,
-SASL PLAIN and SCRAM, OAUTHBEARER with OIDC client credentials); the secrets go to the
-JVM over py4j's authenticated loopback socket, never on a command line or in a file. Only
-reads are called.
+The login is the cluster's, translated from its librdkafka properties (java_login.py); the
+secrets go to the JVM over py4j's authenticated loopback socket, never on a command line
+or in a file. Only reads are called here: the sandbox's writes (its share groups' cleanup
+and the mirror emulator's sync) live in audit/sandbox/share_groups.py.
 """
 
 from __future__ import annotations
@@ -33,32 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from audit.collect.logins import TOKEN_PROVIDER, sasl_mechanism
-from audit.collect.metadata.kafka_admin import _state_word
+from audit.collect.metadata.group_reads import _state_word
+from audit.collect.metadata.java_login import java_properties, java_system_properties
 from audit.config import ClusterConfig
+from audit.java_runtime import cache_root, find_java
 from audit.snapshot import ShareGroupOffsetRecord
 
 log = logging.getLogger(__name__)
-
-_JAAS_MODULES = {
-    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
-    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
-    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
-}
-_OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
-_OIDC_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
-# librdkafka properties the Java client takes under the same name.
-_SAME_NAME = frozenset({"security.protocol", "client.id"})
-_TAKEN_ABOVE = frozenset(
-    {"bootstrap.servers", "sasl.mechanism", "sasl.mechanisms", "sasl.username", "sasl.password"}
-)
-# librdkafka's PEM files -> the Java client's PEM key store, given as the files' text.
-_PEM_KEYS = {
-    "ssl.certificate.location": "ssl.keystore.certificate.chain",
-    "ssl.key.location": "ssl.keystore.key",
-}
-# librdkafka properties that change nothing for a few admin reads.
-_IRRELEVANT = frozenset({"socket.keepalive.enable", "broker.address.family", "log_level", "debug"})
 
 
 @dataclass(frozen=True)
@@ -84,8 +65,6 @@ def classpath(setting: str) -> list[str] | str:
         home = os.environ.get("KAFKA_HOME")
         if home:
             candidates.append(Path(home) / "libs")
-        from audit.sandbox.jars import cache_root
-
         candidates += sorted(cache_root().glob("kafka-*/libs"), reverse=True)
         for directory in candidates:
             found = _jars_in(directory)
@@ -135,107 +114,6 @@ def _with_slf4j(jars: list[str]) -> list[str]:
     return jars + sorted(glob.glob(str(Path(pyspark.__file__).parent / "jars" / "slf4j-api-*.jar")))[:1]
 
 
-def java_properties(client: Mapping[str, Any], timeout_seconds: float) -> dict[str, str] | str:
-    """The Java client's properties for librdkafka client properties (``bootstrap.servers``
-    and the cluster's own), or why they cannot be built."""
-    timeout_ms = str(int(timeout_seconds * 1000))
-    props = {
-        "bootstrap.servers": str(client["bootstrap.servers"]),
-        "client.id": "mirror-audit",
-        "request.timeout.ms": timeout_ms,
-        "default.api.timeout.ms": timeout_ms,
-    }
-    mechanism = sasl_mechanism(client)
-    if mechanism == "OAUTHBEARER":
-        oidc = _oidc_login(client)
-        if isinstance(oidc, str):
-            return oidc
-        props.update(oidc)
-    elif mechanism:
-        if mechanism not in _JAAS_MODULES:
-            return f"SASL mechanism {mechanism} is not supported for the Java client here"
-        user, password = client.get("sasl.username"), client.get("sasl.password")
-        if user is None or password is None:
-            return f"SASL {mechanism} needs sasl.username and sasl.password"
-        props["sasl.mechanism"] = mechanism
-        props["sasl.jaas.config"] = (
-            f'{_JAAS_MODULES[mechanism]} required username="{_jaas_quoted(str(user))}" '
-            f'password="{_jaas_quoted(str(password))}";'
-        )
-    for key, value in client.items():
-        if key in _TAKEN_ABOVE or (mechanism == "OAUTHBEARER" and key.startswith("sasl.oauthbearer.")):
-            continue
-        if key in _SAME_NAME:
-            props[key] = str(value)
-        elif key == "ssl.ca.location":
-            props["ssl.truststore.type"] = "PEM"
-            props["ssl.truststore.location"] = str(value)
-        elif key in _PEM_KEYS:
-            pem = _read(str(value))
-            if pem is None:
-                return f"{key} {value} cannot be read"
-            props["ssl.keystore.type"] = "PEM"
-            props[_PEM_KEYS[key]] = pem
-        elif key == "ssl.key.password":
-            props["ssl.key.password"] = str(value)
-        elif key == "ssl.endpoint.identification.algorithm":
-            props[key] = "" if str(value).lower() == "none" else str(value)
-        elif key not in _IRRELEVANT:
-            return f"the property {key} has no Java client equivalent here"
-    return props
-
-
-def _oidc_login(client: Mapping[str, Any]) -> dict[str, str] | str:
-    """An OAUTHBEARER login with OIDC client credentials (librdkafka's
-    ``sasl.oauthbearer.method=oidc``) as the Java client's own (KIP-768): its login callback
-    handler asks the same token endpoint with the same client id and secret. Anything else
-    (a ``token_provider``, librdkafka's unsecured JWTs) has no Java equivalent here."""
-    if client.get(TOKEN_PROVIDER):
-        return "a token_provider (a Python callable) cannot log the Java client in"
-    if str(client.get("sasl.oauthbearer.method", "")).lower() != "oidc":
-        return "OAUTHBEARER without sasl.oauthbearer.method: oidc is not supported for the Java client here"
-    if client.get("https.ca.location"):
-        return "https.ca.location (the token endpoint's CA) has no Java client equivalent here"
-    url = client.get("sasl.oauthbearer.token.endpoint.url")
-    client_id = client.get("sasl.oauthbearer.client.id")
-    secret = client.get("sasl.oauthbearer.client.secret")
-    if not (url and client_id and secret):
-        return "OIDC needs sasl.oauthbearer.token.endpoint.url, .client.id and .client.secret"
-    options = [f'clientId="{_jaas_quoted(str(client_id))}"', f'clientSecret="{_jaas_quoted(str(secret))}"']
-    if client.get("sasl.oauthbearer.scope"):
-        options.append(f'scope="{_jaas_quoted(str(client["sasl.oauthbearer.scope"]))}"')
-    for pair in str(client.get("sasl.oauthbearer.extensions") or "").split(","):
-        name, _, value = pair.partition("=")
-        if name.strip():
-            options.append(f'extension_{name.strip()}="{_jaas_quoted(value.strip())}"')
-    return {
-        "sasl.mechanism": "OAUTHBEARER",
-        "sasl.login.callback.handler.class": _OIDC_HANDLER,
-        "sasl.oauthbearer.token.endpoint.url": str(url),
-        "sasl.jaas.config": f"{_OAUTH_MODULE} required {' '.join(options)};",
-    }
-
-
-def java_system_properties(client: Mapping[str, Any]) -> dict[str, str]:
-    """JVM system properties a login needs: since Kafka 4.0 the client fetches tokens only
-    from URLs a system property allows."""
-    url = client.get("sasl.oauthbearer.token.endpoint.url")
-    if sasl_mechanism(client) == "OAUTHBEARER" and url:
-        return {"org.apache.kafka.sasl.oauthbearer.allowed.urls": str(url)}
-    return {}
-
-
-def _jaas_quoted(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')
-
-
-def _read(path: str) -> str | None:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return None
-
-
 class JavaAdmin:
     """The Java Admin client of one cluster, in a JVM of its own (``java_admin``)."""
 
@@ -246,6 +124,21 @@ class JavaAdmin:
         self._jvm = gateway.jvm
         self._admin = admin
         self._timeout_ms = int(timeout_seconds * 1000)
+
+    @property
+    def gateway(self) -> Any:
+        """The py4j gateway of this client's JVM (the sandbox drives its own writes there)."""
+        return self._gateway
+
+    @property
+    def client(self) -> Any:
+        """The Java ``Admin`` itself: the sandbox's writes call it (audit/sandbox/), never
+        this module, which only reads."""
+        return self._admin
+
+    def result(self, future: Any) -> Any:
+        """A Java future's value, its failure as a :class:`JavaCallError`."""
+        return self._get(future)
 
     def _get(self, future: Any) -> Any:
         """A future's value; its failure as a :class:`JavaCallError` read while the JVM is
@@ -339,55 +232,6 @@ class JavaAdmin:
         level = features.get(name)
         return int(level.maxVersionLevel()) if level is not None else 0
 
-    def delete_share_groups(self, group_ids: Sequence[str]) -> None:
-        """Delete share groups (the sandbox's tests only, cleaning up their own); a group
-        the cluster does not know is already gone."""
-        futures = self._admin.deleteShareGroups(list(group_ids)).deletedGroups()
-        for gid in group_ids:
-            try:
-                self._get(futures.get(gid))
-            except JavaCallError as exc:
-                if exc.cause != "GroupIdNotFoundException":
-                    raise
-
-    def set_group_config(self, group_id: str, key: str, value: str) -> None:
-        """Set one dynamic group config (the sandbox's share consumers only)."""
-        jvm = self._jvm
-        resource = jvm.org.apache.kafka.common.config.ConfigResource(
-            jvm.org.apache.kafka.common.config.ConfigResource.Type.GROUP, group_id
-        )
-        alter = jvm.org.apache.kafka.clients.admin.AlterConfigOp(
-            jvm.org.apache.kafka.clients.admin.ConfigEntry(key, value),
-            jvm.org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET,
-        )
-        self._get(self._admin.incrementalAlterConfigs({resource: [alter]}).all())
-
-    def alter_share_group_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None:
-        """Set a share group's start offsets (the sandbox's mirror emulator only: the auditor
-        never writes to an audited cluster).
-
-        The Admin call takes ``Map<TopicPartition, Long>``, and py4j hands a Python int
-        below 2**31 to Java as an Integer (and every Long back as an int), so the map is
-        filled inside the JVM: the offsets boxed there as Longs, each copied into the
-        arguments of ``HashMap.put`` with ``System.arraycopy``, never through Python."""
-        gateway, jvm = self._gateway, self._jvm
-        items = sorted(offsets.items())
-        longs = gateway.new_array(jvm.long, len(items))
-        for i, (_, offset) in enumerate(items):
-            longs[i] = offset
-        boxed = jvm.java.util.Arrays.stream(longs).boxed().toArray()
-        anything = jvm.java.lang.Class.forName("java.lang.Object")
-        types = gateway.new_array(jvm.java.lang.Class, 2)
-        types[0] = types[1] = anything
-        put = jvm.java.lang.Class.forName("java.util.HashMap").getMethod("put", types)
-        java_offsets = jvm.java.util.HashMap()
-        for i, ((topic, partition), _) in enumerate(items):
-            args = gateway.new_array(jvm.java.lang.Object, 2)
-            args[0] = jvm.org.apache.kafka.common.TopicPartition(topic, partition)
-            jvm.java.lang.System.arraycopy(boxed, i, args, 1, 1)
-            put.invoke(java_offsets, args)
-        self._get(self._admin.alterShareGroupOffsets(group_id, java_offsets).all())
-
 
 def _state(word: str) -> str:
     """A Java GroupState (``Stable``, ``Empty``) in the snapshot's words (``STABLE``)."""
@@ -439,8 +283,6 @@ def java_gateway(jars: list[str]) -> Iterator[Any]:
     import subprocess
 
     from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
-
-    from audit.sandbox.jars import find_java
 
     port, token, process = launch_gateway(
         classpath=os.pathsep.join(jars),
