@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from audit.collect.metadata.kafka_admin import KafkaAdmin, _state_word, _type_word
+from audit.collect.metadata.group_reads import _state_word, _type_word
+from audit.collect.metadata.kafka_admin import KafkaAdmin
 from audit.config import ClusterConfig
 
 

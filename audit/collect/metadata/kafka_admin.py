@@ -4,210 +4,56 @@ It turns client objects into plain values and client failures into one ``Cluster
 that names the cluster and the call. Only describe/list calls are made: nothing here
 commits offsets, joins a group, creates a topic or writes a record.
 
-One module a little over 400 lines, on purpose: the adapter is one class, so that every
-admin call goes through the same error mapping, timeouts and concurrency bound, and a
-reader sees in one place everything the auditor ever asks a cluster.
+The adapter is one class, ``KafkaAdmin``, so that every admin call goes through the same
+error mapping, timeouts and concurrency bound (admin_base.py); its reads are written by
+what they read: topics, offsets, access and records here, groups and their commits in
+group_reads.py.
 """
 
 from __future__ import annotations
 
 import logging
-import re
-import threading
 import time
-from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from confluent_kafka import (
-    Consumer,
-    ConsumerGroupTopicPartitions,
-    IsolationLevel,
-    KafkaError,
-    KafkaException,
-    TopicCollection,
-    TopicPartition,
-)
-from confluent_kafka.admin import (
-    AdminClient,
-    OffsetSpec,
-)
+from confluent_kafka import Consumer, IsolationLevel, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka.admin import OffsetSpec
 
 from audit.collect.logins import librdkafka_config
-from audit.collect.metadata.permissions import permissions_summary
+from audit.collect.metadata.admin_base import (
+    _NOT_YET,
+    OFFSET_INVALID,
+    CommittedOffset,
+    GroupInfo,
+    OffsetInfo,
+    RawRecord,
+    TopicInfo,
+    _describe,
+    _enum_name,
+    _known,
+)
+from audit.collect.metadata.group_reads import GroupReads
 from audit.config import ClusterConfig
 from audit.errors import ClusterError
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class TopicInfo:
-    name: str
-    topic_id: str | None
-    leaders: dict[int, int | None]  # partition -> leader broker id
-
-
-@dataclass(frozen=True)
-class OffsetInfo:
-    offset: int
-    timestamp_ms: int | None
-    leader_epoch: int | None
+__all__ = [
+    "OFFSET_INVALID",
+    "CommittedOffset",
+    "GroupInfo",
+    "KafkaAdmin",
+    "OffsetInfo",
+    "RawRecord",
+    "TopicInfo",
+    "require_reachable",
+]
 
 
-@dataclass(frozen=True)
-class GroupInfo:
-    group_id: str
-    group_type: str
-    state: str
-    # None where no client here can describe the group (a streams group: neither Python
-    # client speaks StreamsGroupDescribe); its state still says whether it is active.
-    member_count: int | None
-
-
-@dataclass(frozen=True)
-class RawRecord:
-    partition: int
-    offset: int
-    timestamp_ms: int | None
-    key: bytes | None
-    value: bytes | None
-
-
-@dataclass(frozen=True)
-class CommittedOffset:
-    topic: str
-    partition: int
-    offset: int
-    leader_epoch: int | None
-    metadata: str | None
-
-
-# Where the admin client's librdkafka log lines go: nowhere. Each error among them also
-# reaches error_cb, and from there the one-line ClusterError; logged too, a wrong password
-# would print a line per retry before that message. (Without a logger librdkafka would
-# write them to stderr.)
-_SILENT = logging.getLogger("audit.collect.rdkafka.admin")
-_SILENT.addHandler(logging.NullHandler())
-_SILENT.propagate = False
-
-# Errors that say why no call can succeed (the broker refused the login or the TLS
-# handshake). The transport errors and "all brokers down" that follow are only their
-# consequence, so these lead the message whenever one was seen.
-_REFUSED = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL})
-# Partition errors of a leadership in motion, retried until the call's timeout.
-# confluent_kafka.OFFSET_INVALID: the offset of a ListOffsets answer that carries none.
-OFFSET_INVALID = -1001
-_NOT_YET = frozenset(
-    {
-        KafkaError.OFFSET_NOT_AVAILABLE,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError.UNKNOWN_LEADER_EPOCH,
-        KafkaError.FENCED_LEADER_EPOCH,
-    }
-)
-
-
-def _enum_name(value: Any) -> str:
-    name = getattr(value, "name", None)
-    return str(name if name is not None else value).upper()
-
-
-class KafkaAdmin:
-    """One cluster, one role name for messages, one timeout for every call."""
-
-    def __init__(self, role: str, cfg: ClusterConfig) -> None:
-        self.role = role
-        self.cfg = cfg
-        self.timeout = cfg.timeout_seconds
-        self._last_error: str | None = None
-        self._auth_error: str | None = None
-        self._lock = threading.Lock()
-        # Partition leaders and broker addresses as last described, so an error reading a
-        # partition names the broker it was read from (a dead broker is the usual cause).
-        self._leaders: dict[tuple[str, int], int | None] = {}
-        self._brokers: dict[int, str] = {}
-        self._batched_offsets_refused = False
-        settings: dict[str, Any] = {
-            **cfg.client_settings(),
-            "error_cb": self._on_error,
-            "logger": _SILENT,
-        }
-        try:
-            self._admin = AdminClient(librdkafka_config(settings))
-        except KafkaException as exc:
-            raise ClusterError(f"{role} cluster: invalid client settings: {_describe(exc)}") from exc
-        except (TypeError, ValueError) as exc:
-            raise ClusterError(f"{role} cluster: invalid client settings: {exc}") from exc
-
-    # -- error handling -------------------------------------------------------------
-
-    def _on_error(self, err: KafkaError) -> None:
-        with self._lock:
-            if err.code() in _REFUSED:
-                self._auth_error = err.str()
-            else:
-                self._last_error = err.str()
-
-    def _fail(self, call: str, exc: BaseException) -> ClusterError:
-        # librdkafka hands its error events to error_cb only from poll(); list_topics and
-        # the admin futures do not serve them. Without this, a wrong password surfaces as
-        # the call's own "Broker transport failure" and the reason is lost.
-        try:
-            self._admin.poll(0)
-        except Exception:  # the failure being reported matters more than this one
-            log.debug("serving the client's error callbacks failed", exc_info=True)
-        detail = _describe(exc)
-        hint = "check bootstrap_servers, network and credentials"
-        if "AUTHORIZATION" in detail.upper():
-            hint = (
-                f"grant the auditor's principal the read-only ACLs under Permissions in the README "
-                f"({permissions_summary()})"
-            )
-        with self._lock:
-            last, refused = self._last_error, self._auth_error
-        if refused:
-            return ClusterError(
-                f"{self.role} cluster ({self.cfg.bootstrap_servers}): {call} failed: the connection was "
-                f"refused: {refused}; check the credentials (sasl.username, sasl.password) and "
-                "security.protocol, sasl.mechanism and ssl.* in the cluster's properties"
-            )
-        if last and last not in detail:
-            detail = f"{detail} (last client error: {last})"
-        return ClusterError(
-            f"{self.role} cluster ({self.cfg.bootstrap_servers}): {call} failed: {detail}; {hint}"
-        )
-
-    def _result(self, call: str, future: Any) -> Any:
-        try:
-            return future.result(timeout=self.timeout + 5)
-        except (KafkaException, TimeoutError) as exc:
-            raise self._fail(call, exc) from exc
-        except Exception as exc:  # concurrent.futures.TimeoutError and client-side errors
-            raise self._fail(call, exc) from exc
-
-    # -- calls ------------------------------------------------------------------------
-
-    def cluster_id(self) -> str | None:
-        md = self._metadata()
-        return str(md.cluster_id) if md.cluster_id else None
-
-    def _metadata(self) -> Any:
-        try:
-            md = self._admin.list_topics(timeout=self.timeout)
-        except KafkaException as exc:
-            raise self._fail("list_topics (metadata)", exc) from exc
-        self._brokers.update({b.id: f"{b.host}:{b.port}" for b in md.brokers.values()})
-        return md
-
-    def _partition(self, topic: str, partition: int) -> str:
-        """``topic-p on broker N (host:port)``: the partition and the leader it was read from."""
-        leader = self._leaders.get((topic, partition))
-        if leader is None:
-            return f"{topic}-{partition}"
-        address = self._brokers.get(leader)
-        return f"{topic}-{partition} on broker {leader}" + (f" ({address})" if address else "")
+class KafkaAdmin(GroupReads):
+    """One cluster's reads: topics, offsets, access and records here, groups and their
+    commits in ``GroupReads``, the connection and error mapping in ``AdminBase``."""
 
     def topic_names(self) -> list[str]:
         md = self._metadata()
@@ -442,148 +288,6 @@ class KafkaAdmin:
             )
         return frozenset(out)
 
-    def list_groups(self) -> list[GroupInfo]:
-        listing = self._result(
-            "list_consumer_groups", self._admin.list_consumer_groups(request_timeout=self.timeout)
-        )
-        if listing.errors:
-            log.warning(
-                "%s: list_consumer_groups reported %d errors: %s",
-                self.role,
-                len(listing.errors),
-                _describe(listing.errors[0]),
-            )
-        ids = [g.group_id for g in listing.valid]
-        types = {g.group_id: _group_type(g) for g in listing.valid}
-        states = {g.group_id: _enum_name(getattr(g, "state", "UNKNOWN")) for g in listing.valid}
-        members: dict[str, int] = {}
-        for chunk in _chunks(ids, 100):
-            futures = self._admin.describe_consumer_groups(chunk, request_timeout=self.timeout)
-            for gid in chunk:
-                desc = self._result(f"describe_consumer_groups({gid})", futures[gid])
-                members[gid] = len(desc.members or [])
-                states[gid] = _enum_name(desc.state)
-                if getattr(desc, "type", None) is not None:
-                    types[gid] = _type_word(desc.type)
-        return [GroupInfo(g, types[g], states[g], members.get(g, 0)) for g in ids]
-
-    def groups_by_type(self, known: Collection[str]) -> tuple[list[GroupInfo], list[GroupInfo], str | None]:
-        """Kafka Streams groups (KIP-1071, ``group.protocol=streams``) and share groups
-        (KIP-932): librdkafka's group listing leaves both out, so the same ListGroups is
-        asked through kafka-python, whose answer carries each group's type (ListGroups v5,
-        brokers 4.0+). A streams group's committed offsets are read like any group's; a
-        share group's start offsets only the Java client reads (``java_admin.py``), so its
-        member count is left unknown here. Returns the streams groups, the share groups and,
-        where they could not be listed, why (a manifest note: the group checks then cannot
-        see them)."""
-        from audit.collect.metadata.transactions import kafka_python_admin, kafka_python_settings
-
-        settings = kafka_python_settings(self.cfg)
-        if isinstance(settings, str):
-            return [], [], f"streams and share groups not listed: {settings}"
-        try:
-            with kafka_python_admin(settings) as admin:
-                listed = admin.list_groups()
-        except Exception as exc:  # any failure is the note, never the snapshot's end
-            log.warning("%s: streams and share groups could not be listed: %s", self.role, _describe(exc))
-            return [], [], f"streams and share groups not listed: {_describe(exc)}"
-        by_type: dict[str, list[GroupInfo]] = {"streams": [], "share": []}
-        for g in listed:
-            kind = g.get("group_type")
-            if kind in by_type and g["group_id"] not in known:
-                state = _state_word(str(g.get("group_state") or ""))
-                by_type[kind].append(GroupInfo(str(g["group_id"]), kind, state, None))
-        streams, share = (sorted(by_type[k], key=lambda g: g.group_id) for k in ("streams", "share"))
-        return streams, share, None
-
-    def committed_offsets(self, group_ids: Sequence[str]) -> dict[str, list[CommittedOffset]]:
-        """Committed offsets per group: many groups per OffsetFetch request where the
-        cluster allows it (KIP-709, brokers 3.0+), else one call per group. Through
-        kafka-python even for one group: confluent-kafka reads commit metadata as a C string
-        and runs past the end of metadata a Java client committed (no terminating NUL: a
-        Kafka Streams application's), giving stray bytes or a UnicodeDecodeError."""
-        ids = list(group_ids)
-        if ids:
-            batched = self.committed_offsets_batched(ids)
-            if batched is not None:
-                return batched
-        return self.committed_offsets_per_group(ids)
-
-    def committed_offsets_batched(self, group_ids: list[str]) -> dict[str, list[CommittedOffset]] | None:
-        """Through kafka-python, whose ``list_group_offsets`` sends one OffsetFetch per
-        coordinator for a whole batch of groups (librdkafka's asks one group per request,
-        one request at a time per coordinator: thousands of round trips for thousands of
-        groups). None where it cannot be used (a SASL mechanism kafka-python lacks, a broker
-        before 3.0, any group-level error): the per-group path then answers, and names the
-        group that fails."""
-        from audit.collect.metadata.transactions import kafka_python_admin, kafka_python_settings
-
-        settings = kafka_python_settings(self.cfg)
-        if isinstance(settings, str):
-            log.info("%s: batched OffsetFetch not used (%s): one group per request", self.role, settings)
-            return None
-        out: dict[str, list[CommittedOffset]] = {}
-        try:
-            with kafka_python_admin(settings) as admin:
-                for chunk in _chunks(group_ids, GROUPS_PER_OFFSET_FETCH):
-                    fetched = admin.list_group_offsets(chunk)
-                    for gid in chunk:
-                        rows = [
-                            CommittedOffset(
-                                tp.topic,
-                                tp.partition,
-                                int(om.offset),
-                                _known(om.leader_epoch),
-                                _committed_metadata(om.metadata),
-                            )
-                            for tp, om in (fetched.get(gid) or {}).items()
-                            if om.offset is not None and om.offset >= 0
-                        ]
-                        out[gid] = sorted(rows, key=lambda c: (c.topic, c.partition))
-        except Exception as exc:  # any refusal: the per-group calls give the precise error
-            log.info(
-                "%s: batched OffsetFetch not used (%s): one group per request", self.role, _describe(exc)
-            )
-            return None
-        return out
-
-    def committed_offsets_per_group(self, group_ids: Sequence[str]) -> dict[str, list[CommittedOffset]]:
-        """Committed offsets per group; one call per group, at most ``max_concurrent_requests`` in flight."""
-        out: dict[str, list[CommittedOffset]] = {}
-        for chunk in _chunks(list(group_ids), self.cfg.max_concurrent_requests):
-            futures = {
-                gid: self._admin.list_consumer_group_offsets(
-                    [ConsumerGroupTopicPartitions(gid)], request_timeout=self.timeout
-                )[gid]
-                for gid in chunk
-            }
-            for gid, fut in futures.items():
-                try:
-                    result = self._result(f"list_consumer_group_offsets({gid})", fut)
-                except UnicodeDecodeError:
-                    raise ClusterError(
-                        f"{self.role} cluster ({self.cfg.bootstrap_servers}): group {gid}'s commit "
-                        "metadata cannot be read by confluent-kafka (metadata committed without a "
-                        "terminating NUL, as Java clients and Kafka Streams commit it); kafka-python "
-                        "reads it: use settings kafka-python takes (see the batched OffsetFetch line "
-                        "above)"
-                    ) from None
-                rows = []
-                for tp in result.topic_partitions or []:
-                    if tp.error is not None or tp.offset is None or tp.offset < 0:
-                        continue
-                    rows.append(
-                        CommittedOffset(
-                            tp.topic,
-                            tp.partition,
-                            int(tp.offset),
-                            _known(getattr(tp, "leader_epoch", None)),
-                            tp.metadata or None,
-                        )
-                    )
-                out[gid] = rows
-        return out
-
     def _reader(self) -> Any:
         """A consumer used by assignment only: no subscribe, no commit, so no group is
         joined or created, and nothing is written to the cluster."""
@@ -688,51 +392,3 @@ def require_reachable(role: str, cfg: ClusterConfig, snapshot_cluster_id: str | 
             f"from cluster {snapshot_cluster_id}: give the configuration the snapshot was taken with"
         )
     return admin
-
-
-def _group_type(listing: Any) -> str:
-    t = getattr(listing, "type", None)
-    return _type_word(t) if t is not None else "unknown"
-
-
-def _type_word(value: Any) -> str:
-    word = _enum_name(value).lower()
-    return word if word in ("consumer", "classic", "share", "streams") else "unknown"
-
-
-def _state_word(state: str) -> str:
-    """A group state as ListGroups spells it (``NotReady``) in the snapshot's words
-    (``NOT_READY``, as librdkafka's enum names them); UNKNOWN where the broker gave none."""
-    return re.sub(r"(?<=[a-z])(?=[A-Z])", "_", state).upper() or "UNKNOWN"
-
-
-def _known(value: int | None) -> int | None:
-    """A timestamp or leader epoch as Kafka's clients give it, where a negative one (-1)
-    means none."""
-    return value if value is not None and value >= 0 else None
-
-
-def _committed_metadata(raw: str | None) -> str | None:
-    """Commit metadata as its committer wrote it: librdkafka clients (confluent-kafka among
-    them) commit it with their C string's terminating NUL, which the broker keeps and
-    kafka-python returns; one trailing NUL is that artifact, not the committer's text."""
-    if not raw:
-        return None
-    return (raw[:-1] or None) if raw.endswith("\x00") else raw
-
-
-# Groups per batched OffsetFetch: one request per coordinator for each batch (its size grows
-# with the groups' committed partitions, so batches stay well under a request's limits).
-GROUPS_PER_OFFSET_FETCH = 1000
-
-
-def _chunks(items: list[str], size: int) -> list[list[str]]:
-    return [items[i : i + size] for i in range(0, len(items), max(1, size))]
-
-
-def _describe(exc: BaseException | Any) -> str:
-    arg = exc.args[0] if isinstance(exc, BaseException) and exc.args else exc
-    if isinstance(arg, KafkaError):
-        return f"{arg.name()}: {arg.str()}"
-    text = str(exc)
-    return text or type(exc).__name__
