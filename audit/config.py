@@ -10,9 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from audit import regex
-from audit.collect.logins import TOKEN_PROVIDER
 from audit.errors import ConfigError
 from audit.redaction import config_secrets, is_secret_key, redact_properties, redacted_config
+
+# The client settings' key that carries a cluster's token provider (``module:function``),
+# resolved by the collectors (``audit.collect.logins.librdkafka_config``): the configuration
+# names it, and never imports a collector.
+TOKEN_PROVIDER = "mirror-audit.token_provider"
 
 Mode = Literal["cluster-mirroring", "mm2"]
 

@@ -10,11 +10,11 @@ from kafka.net.sasl.oauth import AbstractTokenProvider
 
 from audit.collect.logins import (
     TOKEN_ENDPOINT,
-    TOKEN_PROVIDER,
     OidcClientCredentials,
     TokenProvider,
     oauth_extensions,
 )
+from audit.config import TOKEN_PROVIDER
 
 
 class KafkaPythonTokenProvider(TokenProvider, AbstractTokenProvider):  # type: ignore[misc]

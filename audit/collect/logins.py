@@ -52,11 +52,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from audit.config import TOKEN_PROVIDER
 from audit.errors import ClusterError, ConfigError
 from audit.redaction import REDACTED
 
-# The client settings' key that carries a cluster's token provider (``module:function``).
-TOKEN_PROVIDER = "mirror-audit.token_provider"
 # librdkafka's property naming an OIDC token endpoint.
 TOKEN_ENDPOINT = "sasl.oauthbearer.token.endpoint.url"
 # A token is renewed this long before it expires.

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from audit import api
-from audit.collect.logins import TOKEN_PROVIDER, OidcClientCredentials, librdkafka_config
+from audit.collect.logins import OidcClientCredentials, librdkafka_config
 from audit.collect.metadata.transactions import kafka_python_from
+from audit.config import TOKEN_PROVIDER
 from audit.config_file import load_config, parse_config
 from audit.errors import ClusterError, ConfigError
 from audit.sandbox.token_endpoint import token_endpoint

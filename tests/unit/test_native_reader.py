@@ -79,7 +79,7 @@ def test_settings_the_build_lacks_fall_back_on_auto_and_fail_on_native(
 def test_a_token_provider_login_takes_the_batch_reader_never_the_compiled_librdkafka_one() -> None:
     """librdkafka's token callback is a Python callable: the batch reader (kafka-python's
     provider) and confluent-kafka can log in with it, the compiled librdkafka reader cannot."""
-    from audit.collect.logins import TOKEN_PROVIDER
+    from audit.config import TOKEN_PROVIDER
 
     login = {**NOWHERE, "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER"}
     settings = _both({**login, TOKEN_PROVIDER: "tests.tokens:auditor"})

@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from audit.collect.logins import TOKEN_PROVIDER, sasl_mechanism
-from audit.config import ClusterConfig
+from audit.collect.logins import sasl_mechanism
+from audit.config import TOKEN_PROVIDER, ClusterConfig
 from audit.snapshot import OpenTransactionRecord
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal
 
-from audit.collect.logins import TOKEN_PROVIDER
+from audit.config import TOKEN_PROVIDER
 from audit.redaction import REDACTED, is_secret_key
 
 log = logging.getLogger(__name__)
