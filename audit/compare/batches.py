@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from audit.collect.batches.closure import transaction_closure
-from audit.compare.sql import TableRows
+from audit.compare.sql import DST_EPOCH, TableRows, causes
 from audit.config import AuditConfig
 from audit.schemas import BATCH_SIDE, MARKER_SIDE
 
@@ -45,6 +45,13 @@ BATCH_DIFF_ROWS = TableRows(
         "dst_file",
         "dst_position",
     ),
+    causes=causes(
+        (
+            "the batches of the partition on one side (no scan read any, though both sides hold records)",
+            "batch_status IS NULL",
+        ),
+        DST_EPOCH,
+    ),
 )
 
 MARKER_DIFF_ROWS = TableRows(
@@ -71,6 +78,9 @@ TXN_CLOSURE_ROWS = TableRows(
         "control_type",
         "last_stable_offset",
     ),
+    causes=causes(
+        ("the last stable offset of the partition (absent from the snapshot)", "last_stable_offset IS NULL")
+    ),
 )
 
 SCAN_ISSUE_ROWS = TableRows(
@@ -92,6 +102,12 @@ COMMIT_EPOCH_ROWS = TableRows(
         "dst_committed_leader_epoch",
         "batch_leader_epoch",
         "batch_base_offset",
+    ),
+    causes=causes(
+        (
+            "the destination batch holding the committed offset (not among the batches read)",
+            "batch_leader_epoch IS NULL",
+        ),
     ),
 )
 

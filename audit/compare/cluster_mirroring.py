@@ -10,7 +10,16 @@ activity and scope make of it.
 from __future__ import annotations
 
 from audit.compare.failover import MIRROR_STATES, STOPPED_STATES
-from audit.compare.sql import Comparison, group_active, in_list, offset_in_range, side
+from audit.compare.sql import (
+    DST_EPOCH,
+    DST_PARTITION,
+    Comparison,
+    causes,
+    group_active,
+    in_list,
+    offset_in_range,
+    side,
+)
 
 _PARTITION_KEY = ("topic", "partition")
 _GROUP_OFFSET_KEY = ("group_id", "topic", "partition")
@@ -97,6 +106,19 @@ FROM derived CROSS JOIN {{run_params}} p
         "dst_high_watermark",
         "src_last_stable_offset",
     ),
+    causes=causes(
+        ("the destination partition (absent from the destination snapshot)", "NOT dst_present"),
+        ("source leader epoch (none reported: no leader, or no epochs)", "src_leader_epoch IS NULL"),
+        DST_EPOCH,
+        (
+            "time of the oldest open transaction (open_txn_first_timestamp_ms)",
+            "src_open_txn AND src_open_txn_first_timestamp_ms IS NULL",
+        ),
+        (
+            "newest record timestamps of a lagging partition (max_timestamp_ms)",
+            "src_max_timestamp_ms IS NULL OR dst_max_timestamp_ms IS NULL",
+        ),
+    ),
 )
 
 TOPICS = Comparison(
@@ -126,6 +148,7 @@ FROM per_topic CROSS JOIN {run_params} p
         "src_topic_id",
         "dst_topic_id",
     ),
+    causes=causes(("topic IDs (topic_id)", "src_topic_id IS NULL OR dst_topic_id IS NULL")),
 )
 
 GROUP_OFFSETS = Comparison(
@@ -206,6 +229,7 @@ LEFT JOIN {{src_partitions}} sp ON sp.topic = clamped.topic AND sp.partition = c
         "dst_active",
         "unseen_records",
     ),
+    causes=causes(DST_PARTITION, DST_EPOCH),
 )
 
 GROUPS = Comparison(
@@ -279,6 +303,12 @@ FROM classified
         "src_state",
         "dst_state",
         "dst_member_count",
+    ),
+    causes=causes(
+        (
+            "the share group start offsets (not read: see the share_groups note of the snapshot manifests)",
+            "offsets_compared IS NULL",
+        ),
     ),
 )
 

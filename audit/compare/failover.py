@@ -12,7 +12,15 @@ the last mirrored offset plus those control records, never "ahead" of the source
 
 from __future__ import annotations
 
-from audit.compare.sql import Comparison, in_list, offset_in_range
+from audit.compare.sql import (
+    DST_PARTITION,
+    LAST_MIRROR_OFFSET,
+    MIRROR_ROW,
+    Comparison,
+    causes,
+    in_list,
+    offset_in_range,
+)
 
 STOPPED_STATES = ("STOPPED", "PAUSED")
 
@@ -86,6 +94,13 @@ FROM joined
         "dst_leader_epoch",
         "last_mirror_epoch",
     ),
+    causes=causes(
+        ("the mirror state of the partition (no row for it)", "state IS NULL"),
+        ("the destination partition (absent from the snapshots)", "dst_high_watermark IS NULL"),
+        LAST_MIRROR_OFFSET,
+        ("mirror state field LastMirrorEpoch", "last_mirror_epoch IS NULL"),
+        ("leader epochs (none reported)", "src_leader_epoch IS NULL OR dst_leader_epoch IS NULL"),
+    ),
 )
 
 # The readiness run's ``partitions`` columns failover verify reads (``{before_partitions}``):
@@ -143,6 +158,7 @@ FROM realized
         "last_mirror_offset",
         "mirror_state",
     ),
+    causes=causes(MIRROR_ROW, LAST_MIRROR_OFFSET),
 )
 
 # failover verify: per synced group partition, where its consumers resume on the destination
@@ -197,6 +213,9 @@ FROM placed
         "reprocessed_records",
         "unseen_records",
     ),
+    causes=causes(
+        ("the mirror state of the partition, or its LastMirrorOffset", "mirrored_end IS NULL"), DST_PARTITION
+    ),
 )
 
 # failback readiness: mirroring back makes the old source (here the source snapshot) a
@@ -239,6 +258,11 @@ LEFT JOIN committed_past c ON c.topic = p.topic AND c.partition = p.partition
         "mirror_state",
         "groups_committed_past",
     ),
+    causes=causes(
+        ("the partition on the old source (absent from its snapshot)", "src_high_watermark IS NULL"),
+        MIRROR_ROW,
+        LAST_MIRROR_OFFSET,
+    ),
 )
 
 FAILBACK_GROUPS = Comparison(
@@ -262,6 +286,7 @@ WHERE g.src_committed_offset IS NOT NULL
         "last_mirror_offset",
         "records_past_truncation",
     ),
+    causes=causes(MIRROR_ROW, LAST_MIRROR_OFFSET),
 )
 
 

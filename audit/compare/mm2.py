@@ -13,7 +13,7 @@ not collected is an empty input, so its rows are none and its invariants come ou
 from __future__ import annotations
 
 from audit.compare.mm2_records import RECORDS
-from audit.compare.sql import Comparison, group_active, offset_in_range
+from audit.compare.sql import DST_PARTITION, Comparison, causes, group_active, offset_in_range
 
 # The latest offset sync of each source partition: the highest (upstream, downstream).
 _LATEST_SYNC = """
@@ -73,6 +73,10 @@ FROM placed
         "sync_upstream_offset",
         "sync_downstream_offset",
         "unreplicated_records",
+    ),
+    causes=causes(
+        ("the replica partition on the target", "NOT dst_present"),
+        ("an offset sync for the partition", "NOT has_sync"),
     ),
 )
 
@@ -169,6 +173,13 @@ FROM bounded
         "dst_high_watermark",
         "max_downstream_offset",
     ),
+    causes=causes(
+        ("the replica partition on the target", "dst_high_watermark IS NULL"),
+        (
+            "an offset sync at or below the upstream offset of the checkpoint (older syncs compacted away)",
+            "sync_upstream_offset IS NULL",
+        ),
+    ),
 )
 
 GROUP_OFFSETS = Comparison(
@@ -245,6 +256,7 @@ FROM judged CROSS JOIN {{run_params}} p
         "dst_high_watermark",
         "dst_active",
     ),
+    causes=causes(DST_PARTITION),
 )
 
 COMPARISONS = (PARTITIONS, SYNCS, CHECKPOINTS, GROUP_OFFSETS, RECORDS)

@@ -34,7 +34,7 @@ missing and unexplained; their rows are unchecked, with that cause.
 
 from __future__ import annotations
 
-from audit.compare.sql import Comparison, Step
+from audit.compare.sql import READ_IMPOSSIBLE, Comparison, Step, causes
 
 # What a records scan read of each partition: one span per partition, [read_start,
 # read_end); a range that stopped short ends the span where it stopped. ``read_whole``:
@@ -327,5 +327,31 @@ FROM filled CROSS JOIN {run_params} p
         "first_duplicate_offset",
         "order_breaks",
         "first_order_break_offset",
+    ),
+    causes=causes(
+        ("the replica partition on the target", "NOT dst_present"),
+        (
+            "a compacted topic (the cleaners of the two clusters keep different records: not judged yet)",
+            "compacted",
+        ),
+        READ_IMPOSSIBLE,
+        (
+            "the records of the partition on both sides (no records scan read them)",
+            "src_read_end IS NULL OR dst_read_end IS NULL",
+        ),
+        (
+            "the whole of the partition on the source (the scan stopped short: refused, failed or no task; "
+            "see src_read_detail)",
+            "NOT src_read_whole",
+        ),
+        (
+            "the whole of the partition on the replica (the scan stopped short: refused, failed or no task; "
+            "see dst_read_detail)",
+            "NOT dst_read_whole",
+        ),
+        (
+            "an offset sync whose record and copy the scan read (none yet, or past what was read)",
+            "sync_upstream_offset IS NULL",
+        ),
     ),
 )

@@ -16,7 +16,7 @@ from typing import Any
 
 from audit.collect.records.pairs import CHUNK_KEY, paired_chunks
 from audit.compare.batches import with_scope
-from audit.compare.sql import TableRows
+from audit.compare.sql import DST_EPOCH, READ_IMPOSSIBLE, Cause, TableRows, causes
 from audit.config import AuditConfig
 
 ROWS = TableRows(
@@ -36,6 +36,30 @@ ROWS = TableRows(
         "src_max_record_epoch",
         "dst_max_record_epoch",
         "dst_leader_epoch",
+    ),
+    causes=(
+        *causes(
+            READ_IMPOSSIBLE,
+            (
+                "the records of the range on the source (the scan did not read it whole: refused, failed, "
+                "no task, or no account of it; see src_read_detail)",
+                "src_read_whole IS NULL OR NOT src_read_whole",
+            ),
+            (
+                "the records of the range on the destination (the scan did not read it whole: refused, "
+                "failed, no task, or no account of it; see dst_read_detail)",
+                "dst_read_whole IS NULL OR NOT dst_read_whole",
+            ),
+            DST_EPOCH,
+            ("record leader epochs of the chunk (no record in it)", "dst_max_record_epoch IS NULL"),
+        ),
+        # Passed by its checks without being verified: a compacted chunk whose difference
+        # the narrowing budget did not reach.
+        Cause(
+            "a compacted chunk not narrowed to a compaction-only difference (records.narrow_max_chunks)",
+            "in_scope AND chunk_status = 'unverified'",
+            passed_unverified=True,
+        ),
     ),
 )
 

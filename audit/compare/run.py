@@ -29,22 +29,6 @@ log = logging.getLogger(__name__)
 
 SIDES = (("src_", "source"), ("dst_", "destination"))
 SNAPSHOT_INPUTS = ("partitions", "groups", "group_offsets")
-# Written only when the snapshots carry what they compare (record batches and markers
-# from a segments scan or a fetch, record chunks from a records scan); absent, their
-# invariants are skipped as not collected.
-BATCH_TABLES = ("batch_diffs", "marker_diffs", "txn_closure", "scan_issues", "commit_epochs")
-OPTIONAL_TABLES = (
-    *BATCH_TABLES,
-    "record_chunk_diffs",
-    # Mode mm2: computed only where both snapshots hold record digests (a records scan).
-    "mm2_record_partitions",
-    # Computed only where a mirror's own state was imported.
-    "mirror_states",
-    "failover_partitions",
-    "failover_groups",
-    "failback_partitions",
-    "failback_groups",
-)
 
 
 def started_ms(manifest: dict[str, Any], directory: Path) -> int:

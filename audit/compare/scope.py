@@ -13,6 +13,7 @@ from typing import Any
 
 from audit import regex
 from audit.config import AuditConfig
+from audit.schemas import AUX_TABLES
 
 # <application.id>-<store or operator name>-changelog / -repartition: a Kafka Streams
 # application's internal topics (CM-SCOPE-1).
@@ -55,15 +56,26 @@ def params_row(
     """``run_params``: what the queries need of the configuration and the snapshots
     (``share_offsets_read``: per role, whether its snapshot holds share groups' start
     offsets)."""
-    return [
-        (
-            src_started_at_ms,
-            cfg.mirror.preserves_topic_ids,
-            cfg.mirror.preserves_batch_epochs,
-            cfg.mirror.mm2.sync_group_offsets,
-            dst_markers_collected,
-            share_offsets_read["source"],
-            share_offsets_read["destination"],
-            cfg.mirror.mm2.exactly_once,
+    row = {
+        "src_started_at_ms": src_started_at_ms,
+        "preserves_topic_ids": cfg.mirror.preserves_topic_ids,
+        "preserves_batch_epochs": cfg.mirror.preserves_batch_epochs,
+        "sync_group_offsets": cfg.mirror.mm2.sync_group_offsets,
+        "dst_markers_collected": dst_markers_collected,
+        "src_share_offsets_read": share_offsets_read["source"],
+        "dst_share_offsets_read": share_offsets_read["destination"],
+        "mm2_exactly_once": cfg.mirror.mm2.exactly_once,
+    }
+    return [named_row("run_params", row)]
+
+
+def named_row(table: str, row: dict[str, Any]) -> tuple[Any, ...]:
+    """A row of an auxiliary table given by column name, in its declared columns' order: a
+    parameter is set by its name, never by its place in a tuple (a column added to the
+    declaration and not here, or named here and not declared, fails at once)."""
+    names = [c.name for c in AUX_TABLES[table]]
+    if set(row) != set(names):
+        raise AssertionError(
+            f"{table}: columns {sorted(set(names) ^ set(row))} set here or declared, not both"
         )
-    ]
+    return tuple(row[n] for n in names)

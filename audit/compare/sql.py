@@ -23,6 +23,42 @@ SQL_TYPES = {"string": "STRING", "int32": "INT", "int64": "BIGINT", "double": "D
 
 
 @dataclass(frozen=True)
+class Cause:
+    """An input whose absence leaves a row of a comparison table unchecked: its name as a
+    person reads it, and the SQL that holds on the rows lacking it. Declared with the
+    table (``Comparison.causes``, ``TableRows.causes``), where the nulls are made, most
+    specific first: a row with a null judged column is labelled by the first that holds
+    (the judged column itself where none does). ``passed_unverified``: a row a check
+    passes without having verified it (a compacted chunk the narrowing did not reach),
+    unchecked all the same for every invariant judging the table."""
+
+    missing: str
+    where: str
+    passed_unverified: bool = False
+
+
+def causes(*pairs: tuple[str, str]) -> tuple[Cause, ...]:
+    for label, _ in pairs:
+        assert "'" not in label and "{" not in label, label  # labels become SQL literals
+    return tuple(Cause(label, where) for label, where in pairs)
+
+
+# Causes several tables share.
+DST_PARTITION = (
+    "the destination partition (absent from the destination snapshot)",
+    "dst_high_watermark IS NULL",
+)
+DST_EPOCH = ("destination leader epoch (none reported)", "dst_leader_epoch IS NULL")
+LAST_MIRROR_OFFSET = ("mirror state field LastMirrorOffset", "last_mirror_offset IS NULL")
+READ_IMPOSSIBLE = (
+    "a consistent account of what the records scan read (a range read to outside its offsets, "
+    "or complete short of its end)",
+    "read_impossible",
+)
+MIRROR_ROW = ("the mirror state of the partition (no row for it)", "mirror_state IS NULL")
+
+
+@dataclass(frozen=True)
 class TableRows:
     """How a comparison table's rows are named, declared with the table: the key that
     identifies a row (the table's order, an example's label, a violation's key in the
@@ -32,6 +68,8 @@ class TableRows:
     table: str
     key: tuple[str, ...]
     shown: tuple[str, ...] = ()
+    # Why a row is left unchecked (``Cause``), most specific first.
+    causes: tuple[Cause, ...] = ()
 
     @property
     def example_columns(self) -> list[str]:
@@ -68,10 +106,12 @@ class Comparison:
     grows_with_data: bool = False
     # Queries computed and materialized first, in order (``Step``).
     steps: tuple[Step, ...] = ()
+    # Why a row is left unchecked (``Cause``), most specific first.
+    causes: tuple[Cause, ...] = ()
 
     @property
     def rows(self) -> TableRows:
-        return TableRows(self.table, self.key, self.shown)
+        return TableRows(self.table, self.key, self.shown, self.causes)
 
     def declared_sql(self, ordered: bool = True) -> str:
         """The query with its result cast to the declared columns, in the declared order,

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from audit.compare.tables import KEY_COLUMNS
-from audit.validate.invariants import ALL
+from audit.compare.tables import KEY_COLUMNS, ROWS
 from audit.validate.results import CheckOutcome
 from audit.validate.violations import keyed_select, parse_key
 
@@ -34,147 +33,6 @@ log = logging.getLogger(__name__)
 
 UNCHECKED_FILE = "unchecked.parquet"
 FIRST_ROWS = 5
-
-
-@dataclass(frozen=True)
-class Cause:
-    """An input whose absence leaves a row of a comparison table unjudged: its name as a
-    person reads it, and the SQL that holds on the rows lacking it."""
-
-    missing: str
-    where: str
-
-
-def _causes(*pairs: tuple[str, str]) -> tuple[Cause, ...]:
-    for label, _ in pairs:
-        assert "'" not in label and "{" not in label, label  # labels become SQL literals
-    return tuple(Cause(label, where) for label, where in pairs)
-
-
-_DST_PARTITION = (
-    "the destination partition (absent from the destination snapshot)",
-    "dst_high_watermark IS NULL",
-)
-_DST_EPOCH = ("destination leader epoch (none reported)", "dst_leader_epoch IS NULL")
-_LAST_MIRROR_OFFSET = ("mirror state field LastMirrorOffset", "last_mirror_offset IS NULL")
-_READ_IMPOSSIBLE = (
-    "a consistent account of what the records scan read (a range read to outside its offsets, "
-    "or complete short of its end)",
-    "read_impossible",
-)
-_MIRROR_ROW = ("the mirror state of the partition (no row for it)", "mirror_state IS NULL")
-
-# Per comparison table, the inputs whose absence nulls a judged column, most specific
-# first; a row no cause explains is labelled by the judged column itself.
-CAUSES: dict[str, tuple[Cause, ...]] = {
-    "partitions": _causes(
-        ("the destination partition (absent from the destination snapshot)", "NOT dst_present"),
-        ("source leader epoch (none reported: no leader, or no epochs)", "src_leader_epoch IS NULL"),
-        _DST_EPOCH,
-        (
-            "time of the oldest open transaction (open_txn_first_timestamp_ms)",
-            "src_open_txn AND src_open_txn_first_timestamp_ms IS NULL",
-        ),
-        (
-            "newest record timestamps of a lagging partition (max_timestamp_ms)",
-            "src_max_timestamp_ms IS NULL OR dst_max_timestamp_ms IS NULL",
-        ),
-    ),
-    "topics": _causes(("topic IDs (topic_id)", "src_topic_id IS NULL OR dst_topic_id IS NULL")),
-    "group_offsets": _causes(_DST_PARTITION, _DST_EPOCH),
-    "groups": _causes(
-        (
-            "the share group start offsets (not read: see the share_groups note of the snapshot manifests)",
-            "offsets_compared IS NULL",
-        ),
-    ),
-    "mirror_states": _causes(
-        ("the mirror state of the partition (no row for it)", "state IS NULL"),
-        ("the destination partition (absent from the snapshots)", "dst_high_watermark IS NULL"),
-        _LAST_MIRROR_OFFSET,
-        ("mirror state field LastMirrorEpoch", "last_mirror_epoch IS NULL"),
-        ("leader epochs (none reported)", "src_leader_epoch IS NULL OR dst_leader_epoch IS NULL"),
-    ),
-    "failover_partitions": _causes(_MIRROR_ROW, _LAST_MIRROR_OFFSET),
-    "failover_groups": _causes(
-        ("the mirror state of the partition, or its LastMirrorOffset", "mirrored_end IS NULL"), _DST_PARTITION
-    ),
-    "failback_partitions": _causes(
-        ("the partition on the old source (absent from its snapshot)", "src_high_watermark IS NULL"),
-        _MIRROR_ROW,
-        _LAST_MIRROR_OFFSET,
-    ),
-    "failback_groups": _causes(_MIRROR_ROW, _LAST_MIRROR_OFFSET),
-    "mm2_partitions": _causes(
-        ("the replica partition on the target", "NOT dst_present"),
-        ("an offset sync for the partition", "NOT has_sync"),
-    ),
-    "mm2_checkpoints": _causes(
-        ("the replica partition on the target", "dst_high_watermark IS NULL"),
-        (
-            "an offset sync at or below the upstream offset of the checkpoint (older syncs compacted away)",
-            "sync_upstream_offset IS NULL",
-        ),
-    ),
-    "mm2_group_offsets": _causes(_DST_PARTITION),
-    "mm2_record_partitions": _causes(
-        ("the replica partition on the target", "NOT dst_present"),
-        (
-            "a compacted topic (the cleaners of the two clusters keep different records: not judged yet)",
-            "compacted",
-        ),
-        _READ_IMPOSSIBLE,
-        (
-            "the records of the partition on both sides (no records scan read them)",
-            "src_read_end IS NULL OR dst_read_end IS NULL",
-        ),
-        (
-            "the whole of the partition on the source (the scan stopped short: refused, failed or no task; "
-            "see src_read_detail)",
-            "NOT src_read_whole",
-        ),
-        (
-            "the whole of the partition on the replica (the scan stopped short: refused, failed or no task; "
-            "see dst_read_detail)",
-            "NOT dst_read_whole",
-        ),
-        (
-            "an offset sync whose record and copy the scan read (none yet, or past what was read)",
-            "sync_upstream_offset IS NULL",
-        ),
-    ),
-    "txn_closure": _causes(
-        ("the last stable offset of the partition (absent from the snapshot)", "last_stable_offset IS NULL")
-    ),
-    "record_chunk_diffs": _causes(
-        _READ_IMPOSSIBLE,
-        (
-            "the records of the range on the source (the scan did not read it whole: refused, failed, "
-            "no task, or no account of it; see src_read_detail)",
-            "src_read_whole IS NULL OR NOT src_read_whole",
-        ),
-        (
-            "the records of the range on the destination (the scan did not read it whole: refused, "
-            "failed, no task, or no account of it; see dst_read_detail)",
-            "dst_read_whole IS NULL OR NOT dst_read_whole",
-        ),
-        _DST_EPOCH,
-        ("record leader epochs of the chunk (no record in it)", "dst_max_record_epoch IS NULL"),
-    ),
-    "batch_diffs": _causes(
-        (
-            "the batches of the partition on one side (no scan read any, though both sides hold records)",
-            "batch_status IS NULL",
-        ),
-        _DST_EPOCH,
-    ),
-    "commit_epochs": _causes(
-        (
-            "the destination batch holding the committed offset (not among the batches read)",
-            "batch_leader_epoch IS NULL",
-        ),
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -223,7 +81,8 @@ def row_label(row: dict[str, Any]) -> str:
 
 
 def _reason_sql(table: str, column_fallback: str) -> str:
-    arms = " ".join(f"WHEN {c.where} THEN '{c.missing}'" for c in CAUSES.get(table, ()))
+    causes = ROWS[table].causes if table in ROWS else ()
+    arms = " ".join(f"WHEN {c.where} THEN '{c.missing}'" for c in causes if not c.passed_unverified)
     fallback = f"'{column_fallback}'"
     return f"CASE {arms} ELSE {fallback} END" if arms else fallback
 
@@ -241,11 +100,11 @@ def unchecked_sql(checks_by_invariant: dict[str, list[CheckOutcome]]) -> str | N
             judged = ", ".join(check.columns) or "the judged column"
             reason = _reason_sql(check.table, f"{judged} (could not be computed)".replace("'", ""))
             selects.append(keyed_select(inv_id, check.table, check.unchecked_sql, f"{reason} AS missing"))
-    for inv in ALL.values():  # rows its checks pass without verifying (Invariant.not_verified)
-        tables_judged = {c.table for c in checks_by_invariant.get(inv.id, [])}
-        for nv in inv.not_verified:
-            if nv.table in tables_judged:
-                selects.append(keyed_select(inv.id, nv.table, nv.where, f"'{nv.missing}' AS missing"))
+    for inv_id, checks in checks_by_invariant.items():  # rows its checks pass without verifying
+        for table in sorted({c.table for c in checks if c.table in ROWS}):
+            for cause in ROWS[table].causes:
+                if cause.passed_unverified:
+                    selects.append(keyed_select(inv_id, table, cause.where, f"'{cause.missing}' AS missing"))
     if not selects:
         return None
     return "SELECT DISTINCT * FROM (\n" + "\nUNION ALL\n".join(selects) + "\n) u"

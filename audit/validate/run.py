@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from audit.compare.run import OPTIONAL_TABLES, Compared
-from audit.compare.tables import EXAMPLE_COLUMNS, KEY_COLUMNS
+from audit.compare.run import Compared
+from audit.compare.tables import EXAMPLE_COLUMNS, KEY_COLUMNS, OPTIONAL
 from audit.config import AuditConfig
 from audit.errors import ConfigError
 from audit.fsutil import atomic_write_json
@@ -130,7 +130,7 @@ def run_validation(
     records: list[tuple[SuiteFile, list[CheckOutcome]]] = []
     for suite in suites:
         df = compared.frames.get(suite.table)
-        if df is None and suite.table in OPTIONAL_TABLES:
+        if df is None and suite.table in OPTIONAL:
             log.debug(
                 "suite %s skipped: %s was not computed (its data was not collected)", suite.name, suite.table
             )

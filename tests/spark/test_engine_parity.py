@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from audit.compare.engines import ENGINES, EngineName
-from audit.compare.run import OPTIONAL_TABLES
+from audit.compare.tables import OPTIONAL
 from audit.config import AuditConfig
 from audit.config_file import parse_config
 from audit.errors import InputError
@@ -239,7 +239,7 @@ def _assert_same_tables(spark_dir: Path, local_dir: Path, prof: Profile) -> None
     # Tables whose input is optional (the mirror state, record digests) are written by both
     # or neither.
     assert tables == {p.stem for p in local_dir.glob("*.parquet")}
-    assert tables >= set(prof.tables) - set(OPTIONAL_TABLES)
+    assert tables >= set(prof.tables) - OPTIONAL
     for table in sorted(tables):
         s_schema, s_rows = _sorted_rows(spark_dir / f"{table}.parquet", KEYS[table])
         l_schema, l_rows = _sorted_rows(local_dir / f"{table}.parquet", KEYS[table])

@@ -6,7 +6,7 @@ are tuples of those declarations, never positions in another job's list."""
 from __future__ import annotations
 
 from audit.validate.invariants.cluster_mirroring import CLUSTER_MIRRORING
-from audit.validate.invariants.declaration import Invariant, NotVerified
+from audit.validate.invariants.declaration import Invariant
 from audit.validate.invariants.failover import FAILBACK, FAILOVER_VERIFY
 from audit.validate.invariants.mm2 import CM_IN_MM2, MM2, MM2_DATA, mm2_catalogue
 
@@ -41,7 +41,6 @@ __all__ = [
     "MM2",
     "MM2_DATA",
     "Invariant",
-    "NotVerified",
     "known_ids",
     "mm2_catalogue",
     "remediation",

@@ -3,7 +3,7 @@ Mirroring and Confluent Cluster Linking, offsets equal on both sides."""
 
 from __future__ import annotations
 
-from audit.validate.invariants.declaration import Invariant, NotVerified
+from audit.validate.invariants.declaration import Invariant
 from audit.validate.invariants.failover import FAILOVER_1
 
 TOPIC_1 = Invariant(
@@ -229,15 +229,6 @@ DATA_1 = Invariant(
     spark_only=True,
     inputs=("src:record_chunks", "dst:record_chunks", "src:record_chunk_ranges", "dst:record_chunk_ranges"),
     details=("record_divergence",),
-    # Rows its checks count as passed without verifying them: a compacted chunk whose
-    # difference the narrowing budget (records.narrow_max_chunks) did not reach.
-    not_verified=(
-        NotVerified(
-            "record_chunk_diffs",
-            "a compacted chunk not narrowed to a compaction-only difference (records.narrow_max_chunks)",
-            "in_scope AND chunk_status = 'unverified'",
-        ),
-    ),
 )
 
 

@@ -14,17 +14,6 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class NotVerified:
-    """Rows of ``table`` an invariant's checks count as passed although they were not
-    verified (``where``, SQL over the table), and why (``missing``, as a person reads it):
-    they are coverage gaps, never a pass."""
-
-    table: str
-    missing: str
-    where: str
-
-
-@dataclass(frozen=True)
 class Invariant:
     id: str
     statement: str
@@ -41,7 +30,6 @@ class Invariant:
     # computes each kind): "open_transactions", "mirror_state", "record_divergence",
     # "batch_divergence", "mm2_first_missing".
     details: tuple[str, ...] = ()
-    not_verified: tuple[NotVerified, ...] = ()
     # The snapshot inputs a cluster may not report, on which its verdict of a row depends:
     # "side:table.column" (the value null on that side) or "side:table" (the row absent
     # from that side's snapshot), side "src" or "dst". Without one the row must be
