@@ -24,11 +24,13 @@ from audit.compare.tables import EXAMPLE_COLUMNS
 from audit.config import AuditConfig
 from audit.pipeline import audit_snapshots
 from audit.report.details import DIVERGENCE_PARTITIONS
-from audit.validate.coverage import FIRST_ROWS, Gap
+from audit.validate.coverage import FIRST_ROWS
 from audit.validate.evaluate import judged_columns
+from audit.validate.expectation_sql import unexpected_rows_sql
+from audit.validate.gaps import Gap
+from audit.validate.keys import parse_key
 from audit.validate.results import CheckOutcome, fold
 from audit.validate.run import _with_examples
-from audit.validate.violations import parse_key, unexpected_rows_sql
 from tests.statuses import Check, Counts, counts_by, expectations, over
 
 

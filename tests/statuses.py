@@ -13,9 +13,9 @@ from collections import defaultdict
 from typing import Any, TypeVar
 
 from audit.config import AuditConfig
-from audit.validate.coverage import Gap
 from audit.validate.evaluate import CompiledCheck, compile_suite, grouped_counts, outcome
 from audit.validate.evaluate import Counts as Tally
+from audit.validate.gaps import Gap
 from audit.validate.results import fold as fold_invariant
 from audit.validate.run import mode_suites
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from audit.display import visible
-from audit.validate.coverage import row_label
 from audit.validate.figures import present
+from audit.validate.gaps import row_label
 
 if TYPE_CHECKING:
     from audit.api import NotDrained, Result

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.compare.run import Compared
-from audit.validate.gx import SuiteFile
 from audit.validate.invariants import cluster_mirroring as cm
-from audit.validate.violations import unexpected_rows_sql
+from audit.validate.results import InvariantResult
 
 CHART_ROWS = 40
 VERDICT_SQL = "VERDICT_SQL"  # where a chart's SQL takes the verdict of its row (``verdict_sql``)
@@ -155,41 +154,33 @@ LIMIT {CHART_ROWS}
 )
 
 
-def verdict_sql(
-    suites: Sequence[SuiteFile], table: str, invariants: tuple[str, ...], parameters: Mapping[str, Any]
-) -> str:
-    """SQL giving a row of ``table`` 'fail' where a failing check of ``invariants`` rejects
-    it, 'warn' where a warning check does, else 'ok': derived from the suites, as the
-    history's violation keys are (an edited suite recolours the charts)."""
+def verdict_sql(results: Sequence[InvariantResult], table: str, invariants: tuple[str, ...]) -> str:
+    """SQL giving a row of ``table`` 'fail' where a failing-severity check of ``invariants``
+    rejects it, 'warn' where a warning one does, else 'ok': the predicates the validation
+    evaluated (``CheckOutcome.unexpected_sql``), as the history's violation keys are, so an
+    edited suite recolours the charts and the report compiles nothing itself."""
     arms: dict[str, list[str]] = {"fail": [], "warn": []}
-    for suite in suites:
-        if suite.table != table:
+    for result in results:
+        if result.id not in invariants:
             continue
-        for e in suite.raw.get("expectations", []):
-            meta = e.get("meta") or {}
-            if meta.get("invariant") not in invariants:
-                continue
-            where = unexpected_rows_sql(e["type"], e.get("kwargs") or {}, parameters)
-            if where is not None and meta.get("severity") in arms:
-                arms[meta["severity"]].append(f"({where})")
+        for check in result.checks:
+            if check.table == table and check.unexpected_sql is not None:
+                arms[check.severity].append(f"({check.unexpected_sql})")
     cases = " ".join(f"WHEN {' OR '.join(w)} THEN '{sev}'" for sev, w in arms.items() if w)
     return f"CASE {cases} ELSE 'ok' END" if cases else "'ok'"
 
 
 def collect_report_data(
-    compared: Compared,
-    slices: ReportSlices,
-    suites: Sequence[SuiteFile] = (),
-    parameters: Mapping[str, Any] | None = None,
+    compared: Compared, slices: ReportSlices, results: Sequence[InvariantResult] = ()
 ) -> ReportData:
     """The slices, run by the engine that holds the tables: only bounded rows come back.
-    ``suites`` and ``parameters`` (the run's) colour the charts' rows."""
+    ``results`` (the run's validation) colour the charts' rows."""
     rows = compared.tables.rows
 
     def judged(sql: str | None, table: str, invariants: tuple[str, ...]) -> str | None:
         if sql is None:
             return None
-        return sql.replace(VERDICT_SQL, verdict_sql(suites, table, invariants, parameters or {}))
+        return sql.replace(VERDICT_SQL, verdict_sql(results, table, invariants))
 
     def optional(sql: str | None) -> tuple[dict[str, Any], ...]:
         return tuple(rows(sql)) if sql else ()

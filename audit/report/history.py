@@ -23,7 +23,8 @@ from typing import Any
 
 from audit.compare.tables import KEY_COLUMNS
 from audit.fsutil import json_loads
-from audit.validate.violations import parse_key, row_key, violations_dataset
+from audit.validate.keys import parse_key, row_key
+from audit.validate.violations import violations_dataset
 
 log = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from markupsafe import Markup, escape
 from audit.display import visible
 from audit.fsutil import atomic_write_text
 from audit.report.data import ReportData
-from audit.validate.coverage import row_label
 from audit.validate.figures import EXPECTED_LOSS, TOTAL_LAG, present
+from audit.validate.gaps import row_label
 from audit.validate.invariants import ALL, with_details
 from audit.validate.invariants import cluster_mirroring as cm
 

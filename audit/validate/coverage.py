@@ -5,7 +5,7 @@ it as "missing". A comparison leaves a judged column null exactly where an input
 was not there (no leader epoch, no last mirrored offset, no destination partition), so the
 rows in a check's domain (its row condition) with a null judged column are the rows it
 could not check. They are selected here by SQL derived from the very expectations GX ran
-(``audit.validate.violations.unchecked_rows_sql``), by the engine that holds the tables,
+(``audit.validate.expectation_sql.unchecked_rows_sql``), by the engine that holds the tables,
 and labelled with the first declared cause below that holds for the row: the input that
 was missing. Every such row is kept in ``RUN_DIR/unchecked.parquet``; the counts and the
 first rows per (invariant, input) go into summary.json and the report.
@@ -21,63 +21,18 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from audit.compare.tables import KEY_COLUMNS, ROWS
+from audit.validate.gaps import Gap
+from audit.validate.keys import keyed_select, parse_key
 from audit.validate.results import CheckOutcome
-from audit.validate.violations import keyed_select, parse_key
 
 log = logging.getLogger(__name__)
 
 UNCHECKED_FILE = "unchecked.parquet"
 FIRST_ROWS = 5
-
-
-@dataclass(frozen=True)
-class Gap:
-    """In-scope rows of one invariant left unchecked for want of one input."""
-
-    missing: str
-    rows: int
-    key_columns: tuple[str, ...]
-    first: tuple[dict[str, Any], ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "missing": self.missing,
-            "rows": self.rows,
-            "unit": unit(self.key_columns, self.rows),
-            "key_columns": list(self.key_columns),
-            "first": list(self.first),
-        }
-
-    def describe(self) -> str:
-        """``LastMirrorOffset missing for 3 partitions (first: orders-0, orders-1)``."""
-        shown = ", ".join(row_label(r) for r in self.first[:3])
-        more = ", ..." if self.rows > len(self.first[:3]) else ""
-        first = f" (first: {shown}{more})" if shown else ""
-        return f"{self.missing} missing for {self.rows} {unit(self.key_columns, self.rows)}{first}"
-
-
-def unit(key_columns: tuple[str, ...], n: int) -> str:
-    names = {
-        ("topic", "partition"): "partition",
-        ("group_id", "topic", "partition"): "group partition",
-        ("topic",): "topic",
-        ("group_id",): "group",
-    }
-    word = names.get(tuple(key_columns), "row")
-    return word if n == 1 else word + "s"
-
-
-def row_label(row: dict[str, Any]) -> str:
-    """A row as a person names it: ``orders-0``, ``group g1 orders-0``."""
-    if set(row) >= {"topic", "partition"}:
-        where = f"{row['topic']}-{row['partition']}"
-        return f"group {row['group_id']} {where}" if row.get("group_id") is not None else where
-    return "/".join(str(v) for v in row.values())
 
 
 def _reason_sql(table: str, column_fallback: str) -> str:

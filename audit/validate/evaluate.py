@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from audit.validate.expectation_sql import domain_sql, unchecked_rows_sql, unexpected_rows_sql
 from audit.validate.results import CheckOutcome
-from audit.validate.violations import domain_sql, unchecked_rows_sql, unexpected_rows_sql
 
 # The checks that judge nulls themselves: nothing of theirs is left unchecked.
 NULL_CHECKS = ("expect_column_values_to_not_be_null", "expect_column_values_to_be_null")

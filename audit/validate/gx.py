@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 from audit.fsutil import json_loads
 from audit.paths import local_path
 from audit.validate.evaluate import NULL_CHECKS, judged_columns
+from audit.validate.expectation_sql import unchecked_rows_sql, unexpected_rows_sql
 from audit.validate.results import MAX_EXAMPLES, CheckOutcome
-from audit.validate.violations import unchecked_rows_sql, unexpected_rows_sql
 
 log = logging.getLogger(__name__)
 

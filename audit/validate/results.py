@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from audit.validate.coverage import Gap
+    from audit.validate.gaps import Gap
 
 Status = Literal["pass", "warn", "fail", "skipped"]
 Verdict = Literal["PASS", "WARN", "FAIL"]

@@ -170,7 +170,7 @@ def test_a_catastrophically_backtracking_scope_pattern_is_answered(tmp_path: Pat
 def test_spark_makes_the_same_violation_key_as_python_and_duckdb(spark: Any) -> None:
     """A nightly on Spark and a readiness check on DuckDB under one output root must name
     a violating row by the same key, whatever its group id holds."""
-    from audit.validate.violations import key_sql, row_key
+    from audit.validate.keys import key_sql, row_key
     from tests.unit.test_violations import HOSTILE
 
     rows = [(g, i) for i, g in enumerate(HOSTILE)] + [(None, None)]

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from audit.validate.coverage import Gap
+from audit.validate.expectation_sql import unchecked_rows_sql
+from audit.validate.gaps import Gap
 from audit.validate.gating import answer
 from audit.validate.results import CheckOutcome, InvariantResult, fold, skipped
-from audit.validate.violations import unchecked_rows_sql
 
 ORDERS_1 = Gap("source leader epoch", 1, ("topic", "partition"), ({"topic": "orders", "partition": "1"},))
 

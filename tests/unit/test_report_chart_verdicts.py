@@ -1,4 +1,4 @@
-"""The report's bars are coloured by the suites' own verdicts on their rows, not by
+"""The report's bars are coloured by the validation's own verdicts on their rows, not by
 thresholds the report restates: a partition short of epoch headroom is amber because
 CM-EPOCH-2's check rejects it, below the source's epoch red because CM-EPOCH-1's does, and
 an operator's edited suite recolours the chart with it."""
@@ -14,7 +14,7 @@ from audit.pipeline import compare_snapshots
 from audit.profiles import profile_of
 from audit.report.data import collect_report_data
 from audit.validate.gx import SuiteFile
-from audit.validate.run import mode_suites
+from audit.validate.run import mode_suites, run_validation
 from tests.snapshots import part, write_pair
 
 CFG = parse_config("{}", env={})
@@ -27,7 +27,9 @@ def _epochs(tmp_path: Path, suites: list[SuiteFile]) -> dict[str, str]:
         [part("ok", leader_epoch=9), part("short", leader_epoch=6), part("behind", leader_epoch=4)],
     )
     compared = compare_snapshots(src, dst, tmp_path / "run", CFG, engine="local")
-    data = collect_report_data(compared, profile_of(CFG).slices, suites, dataclasses.asdict(CFG.thresholds))
+    prof = profile_of(CFG)
+    results = run_validation(compared, tmp_path / "run", CFG, suites, prof.catalogue)
+    data = collect_report_data(compared, prof.slices, results)
     return {r["topic"]: r["verdict"] for r in data.epochs}
 
 
