@@ -6,7 +6,6 @@ the engine (``audit.compare.engines``) says who computes the comparison tables.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -74,7 +73,7 @@ def compare_pair(
     from audit.compare.run import run_compare
 
     prof = prof or profile_of(cfg)
-    tables = open_tables(engine, cfg.spark)
+    tables = open_tables(engine, cfg.spark, pair)
     data_level = prof.data_level if tables.data_level else None
     return run_compare(tables, prof.comparisons, prof.inputs, pair, run_dir, cfg, data_level)
 
@@ -122,9 +121,9 @@ def audit_snapshots(
     pair = read_pair(source, destination)
     src_manifest, dst_manifest = pair.src_manifest, pair.dst_manifest
     writable_directory(run_dir, "run directory")
-    check_scope(prof.inputs, cfg, source)
+    check_scope(prof.inputs, cfg, pair)
     for directory in (source, destination):
-        check_offsets(directory)
+        check_offsets(pair, directory)
         check_data_offsets(directory)  # their statistics only: cheap, whatever the engine
     compared = compare_pair(pair, run_dir, cfg, engine, prof)
     if job.scans_data and cfg.records.enabled and prof.describe_findings is not None:
@@ -143,7 +142,7 @@ def audit_snapshots(
     if job_queries is not None:
         figures = loss if job_queries is prof.figures else compute_figures(compared, job_queries)
     plan = _failover_plan(prof, compared, run_dir, cfg) if job.answers_go else None
-    data = collect_report_data(compared, prof.slices, suites, dataclasses.asdict(cfg.thresholds))
+    data = collect_report_data(compared, prof.slices, results)
     clock.done("figures")
     run_info = {
         "job": job.name,

@@ -217,12 +217,24 @@ def write_snapshot(directory: str | Path, snap: Snapshot) -> Path:
 @dataclass(frozen=True)
 class SnapshotPair:
     """Two snapshot directories a job compares, with their manifests, read once
-    (``read_pair``) and passed on: every stage after it takes the manifests from here."""
+    (``read_pair``) and passed on: every stage after it takes the manifests from here, and
+    the metadata tables (``arrow``) it reads in this process: the checks before the
+    comparison and the in-process engine share one read of each file."""
 
     source: Path
     destination: Path
     src_manifest: dict[str, Any]
     dst_manifest: dict[str, Any]
+    _read: dict[tuple[Path, str], Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+    def arrow(self, directory: Path, table: str) -> Any:
+        """``read_arrow(directory, table)``, read once per pair: the metadata tables are
+        small (a row per partition or group partition), the data-level ones are never
+        read here."""
+        key = (directory, table)
+        if key not in self._read:
+            self._read[key] = read_arrow(directory, table)
+        return self._read[key]
 
 
 def read_pair(source: Path, destination: Path) -> SnapshotPair:

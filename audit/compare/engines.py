@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol
 
 from audit.compare.sql import Comparison
 from audit.schemas import arrow_schema, columns, pandas_types_mapper, spark_schema
-from audit.snapshot import read_arrow, read_table
+from audit.snapshot import SnapshotPair, read_arrow, read_table
 
 log = logging.getLogger(__name__)
 
@@ -189,9 +189,10 @@ class LocalTables:
     engine: EngineName = "local"
     data_level = False
 
-    def __init__(self) -> None:
+    def __init__(self, pair: SnapshotPair | None = None) -> None:
         import duckdb
 
+        self._pair = pair
         self.con = duckdb.connect(":memory:")
         self._arrow: dict[str, Any] = {}
         self._loaded: set[str] = set()
@@ -209,7 +210,8 @@ class LocalTables:
         return sources.add_pandas(name=name)
 
     def load(self, name: str, directory: Path, table: str) -> None:
-        self._register(name, read_arrow(directory, table))
+        read = self._pair.arrow(directory, table) if self._pair is not None else read_arrow(directory, table)
+        self._register(name, read)
         self._loaded.add(name)
 
     def reopen(self, name: str, path: Path) -> None:
@@ -282,12 +284,12 @@ class LocalTables:
             self.con.register(name, ds.dataset(str(path), format="parquet"))  # scanned lazily
 
 
-def open_tables(engine: EngineName, spark: Any) -> Tables:
+def open_tables(engine: EngineName, spark: Any, pair: SnapshotPair | None = None) -> Tables:
     """A run's tables in the named engine (``spark``: the run's ``SparkSettings``, the
     session built or reused from them; unused by DuckDB): the one place an engine is
-    chosen by name."""
+    chosen by name. DuckDB takes the snapshot tables ``pair`` has read already."""
     if engine == "local":
-        return LocalTables()
+        return LocalTables(pair)
     from audit.spark_session import build_spark
 
     return SparkTables(build_spark(spark))

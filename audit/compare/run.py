@@ -203,11 +203,12 @@ def run_compare(
 # --------------------------------------------------------------------------- mode inputs
 
 
-def check_scope(inputs: Inputs, cfg: AuditConfig, source: Path) -> None:
+def check_scope(inputs: Inputs, cfg: AuditConfig, pair: SnapshotPair) -> None:
     """A job over no in-scope source partition is an input error, offline as live (the
     snapshot refuses one): every invariant would be skipped and the run would say PASS
     (GO) having checked nothing. The names are metadata: read in this process."""
-    topics = read_arrow(source, "partitions", ["topic"]).column("topic").unique().to_pylist()
+    source = pair.source
+    topics = pair.arrow(source, "partitions").column("topic").unique().to_pylist()
     in_scope = inputs.topic_in_scope(cfg)
     if any(in_scope(t) for t in topics):
         return
@@ -250,7 +251,7 @@ _NEVER_NEGATIVE: dict[str, tuple[str, ...]] = {
 }
 
 
-def check_offsets(directory: Path) -> None:
+def check_offsets(pair: SnapshotPair, directory: Path) -> None:
     """A snapshot holding a negative offset, or an offset or timestamp beyond
     ``MAX_SNAPSHOT_INTEGER``, is an input error naming the file, the column and the first
     partition, never a comparison that could say GO over it (an earlier version wrote the
@@ -263,7 +264,7 @@ def check_offsets(directory: Path) -> None:
     for table_name, bounded in _BOUNDED.items():
         if not check_table(directory, table_name):
             continue
-        table = read_arrow(directory, table_name)
+        table = pair.arrow(directory, table_name)
         for column in bounded:
             if column not in table.column_names:
                 continue  # a column added later, absent from an older snapshot: nulls

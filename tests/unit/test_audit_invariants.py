@@ -220,3 +220,24 @@ def test_unseen_records_without_the_destination_partition_are_unknown_never_0(tm
     }
     assert summary["invariants"]["CM-GROUP-4"]["status"] != "pass"
     assert summary["invariants"]["CM-GROUP-4"]["unchecked"] == 1
+
+
+def test_a_readiness_run_reads_each_snapshot_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The snapshot pair is read once and handed on: the scope and offset checks before the
+    comparison and the in-process engine share one read of each metadata table."""
+    import collections
+
+    from audit import snapshot
+
+    reads: collections.Counter[tuple[str, str]] = collections.Counter()
+    real = snapshot.read_arrow
+
+    def counted(directory: Any, table: str, columns: Any = None) -> Any:
+        reads[(Path(directory).name, table)] += 1
+        return real(directory, table, columns)
+
+    monkeypatch.setattr(snapshot, "read_arrow", counted)
+    src, dst = faulty_pair(tmp_path)
+    audit_snapshots(src, dst, tmp_path / "run", CFG, job=READINESS, engine="local")
+    assert reads[(src.name, "partitions")] == 1, reads
+    assert {k: n for k, n in reads.items() if n > 1} == {}
