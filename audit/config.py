@@ -322,6 +322,11 @@ class OutputConfig:
     # A Pushgateway URL with credentials must be https (basic auth over http sends them in
     # clear); true allows http where the network is trusted.
     pushgateway_allow_plaintext_credentials: bool = False
+    # Great Expectations' Data Docs of a readiness check (every other job writes them):
+    # off by default, as the check's answer is wanted in seconds before a failover and GX's
+    # import alone takes about 2.5 s; its results are in summary.json,
+    # validation/results.json and the report either way.
+    readiness_data_docs: bool = False
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from audit.config import AuditConfig
+from audit.jobs import READINESS
 from audit.paths import check_writable, local_path
 
 if TYPE_CHECKING:
@@ -94,7 +95,8 @@ def wait_drained(
     prof = profile_of(cfg)
     work = local_path(work)
     check_writable(work, "run directory")
-    data_docs.start()  # GX imports in a process of its own while the mirror drains
+    if READINESS.writes_data_docs(cfg):
+        data_docs.start()  # GX imports in a process of its own while the mirror drains
     started = time.monotonic()
     previous_ends: dict[tuple[str, int], int] | None = None
     polls = 0
@@ -166,7 +168,6 @@ def drained_readiness(
 ) -> tuple[DrainStatus, RunOutcome | None]:
     """Wait until drained, then the readiness check on the drained snapshots in ``run_dir``;
     no run (None) when the wait timed out."""
-    from audit.jobs import READINESS
     from audit.pipeline import audit_snapshots
 
     result = wait_drained(cfg, run_dir, timeout, interval, progress)

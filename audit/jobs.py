@@ -39,6 +39,13 @@ class Job:
     # Reports the latest nightly run's results of the data-level invariants it leaves to
     # Spark, with their age (audit.validate.nightly_data): a pre-failover check.
     reads_nightly_data: bool = False
+    # Writes Great Expectations' Data Docs only where the configuration asks
+    # (``output.readiness_data_docs``): a check whose answer is wanted in seconds.
+    data_docs_on_request: bool = False
+
+    def writes_data_docs(self, cfg: AuditConfig) -> bool:
+        """Whether this run writes Great Expectations' Data Docs."""
+        return not self.data_docs_on_request or cfg.output.readiness_data_docs
 
     @property
     def lock_name(self) -> str | None:
@@ -74,6 +81,7 @@ READINESS = Job(
     engine="local",
     profile=_mode,
     reads_nightly_data=True,
+    data_docs_on_request=True,
 )
 FAILOVER_VERIFY = Job(
     name="failover verify",

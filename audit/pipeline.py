@@ -129,7 +129,8 @@ def audit_snapshots(
     if job.scans_data and cfg.records.enabled and prof.describe_findings is not None:
         prof.describe_findings(compared, cfg)
     clock.done("compare")
-    results = run_validation(compared, run_dir, cfg, suites, prof.catalogue)
+    docs = job.writes_data_docs(cfg)
+    results = run_validation(compared, run_dir, cfg, suites, prof.catalogue, data_docs=docs)
     untracked = write_violation_keys(compared.tables, results, run_dir)
     clock.done("validate")
     # The loss and reprocessing figures are cheap aggregates: every run has them (metrics,
@@ -154,6 +155,7 @@ def audit_snapshots(
         "destination_cluster_id": dst_manifest.get("cluster_id"),
         "source_snapshot_at": src_manifest.get("started_at"),
         "destination_snapshot_at": dst_manifest.get("started_at"),
+        "data_docs": docs,
         TOTAL_LAG.name: data.totals[TOTAL_LAG.name],
         **{f.name: data.extremes.get(f.name) for f in (MAX_LAG_SECONDS, MIN_EPOCH_HEADROOM)},
         **loss.values,
@@ -249,6 +251,7 @@ def _finish(
 
     shared = shared_state_root(run_dir)
     root = shared if shared is not None else run_dir
+    docs = run_dir / "validation" / "data_docs" / "index.html"  # absent: not asked for
     annotate_since(summary, history, root)
     summary["changes"] = changes(summary, history, run_dir)
     report = render_report(
@@ -257,7 +260,7 @@ def _finish(
         cfg.redacted(),
         [*history, {"dir": run_dir.name, **summary}],
         run_dir / "report" / "index.html",
-        run_dir / "validation" / "data_docs" / "index.html",
+        docs if docs.is_file() else None,
     )
     clock.done("report")
     summary["run"]["stage_seconds"] = dict(clock.stages)
@@ -382,7 +385,8 @@ def _nightly(
     from audit.collect.metadata.snapshot import take_snapshots
     from audit.validate import data_docs
 
-    data_docs.start()  # GX imports in a process of its own, on the other core
+    if job.writes_data_docs(cfg):
+        data_docs.start()  # GX imports in a process of its own, on the other core
     src, dst = take_snapshots(cfg, run_dir, prof.snapshot)
     clock.done("snapshot")
     if cfg.segments.enabled() and job.scans_data:

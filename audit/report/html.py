@@ -358,7 +358,7 @@ def render_report(
     config: dict[str, Any],
     history: list[dict[str, Any]],
     out_path: Path,
-    docs_index: Path,
+    docs_index: Path | None,
 ) -> Path:
     env = Environment(autoescape=select_autoescape(default=True, default_for_string=True), finalize=_finalize)
     invariants = summary["invariants"]
@@ -413,6 +413,6 @@ def render_report(
         violation_trend=_svg_violation_trends(history, trend_rows),
         # JSON escapes every control character; its newlines lay the block out.
         config_json=escape(json.dumps(config, indent=2, default=str)),
-        docs_link=os.path.relpath(docs_index, out_path.parent),
+        docs_link=None if docs_index is None else os.path.relpath(docs_index, out_path.parent),
     )
     return atomic_write_text(out_path, text)

@@ -17,7 +17,7 @@ from audit.config import AuditConfig
 from audit.errors import ConfigError
 from audit.fsutil import atomic_write_json
 from audit.schemas import COMPARISON_TABLES
-from audit.validate import data_docs
+from audit.validate import data_docs as docs_writer
 from audit.validate.coverage import collect_gaps
 from audit.validate.evaluate import CompiledCheck, compile_suite, evaluate_suites
 from audit.validate.gx import GxRunner, SuiteFile, load_suites, plain
@@ -111,6 +111,7 @@ def run_validation(
     suites: list[SuiteFile],
     catalogue: tuple[Invariant, ...],
     timings: dict[str, float] | None = None,
+    data_docs: bool = True,
 ) -> list[InvariantResult]:
     """The same suites judge either engine's tables (GX runs on Spark and on pandas); every
     invariant of the mode's ``catalogue`` gets a result, skipped where nothing checked it.
@@ -164,8 +165,8 @@ def run_validation(
     with clock("great_expectations"):
         if runner is not None:  # GX is here already: the docs of every suite by it
             runner.write_docs(records)
-        else:
-            data_docs.write(docs_dir, records, compared.tables)
+        elif data_docs:
+            docs_writer.write(docs_dir, records, compared.tables)
     with clock("coverage"):
         gaps = collect_gaps(compared.tables, by_invariant, run_dir)
     log.debug("validation: %s", ", ".join(f"{k} {v:.2f}s" for k, v in clock.seconds.items()))

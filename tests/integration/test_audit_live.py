@@ -181,7 +181,13 @@ def test_source_epoch_bump_is_caught_as_cm_epoch_1(sandbox: SandboxState, tmp_pa
     assert (ready_summary["readiness"], ready_summary["run"]["engine"]) == ("NO-GO", "local")
     assert ready_summary["invariants"]["CM-EPOCH-1"]["status"] == "fail"
     assert ready_summary["expected_loss_records"] == 0
-    assert (tmp_path / "ready" / "validation" / "data_docs" / "index.html").exists()
+    # Its Data Docs only where output.readiness_data_docs asks: the report says where to look.
+    assert not (tmp_path / "ready" / "validation" / "data_docs").exists()
+    assert ready_summary["run"]["data_docs"] is False
+    assert (
+        "No Great Expectations Data Docs for this run"
+        in (tmp_path / "ready" / "report" / "index.html").read_text()
+    )
 
 
 def test_offset_lag_retention_epoch_group_and_scope_faults_caught(

@@ -222,7 +222,9 @@ def test_unseen_records_without_the_destination_partition_are_unknown_never_0(tm
     assert summary["invariants"]["CM-GROUP-4"]["unchecked"] == 1
 
 
-def test_a_readiness_run_reads_each_snapshot_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_readiness_run_reads_each_snapshot_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The snapshot pair is read once and handed on: the scope and offset checks before the
     comparison and the in-process engine share one read of each metadata table."""
     import collections
@@ -241,3 +243,19 @@ def test_a_readiness_run_reads_each_snapshot_file_once(tmp_path: Path, monkeypat
     audit_snapshots(src, dst, tmp_path / "run", CFG, job=READINESS, engine="local")
     assert reads[(src.name, "partitions")] == 1, reads
     assert {k: n for k, n in reads.items() if n > 1} == {}
+
+
+def test_a_readiness_check_writes_data_docs_only_where_asked(tmp_path: Path) -> None:
+    """Its answer is wanted in seconds: GX's Data Docs (about 2.5 s of import alone) only
+    with output.readiness_data_docs; the report says where the results are instead."""
+    src, dst = _healthy_pair(tmp_path)
+    plain = audit_snapshots(src, dst, tmp_path / "plain", CFG, job=READINESS, engine="local")
+    assert not (tmp_path / "plain" / "validation" / "data_docs").exists()
+    assert plain.summary["run"]["data_docs"] is False
+    assert "No Great Expectations Data Docs for this run" in plain.report.read_text(encoding="utf-8")
+    assert (tmp_path / "plain" / "validation" / "results.json").is_file()
+    asked = parse_config("output:\n  readiness_data_docs: true\n", env={})
+    docs = audit_snapshots(src, dst, tmp_path / "docs", asked, job=READINESS, engine="local")
+    assert (tmp_path / "docs" / "validation" / "data_docs" / "index.html").is_file()
+    assert docs.summary["run"]["data_docs"] is True
+    assert 'href="../validation/data_docs/index.html"' in docs.report.read_text(encoding="utf-8")
