@@ -4,8 +4,9 @@ Sandbox with 2 x 1,000 partitions (source and destination) and 100 consumer grou
 both sides are timed in the same run, on the same brokers:
 
 - ours:     mirror-audit readiness --config ... --out ...  (a fresh process: snapshot
-            both, compare on the default readiness engine, GX validation with Data Docs,
-            report, summary.json); --engine spark also times the Spark engine, for the record
+            both, compare on the default readiness engine, validation, report, summary.json;
+            no Data Docs, readiness's default); --engine spark also times the Spark engine and
+            --with-data-docs readiness with output.readiness_data_docs, each for the record
 - baseline: kafka-get-offsets for both clusters plus kafka-consumer-groups --describe
             --all-groups for both (what an operator runs by hand; it does strictly less).
 
@@ -133,6 +134,11 @@ def main() -> None:
         action="store_true",
         help="also time readiness on the Spark engine (--engine spark), once per round, for the record",
     )
+    parser.add_argument(
+        "--with-data-docs",
+        action="store_true",
+        help="also time readiness with output.readiness_data_docs: true, once per round, for the record",
+    )
     args = parser.parse_args()
     setup_logging()
     with tempfile.TemporaryDirectory(prefix="bench-readiness-") as tmp:
@@ -150,10 +156,12 @@ def main() -> None:
                 f"destination:\n  bootstrap_servers: {state.cluster('destination').bootstrap}\n"
                 f"output:\n  root: {root / 'runs'}\n"
             )
-            ours, base, spark = [], [], []
+            docs_cfg = root / "audit-docs.yaml"
+            docs_cfg.write_text(cfg.read_text() + "  readiness_data_docs: true\n")
+            ours, base, spark, docs = [], [], [], []
 
-            def readiness(out: str, *extra: str) -> float:
-                cmd = [sys.executable, "-m", "audit.cli", "readiness", "--config", str(cfg), "--out"]
+            def readiness(out: str, *extra: str, config: Path = cfg) -> float:
+                cmd = [sys.executable, "-m", "audit.cli", "readiness", "--config", str(config), "--out"]
                 return _time([*cmd, str(root / "runs" / out), *extra])
 
             for i in range(args.rounds):  # interleaved, so load on the machine hits both alike
@@ -161,6 +169,8 @@ def main() -> None:
                 base.append(cli_baseline(state))
                 if args.with_spark:
                     spark.append(readiness(f"s{i}", "--engine", "spark"))
+                if args.with_data_docs:
+                    docs.append(readiness(f"d{i}", config=docs_cfg))
                 stages = json.loads((root / "runs" / f"r{i}" / "summary.json").read_text())["run"]
                 log.info(
                     "round %d: ours %.2fs (in the run: %s; the rest is the process's start and imports), "
@@ -178,6 +188,11 @@ def main() -> None:
     print(
         f"baseline (get-offsets + consumer-groups):  best {min(base):.2f}s  all {[round(x, 2) for x in base]}"
     )
+    if docs:
+        print(
+            "readiness with Data Docs (for the record): "
+            f"best {min(docs):.2f}s  all {[round(x, 2) for x in docs]}"
+        )
     if spark:
         print(
             "readiness --engine spark (for the record): "
