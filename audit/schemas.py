@@ -113,6 +113,20 @@ SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
         _c("record_offset", "int64", False),
         _c("timestamp_ms", "int64"),
     ),
+    # Optional, mode mm2, the source's: what tells a source offset MirrorMaker 2 passed over
+    # without a copy (MM2-SKIP-1) from a lost record, per source partition its offset syncs
+    # name: whether its topic is compacted (cleanup.policy; a compacted-away offset has no
+    # record to copy) and how many transactional producers write it (DescribeProducers:
+    # active producers with a coordinator epoch, i.e. that have ended a transaction there,
+    # or with one open; a transaction marker is never copied). Null where it could not be
+    # read (``detail`` says why): never taken as "plain".
+    "partition_traits": (
+        _c("topic", "string", False),
+        _c("partition", "int32", False),
+        _c("compacted", "boolean"),
+        _c("transactional_producers", "int32"),
+        _c("detail", "string"),
+    ),
     # Optional, mode mm2: the checkpoints topic on the target, every record kept.
     "mm2_checkpoints": (
         _c("group_id", "string", False),
@@ -483,6 +497,21 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("prev_upstream_offset", "int64"),
         _c("prev_downstream_offset", "int64"),
         _c("monotonic", "boolean"),
+        # MM2-SKIP-1: the source offsets between the previous sync and this one that have no
+        # copy, [skipped_from_offset, upstream_offset): (u2 - u1) - (d2 - d1) where positive.
+        _c("prev_timestamp_ms", "int64"),
+        _c("skipped_records", "int64"),
+        _c("skipped_from_offset", "int64"),
+        _c("src_log_start_offset", "int64"),
+        _c("src_high_watermark", "int64"),
+        _c("compacted", "boolean"),
+        _c("transactional_producers", "int32"),
+        # Of the skipped offsets, those no marker, aborted record or compaction explains:
+        # lost. Null where that cannot be told (its cause says why): never 0 for unknown.
+        _c("lost_records", "int64"),
+        # The sync names an upstream offset past the source partition's end: the topic was
+        # truncated or deleted and recreated under the mirror.
+        _c("past_source_end", "boolean"),
     ),
     "mm2_checkpoints": (
         _c("group_id", "string"),
@@ -760,6 +789,7 @@ AUX_TABLES: dict[str, tuple[Column, ...]] = {
         _c("src_share_offsets_read", "boolean", False),
         _c("dst_share_offsets_read", "boolean", False),
         _c("mm2_exactly_once", "boolean", False),
+        _c("mm2_read_committed", "boolean", False),
     ),
 }
 

@@ -84,6 +84,15 @@ class OpenTransactionRecord:
 
 
 @dataclass(frozen=True)
+class PartitionTraitRecord:
+    topic: str
+    partition: int
+    compacted: bool | None
+    transactional_producers: int | None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
 class Mm2OffsetSyncRecord:
     topic: str
     partition: int
@@ -148,6 +157,7 @@ class Snapshot:
     # mode mm2, on the cluster that holds the topic: None when not collected here.
     mm2_offset_syncs: tuple[Mm2OffsetSyncRecord, ...] | None = None
     mm2_checkpoints: tuple[Mm2CheckpointRecord, ...] | None = None
+    partition_traits: tuple[PartitionTraitRecord, ...] | None = None
     # The mirror's own state per partition (records of mirror_state.MirrorPartitionRecord's
     # shape), in the snapshot of the cluster it writes to: None when not imported.
     mirror_partitions: tuple[Any, ...] | None = None
@@ -203,6 +213,7 @@ def write_snapshot(directory: str | Path, snap: Snapshot) -> Path:
             ("share_group_offsets", snap.share_group_offsets),
             ("mm2_offset_syncs", snap.mm2_offset_syncs),
             ("mm2_checkpoints", snap.mm2_checkpoints),
+            ("partition_traits", snap.partition_traits),
             ("mirror_partitions", snap.mirror_partitions),
         ):
             if rows is not None:

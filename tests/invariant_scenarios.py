@@ -22,6 +22,7 @@ from audit.profiles import Profile, failback_profile, failover_verify_profile, p
 from audit.snapshot import (
     Mm2CheckpointRecord,
     Mm2OffsetSyncRecord,
+    PartitionTraitRecord,
     ReadRangeRecord,
     read_pair,
     write_table,
@@ -36,6 +37,7 @@ Pair = dict[str, dict[str, list[Any]]]
 REMOTE = "source.orders"  # the mm2 replica of orders under the default replication policy
 # A records scan's tables (mode mm2), written beside a snapshot.
 SCANNED_TABLES = ("record_digests", "record_digest_ranges")
+EXTRA_TABLES = ("partition_traits",)
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,8 @@ SCENARIOS = (
                     Mm2OffsetSyncRecord("orders", 0, 0, 0, 0, 0, 1000),
                     Mm2OffsetSyncRecord("orders", 0, 50, 50, 0, 1, 1001),
                 ],
+                # A plain topic: not compacted, no transactional producer.
+                "partition_traits": [PartitionTraitRecord("orders", 0, False, 0)],
             },
             "dst": {
                 "partitions": [part(REMOTE)],
@@ -278,7 +282,9 @@ def write_scenario(root: Path, pair: Pair) -> tuple[Path, Path]:
         dst_mirror=dst_t.get("mirror_partitions"),
     )
     for directory, tables in ((src, src_t), (dst, dst_t)):
-        for table in SCANNED_TABLES:  # a records scan's, beside the snapshot (mode mm2)
+        # A records scan's (mode mm2) and the snapshot's optional tables write_pair takes no
+        # argument for, beside the snapshot.
+        for table in (*SCANNED_TABLES, *EXTRA_TABLES):
             if table in tables:
                 write_table(directory, table, tuple(tables[table]))
     return src, dst

@@ -89,22 +89,77 @@ WITH ordered AS (
     lag(s.upstream_offset) OVER (PARTITION BY s.topic, s.partition
                                  ORDER BY s.record_partition, s.record_offset) AS prev_upstream_offset,
     lag(s.downstream_offset) OVER (PARTITION BY s.topic, s.partition
-                                   ORDER BY s.record_partition, s.record_offset) AS prev_downstream_offset
+                                   ORDER BY s.record_partition, s.record_offset) AS prev_downstream_offset,
+    lag(s.timestamp_ms) OVER (PARTITION BY s.topic, s.partition
+                              ORDER BY s.record_partition, s.record_offset) AS prev_timestamp_ms
   FROM {offset_syncs} s LEFT JOIN {topic_scope} ts ON ts.topic = s.topic
-)
+),
 -- MM2-SYNC-1: both offsets only ever move forward.
-SELECT ordered.*,
-  -- The first sync of a partition has none before it to go back from.
-  CASE WHEN prev_upstream_offset IS NULL THEN TRUE
-    ELSE upstream_offset >= prev_upstream_offset AND downstream_offset >= prev_downstream_offset END
-    AS monotonic
-FROM ordered
+judged AS (
+  SELECT ordered.*,
+    -- The first sync of a partition has none before it to go back from.
+    CASE WHEN prev_upstream_offset IS NULL THEN TRUE
+      ELSE upstream_offset >= prev_upstream_offset AND downstream_offset >= prev_downstream_offset END
+      AS monotonic,
+    -- MirrorMaker 2 syncs at the first record after any it did not copy, so between two
+    -- consecutive syncs the only gap is the one just before the later: its size.
+    (upstream_offset - prev_upstream_offset) - (downstream_offset - prev_downstream_offset)
+      AS skipped_records,
+    prev_upstream_offset + (downstream_offset - prev_downstream_offset) AS skipped_from_offset
+  FROM ordered
+)
+SELECT judged.*,
+  p.log_start_offset AS src_log_start_offset,
+  p.high_watermark AS src_high_watermark,
+  t.compacted, t.transactional_producers,
+  -- MM2-SKIP-1. Nothing skipped (or MM2-SYNC-1's matter: a sync going back): nothing lost.
+  -- A compacted topic's gaps are the cleaner's, a transactional one's its markers (and,
+  -- read committed, its aborted records): on a plain topic every skipped offset is lost.
+  -- Read uncommitted, the markers in one gap are at most one per transactional producer
+  -- (each ends its transaction with one, after a record of it): a longer gap lost the rest.
+  CASE WHEN prev_upstream_offset IS NULL OR NOT monotonic OR skipped_records <= 0 THEN 0
+    WHEN t.compacted IS NULL OR t.transactional_producers IS NULL THEN NULL
+    WHEN t.compacted THEN NULL
+    WHEN t.transactional_producers = 0 THEN skipped_records
+    WHEN rp.mm2_read_committed THEN NULL
+    ELSE greatest(0, skipped_records - t.transactional_producers) END AS lost_records,
+  upstream_offset > p.high_watermark AS past_source_end
+FROM judged
+LEFT JOIN {src_partitions} p ON p.topic = judged.topic AND p.partition = judged.partition
+LEFT JOIN {src_partition_traits} t ON t.topic = judged.topic AND t.partition = judged.partition
+CROSS JOIN {run_params} rp
 """,
     shown=(
         "upstream_offset",
         "downstream_offset",
         "prev_upstream_offset",
         "prev_downstream_offset",
+        "skipped_from_offset",
+        "skipped_records",
+        "lost_records",
+        "prev_timestamp_ms",
+        "timestamp_ms",
+        "src_high_watermark",
+    ),
+    causes=causes(
+        (
+            "the source partition (absent from the source snapshot: the topic deleted?)",
+            "src_high_watermark IS NULL",
+        ),
+        (
+            "what explains a skipped source offset (the cleanup.policy of the topic, or its producers: "
+            "see the partition_traits note of the source snapshot manifest)",
+            "compacted IS NULL OR transactional_producers IS NULL",
+        ),
+        (
+            "a record scan of the gap: on a compacted topic the gaps of the cleaner are not told apart",
+            "compacted",
+        ),
+        (
+            "a record scan of the gap: read committed, the aborted records of a transactional topic are "
+            "not told apart",
+            "transactional_producers > 0",
+        ),
     ),
 )
 

@@ -384,6 +384,7 @@ def mm2_inputs(tables: Tables, source: Path, destination: Path) -> list[tuple[st
     work over a cluster takes them, the in-process one leaves them out)."""
     named = []
     load_snapshot_table(tables, "src_open_transactions", source, "open_transactions")
+    load_snapshot_table(tables, "src_partition_traits", source, "partition_traits")
     scanned = [("src_", source, "record_digest_cuts")] + [
         (prefix, directory, table)
         for prefix, directory in (("src_", source), ("dst_", destination))

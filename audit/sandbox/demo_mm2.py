@@ -65,7 +65,9 @@ OPTIONS = mm2.Mm2Options(
     topics="orders|payments", groups="billing|analytics|shipping", sync_group_offsets=True
 )
 # What the faults above make the audit fail (warnings are not part of this demo's promise).
-INJECTED = InjectedFaults(fail=frozenset({mm2i.CKPT_2.id, mm2i.READY_1.id, cm.GROUP_2.id, mm2i.DATA_1.id}))
+INJECTED = InjectedFaults(
+    fail=frozenset({mm2i.CKPT_2.id, mm2i.READY_1.id, cm.GROUP_2.id, mm2i.DATA_1.id, mm2i.SKIP_1.id})
+)
 # The skip: records written on orders-2 while MirrorMaker 2 is stopped, and how many of
 # them its moved position makes it pass over.
 SKIP_PARTITION, SKIP_WRITTEN, SKIPPED = 2, 20, 10

@@ -18,6 +18,7 @@ from audit.validate.figures import (
     EXPECTED_REPROCESS,
     EXPECTED_UNSEEN,
     FAILBACK_TRUNCATION,
+    LOST,
     PREDICTED_LOSS,
     REALIZED_LOSS,
     REPROCESSED,
@@ -92,6 +93,16 @@ _MM2_LOSS = Sum(
 )
 MM2_FIGURES: FigureQueries = (
     _MM2_LOSS,
+    # MM2-SKIP-1's column: per pair of consecutive offset syncs, the skipped source offsets
+    # nothing explains. Absent syncs (no table) make it unknown, never 0.
+    Sum(
+        figure=LOST,
+        table="mm2_syncs",
+        term=LOST.name,  # mm2_syncs' column of the figure's name, per pair of syncs
+        where="in_scope",
+        rows="offset sync gaps",
+        unknown_because="what explains a skipped source offset (compaction, transactional producers)",
+    ),
     Sum(
         figure=EXPECTED_REPROCESS,
         table="mm2_group_offsets",

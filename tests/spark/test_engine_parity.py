@@ -183,6 +183,11 @@ SCENARIOS = {
     "mm2-healthy": Scenario(lambda root: mm2._pair(root, faulty=False), mm2.CFG),
     "mm2-healthy-audit": Scenario(lambda root: mm2._pair(root, faulty=False), mm2.CFG, "audit"),
     "mm2-without-mm2-tables": Scenario(mm2._without_mm2_tables, mm2.CFG, "audit"),
+    # Issue 55's reproduction: 200 records passed over on a plain topic, then the same gap
+    # where the snapshot could not say what explains it (unchecked, never passed).
+    "mm2-skipped": Scenario(lambda root: mm2._skipped_pair(root, mm2.PLAIN), mm2.MM2_ONLY),
+    "mm2-skipped-audit": Scenario(lambda root: mm2._skipped_pair(root, mm2.PLAIN), mm2.MM2_ONLY, "audit"),
+    "mm2-skipped-unexplained": Scenario(lambda root: mm2._skipped_pair(root, None), mm2.MM2_ONLY),
     # tests/unit/test_audit_invariants.py ("faulty" above is its faulty pair).
     "healthy": Scenario(invariants._healthy_pair, invariants.CFG),
     "escaped-names": Scenario(invariants._evil_topic_pair, invariants.CFG, "audit"),

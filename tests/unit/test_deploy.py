@@ -297,13 +297,19 @@ def _queried_metrics() -> dict[str, set[str]]:
 
 
 def test_the_dashboard_and_the_rules_query_only_metrics_a_real_run_writes(tmp_path: Path) -> None:
-    """A readiness check and an audit of the faulty pair (the in-process engine): every
-    metric the dashboard and the rules name is among theirs."""
+    """A readiness check and an audit of the faulty pair (the in-process engine), and a
+    readiness check in mode mm2: every metric the dashboard and the rules name is among
+    theirs."""
+    from tests.invariant_scenarios import SCENARIOS, write_scenario
+
     src, dst = faulty_pair(tmp_path / "snaps")
+    mm2 = next(sc for sc in SCENARIOS if sc.name == "mm2")  # mode mm2 has figures of its own
+    mm2_src, mm2_dst = write_scenario(tmp_path / "mm2", mm2.tables)
     written: set[str] = set()
     for result in (
         api.readiness(None, source=src, destination=dst, out=tmp_path / "ready"),
         api.audit(src, dst, None, out=tmp_path / "audit", engine="local"),
+        api.readiness(mm2.cfg, source=mm2_src, destination=mm2_dst, out=tmp_path / "ready-mm2"),
     ):
         text = (result.run_dir / "metrics.prom").read_text()
         written |= {family.name for family in text_string_to_metric_families(text)}

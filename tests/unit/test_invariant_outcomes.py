@@ -59,6 +59,12 @@ SRC_AT_103 = on("src:partitions", high_watermark=103, last_stable_offset=103)
 CHANGELOG = "app-store-changelog"
 TWICE = on("dst:record_digests[5]", digest=7004)  # the replica's offset 5 a second copy of 4
 
+# The mm2 pair's offset syncs (0 -> 0, 50 -> 50).
+_SYNCS = (
+    Mm2OffsetSyncRecord("orders", 0, 0, 0, 0, 0, 1000),
+    Mm2OffsetSyncRecord("orders", 0, 50, 50, 0, 1, 1001),
+)
+
 OUTCOMES = (
     # -- topics (cm_topics) ---------------------------------------------------------------
     Outcome(
@@ -195,6 +201,46 @@ OUTCOMES = (
         on("src:partitions", last_stable_offset=95),
     ),
     # -- mm2 syncs and checkpoints (offset syncs 0->0, 50->50; g checkpointed 60->55) ----------
+    Outcome(
+        "MM2-SKIP-1",
+        "fail",
+        "200 source offsets passed over on a plain topic",
+        {"src:mm2_offset_syncs": [*_SYNCS, Mm2OffsetSyncRecord("orders", 0, 251, 51, 0, 2, 1002)]},
+    ),
+    Outcome(
+        "MM2-SKIP-1",
+        "pass",
+        "a marker passed over on a topic one transactional producer writes",
+        {"src:mm2_offset_syncs": [*_SYNCS, Mm2OffsetSyncRecord("orders", 0, 52, 51, 0, 2, 1002)]}
+        | on("src:partition_traits", transactional_producers=1),
+    ),
+    Outcome(
+        "MM2-SKIP-1",
+        "fail",
+        "a gap of 5 where one transactional producer can leave 1 marker",
+        {"src:mm2_offset_syncs": [*_SYNCS, Mm2OffsetSyncRecord("orders", 0, 56, 51, 0, 2, 1002)]}
+        | on("src:partition_traits", transactional_producers=1),
+    ),
+    Outcome(
+        "MM2-SKIP-1",
+        "warn",
+        "a gap on a topic whose producers could not be described",
+        {"src:mm2_offset_syncs": [*_SYNCS, Mm2OffsetSyncRecord("orders", 0, 251, 51, 0, 2, 1002)]}
+        | on("src:partition_traits", transactional_producers=None),
+    ),
+    Outcome(
+        "MM2-SKIP-1",
+        "warn",
+        "a gap on a compacted topic (the cleaner's, not told apart without a record scan)",
+        {"src:mm2_offset_syncs": [*_SYNCS, Mm2OffsetSyncRecord("orders", 0, 251, 51, 0, 2, 1002)]}
+        | on("src:partition_traits", compacted=True),
+    ),
+    Outcome(
+        "MM2-SKIP-2",
+        "fail",
+        "a sync names offset 50 of a source partition ending at 40 (recreated)",
+        on("src:partitions", high_watermark=40, last_stable_offset=40),
+    ),
     Outcome(
         "MM2-SYNC-1",
         "fail",

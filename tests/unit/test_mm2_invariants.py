@@ -14,7 +14,7 @@ import pytest
 from audit.config_file import parse_config
 from audit.jobs import READINESS
 from audit.pipeline import audit_snapshots
-from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord
+from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord, PartitionTraitRecord
 from audit.validate.invariants import CM_IN_MM2, MM2
 from tests.snapshots import group, offset, part, write_pair
 
@@ -24,6 +24,7 @@ CFG = parse_config(
     env={},
 )
 REMOTE = "source.orders"
+MM2_ONLY = parse_config("mode: mm2\n", env={})
 NOT_APPLICABLE = "assumes equal offsets on both clusters: not applicable in mode mm2"
 
 
@@ -232,3 +233,60 @@ def test_mm2_readiness_runs_in_process_by_default(tmp_path: Path, capsys: pytest
     summary = json.loads((run / "summary.json").read_text())
     assert summary["run"]["engine"] == "local"
     assert summary["readiness"] == "NO-GO" and summary["mode"] == "mm2"
+
+
+# orders-0: not compacted, no transactional producer.
+PLAIN = (PartitionTraitRecord("orders", 0, False, 0),)
+
+
+def _skipped_pair(root: Path, traits: Any) -> tuple[Path, Path]:
+    """Issue 55's reproduction: orders-0's offset syncs go (0, 0), (999, 999), (1200, 1000),
+    (1900, 1700); the source's log start is 1200, the replica holds 1,800 records and the
+    topic is plain. At the sync after the jump the offset delta moved from 0 to 200: the
+    records 1000-1199 were never copied and the source no longer holds them."""
+    from audit.snapshot import write_table
+
+    src, dst = write_pair(
+        root,
+        [part(log_start_offset=1200, high_watermark=1900, last_stable_offset=1900)],
+        [part(REMOTE, log_start_offset=0, high_watermark=1800, last_stable_offset=1800)],
+        src_syncs=[sync(0, 0, 0, 0), sync(0, 999, 999, 1), sync(0, 1200, 1000, 2), sync(0, 1900, 1700, 3)],
+    )
+    if traits is not None:
+        write_table(src, "partition_traits", tuple(traits))
+    return src, dst
+
+
+def test_records_the_mirror_passed_over_on_a_plain_topic_are_lost_and_readiness_says_no_go(
+    tmp_path: Path,
+) -> None:
+    src, dst = _skipped_pair(tmp_path, PLAIN)
+    outcome = audit_snapshots(src, dst, tmp_path / "run", MM2_ONLY, job=READINESS, engine="local")
+    summary = outcome.summary
+    assert (summary["readiness"], outcome.exit_code) == ("NO-GO", 1)
+    assert summary["lost_records"] == 200
+    assert summary["expected_loss_records"] == 0  # the loss already happened: apart from a failover's
+    skip = summary["invariants"]["MM2-SKIP-1"]
+    assert skip["status"] == "fail" and skip["violations"] == 1
+    (example,) = skip["examples"]
+    assert (example["skipped_from_offset"], example["upstream_offset"], example["lost_records"]) == (
+        1000,
+        1200,
+        200,
+    )
+    assert (example["prev_timestamp_ms"], example["timestamp_ms"]) == (1001, 1002)  # since when
+    assert any("MM2-SKIP-1 failed" in r for r in summary["readiness_reasons"])
+
+
+def test_without_what_explains_a_gap_it_is_unchecked_never_passed(tmp_path: Path) -> None:
+    """The snapshot could not say whether the topic is compacted or transactional (an older
+    snapshot, or a cluster that refused DescribeConfigs / DescribeProducers): the gap is
+    unchecked with that cause, the figure unknown, and readiness cannot say GO."""
+    src, dst = _skipped_pair(tmp_path, None)
+    summary = audit_snapshots(src, dst, tmp_path / "run", MM2_ONLY, job=READINESS, engine="local").summary
+    skip = summary["invariants"]["MM2-SKIP-1"]
+    assert skip["status"] == "warn" and skip["unchecked"] == 1, skip
+    assert summary["lost_records"] is None
+    assert "compaction, transactional producers" in summary["unknown_figures"]["lost_records"]["reason"]
+    assert summary["readiness"] == "NO-GO"
+    assert any("what explains a skipped source offset" in r for r in summary["readiness_reasons"])

@@ -179,6 +179,16 @@ NO_INPUTS = {
     "MM2-CKPT-1": (
         "judges the order of the checkpoints read; a group without one is MM2-CKPT-4's (dst:mm2_checkpoints)"
     ),
+    "MM2-SKIP-1": (
+        "its input (src:partition_traits) matters only where two syncs leave a gap, which the pair has "
+        "none of (every sync passes with it or without): its cases take it away where a gap is "
+        "(test_invariant_outcomes.py: producers not described, a compacted topic; "
+        "test_mm2_invariants.py: no partition_traits at all), and the gap is unchecked"
+    ),
+    "MM2-SKIP-2": (
+        "judges the syncs read against the source partition's end, which every source snapshot holds; "
+        "a sync of a partition absent from it is unchecked (its cause: the topic deleted?)"
+    ),
 }
 
 

@@ -266,6 +266,30 @@ class KafkaAdmin(GroupReads):
                     return None
             time.sleep(0.5)
 
+    def compaction(self, topics: Sequence[str]) -> tuple[dict[str, bool], str | None]:
+        """Per topic whether its cleanup.policy includes compact, for the topics whose
+        config could be read, and why the others could not (None: all read). A topic left
+        out is unknown: the caller says so, never "not compacted"."""
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        known: dict[str, bool] = {}
+        why: str | None = None
+        if not topics:
+            return known, why
+        resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+        try:
+            futures = self._admin.describe_configs(resources, request_timeout=self.timeout)
+        except Exception as exc:  # refused before any answer
+            return known, f"cleanup.policy not read: {_describe(exc)}"
+        for res, fut in futures.items():
+            try:
+                policy = fut.result(timeout=self.timeout + 5).get("cleanup.policy")
+            except Exception as exc:  # this topic's config refused (ACLs) or timed out
+                why = why or f"cleanup.policy not read: {_describe(exc)}"
+                continue
+            known[res.name] = policy is not None and "compact" in str(policy.value)
+        return known, why
+
     def compacted_topics(self, topics: Sequence[str]) -> frozenset[str]:
         """Topics whose cleanup.policy includes compact. Best effort: config reads can be
         refused (ACLs), and compaction is then taken as unknown, not as a failure."""

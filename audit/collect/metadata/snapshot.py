@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import Any, Literal
 from audit.collect.metadata.kafka_admin import CommittedOffset, GroupInfo, KafkaAdmin, TopicInfo
 from audit.collect.metadata.mirror_state import MirrorState, read_mirror_state
 from audit.collect.metadata.mm2_topics import collect_mm2
-from audit.collect.metadata.transactions import collect_open_transactions
+from audit.collect.metadata.transactions import collect_open_transactions, transactional_producers
 from audit.config import AuditConfig
 from audit.errors import ClusterError
 from audit.faultpoints import pause_point
@@ -28,6 +28,7 @@ from audit.snapshot import (
     GroupOffsetRecord,
     GroupRecord,
     PartitionRecord,
+    PartitionTraitRecord,
     ShareGroupOffsetRecord,
     Snapshot,
     make_manifest,
@@ -112,6 +113,10 @@ def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapsh
     mm2 = collect_mm2(admin, role, cfg.mirror.mm2) if plan.reads_mm2_topics else None
     if mm2 is not None:
         notes.update(mm2.notes)
+    traits = None
+    if mm2 is not None and mm2.offset_syncs is not None and role == "source":
+        traits, traits_note = _partition_traits(admin, role, cluster_cfg, mm2.offset_syncs, set(topics))
+        notes["partition_traits"] = traits_note
     manifest = make_manifest(
         role,
         cluster_id,
@@ -144,7 +149,24 @@ def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapsh
         share_group_offsets=read.share_offsets,
         mm2_offset_syncs=mm2.offset_syncs if mm2 else None,
         mm2_checkpoints=mm2.checkpoints if mm2 else None,
+        partition_traits=traits,
     )
+
+
+def _partition_traits(
+    admin: KafkaAdmin, role: str, cluster_cfg: Any, syncs: Sequence[Any], topics: set[str]
+) -> tuple[tuple[PartitionTraitRecord, ...], str]:
+    """What tells a source offset MirrorMaker 2 passed over from a lost record, for every
+    in-scope partition its offset syncs name (MM2-SKIP-1): compaction (the topic's
+    cleanup.policy) and its transactional producers (DescribeProducers). Unknown where the
+    cluster did not answer, with why."""
+    named = sorted({(s.topic, s.partition) for s in syncs if s.topic in topics})
+    compacted, compaction_why = admin.compaction(sorted({t for t, _ in named}))
+    producers, producers_why = transactional_producers(role, cluster_cfg, named)
+    why = "; ".join(w for w in (compaction_why, producers_why) if w) or None
+    rows = tuple(PartitionTraitRecord(t, p, compacted.get(t), producers.get((t, p)), why) for t, p in named)
+    note = f"{len(rows)} partitions: cleanup.policy and DescribeProducers" + (f" ({why})" if why else "")
+    return rows, note
 
 
 class _Beside:

@@ -231,3 +231,39 @@ def _may_describe_transaction(admin: Any, transactional_id: str, timeout: float)
             if "Coordinator" not in name or time.monotonic() > deadline:
                 return None, f"{name}: {exc}"[:200]
         time.sleep(0.5)
+
+
+def transactional_producers(
+    role: str, cfg: ClusterConfig, partitions: Sequence[tuple[str, int]]
+) -> tuple[dict[tuple[str, int], int], str | None]:
+    """Per partition how many transactional producers write it (DescribeProducers: active
+    producers with a coordinator epoch, i.e. that have ended a transaction there, or with
+    one open), for the partitions whose leaders answered, and why the others could not be
+    read (None: all read). A partition left out is unknown.
+
+    The brokers keep a producer's state until it has been idle for
+    ``producer.id.expiration.ms`` (a day by default): a producer that wrote transactions
+    only before that is no longer seen, and the caller's docs say so."""
+    settings = kafka_python_settings(cfg)
+    if isinstance(settings, str):
+        return {}, f"producers not described: {settings}"
+    if not partitions:
+        return {}, None
+    from kafka import TopicPartition as KTopicPartition
+
+    try:
+        with kafka_python_admin(settings) as admin:
+            states = admin.describe_producers([KTopicPartition(t, p) for t, p in partitions])
+    except Exception as exc:  # kafka-python raises many error types; all mean "not read"
+        log.warning("%s: DescribeProducers failed (%s)", role, type(exc).__name__)
+        return {}, f"producers not described: {type(exc).__name__}: {str(exc)[:200]}"
+    found = {
+        (tp.topic, tp.partition): sum(
+            1
+            for p in state.active_producers
+            if p.coordinator_epoch >= 0 or p.current_transaction_start_offset >= 0
+        )
+        for tp, state in states.items()
+    }
+    missing = len(set(partitions) - set(found))
+    return found, (f"producers not described for {missing} partitions" if missing else None)

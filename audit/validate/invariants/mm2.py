@@ -21,6 +21,37 @@ SYNC_1 = Invariant(
 )
 
 
+SKIP_1 = Invariant(
+    "MM2-SKIP-1",
+    statement=(
+        "every source offset MirrorMaker 2 passed over between two offset syncs is a transaction marker "
+        "(or, read committed, an aborted record) or compacted away: none was lost"
+    ),
+    needs="mm2_offset_syncs",
+    remediation=(
+        "MirrorMaker 2 passed over source records without copying them (the example shows the range and "
+        "when): its position fell below the source's log start (retention deleted records it had not copied "
+        "while it was stopped or behind, and its consumer reset to the earliest offset), or its committed "
+        "position was moved past them. Where the source still holds them (the nightly's MM2-DATA-1 names "
+        "the first), re-mirror the partition from there; where it does not, they are lost: restore them "
+        "from elsewhere if they matter. Keep MirrorMaker 2's lag well inside the source's retention."
+    ),
+)
+
+
+SKIP_2 = Invariant(
+    "MM2-SKIP-2",
+    statement="offset syncs name no source offset past the source partition's end",
+    needs="mm2_offset_syncs",
+    remediation=(
+        "An offset sync names an upstream offset the source partition never reached: the source topic "
+        "was deleted and recreated (or truncated) under the mirror, whose replica now mixes the old "
+        "topic's copies with the new one's. Stop MirrorMaker 2 for the topic, delete the replica and the "
+        "topic's offset syncs (or rename the new topic), and mirror it again from the start."
+    ),
+)
+
+
 CKPT_1 = Invariant(
     "MM2-CKPT-1",
     statement="checkpoints never go backwards",
@@ -99,7 +130,7 @@ READY_1 = Invariant(
 )
 
 
-MM2: tuple[Invariant, ...] = (SYNC_1, CKPT_1, CKPT_2, CKPT_3, CKPT_4, GROUP_1, READY_1)
+MM2: tuple[Invariant, ...] = (SYNC_1, SKIP_1, SKIP_2, CKPT_1, CKPT_2, CKPT_3, CKPT_4, GROUP_1, READY_1)
 
 # Record level (audit/compare/mm2_records.py): a nightly records scan of both sides.
 _DATA_NEEDS = "record_digests of both sides (records scan in mode mm2)"
