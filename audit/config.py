@@ -376,6 +376,10 @@ class ReadinessConfig:
     summary.json."""
 
     accept_unchecked: tuple[str, ...] = ()
+    # Mode mm2: source topics whose known loss (MM2-SKIP-1: records MirrorMaker 2 passed over
+    # without a copy) the operator has accepted: their gaps warn instead of failing, so a
+    # readiness check can say GO, and the acceptance is printed on every run.
+    accept_lost: tuple[str, ...] = ()
     # Readiness reports the latest nightly run's data-level results (CM-DATA-*, MM2-DATA-*:
     # it scans no records itself) with their age. Set, it also gates on them: NO-GO when no
     # nightly run checked them, the newest is older than this many hours, or it found one

@@ -512,6 +512,8 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         # The sync names an upstream offset past the source partition's end: the topic was
         # truncated or deleted and recreated under the mirror.
         _c("past_source_end", "boolean"),
+        # Its topic is in readiness.accept_lost: a loss warns instead of failing.
+        _c("loss_accepted", "boolean"),
     ),
     "mm2_checkpoints": (
         _c("group_id", "string"),
@@ -768,6 +770,8 @@ AUX_TABLES: dict[str, tuple[Column, ...]] = {
         _c("in_scope", "boolean", False),
         _c("excluded", "boolean", False),
     ),
+    # readiness.accept_lost: the source topics whose known loss (MM2-SKIP-1) is accepted.
+    "accepted_loss": (_c("topic", "string", False),),
     # Mode mm2: a source topic and its replica's name on the target, both ways.
     "topic_names": (_c("topic", "string"), _c("remote_topic", "string")),
     # Mode mm2, a nightly's: the first missing record of the partitions MM2-DATA-1 fails on,

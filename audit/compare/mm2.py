@@ -123,9 +123,11 @@ SELECT judged.*,
     WHEN t.transactional_producers = 0 THEN skipped_records
     WHEN rp.mm2_read_committed THEN NULL
     ELSE greatest(0, skipped_records - t.transactional_producers) END AS lost_records,
-  upstream_offset > p.high_watermark AS past_source_end
+  upstream_offset > p.high_watermark AS past_source_end,
+  a.topic IS NOT NULL AS loss_accepted
 FROM judged
 LEFT JOIN {src_partitions} p ON p.topic = judged.topic AND p.partition = judged.partition
+LEFT JOIN {accepted_loss} a ON a.topic = judged.topic
 LEFT JOIN {src_partition_traits} t ON t.topic = judged.topic AND t.partition = judged.partition
 CROSS JOIN {run_params} rp
 """,

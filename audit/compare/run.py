@@ -176,6 +176,7 @@ def run_compare(
         topics = src_topics | dst_topics
     tables.put("topic_scope", "topic_scope", topic_scope_rows(topics, inputs.topic_in_scope(cfg)))
     tables.put("group_scope", "group_scope", group_scope_rows(names["groups"], cfg))
+    tables.put("accepted_loss", "accepted_loss", [(t,) for t in sorted(set(cfg.readiness.accept_lost))])
     markers = check_table(destination, "markers")
     src_started = started_ms(pair.src_manifest, source)
     tables.put("run_params", "run_params", params_row(cfg, src_started, markers, share_read))

@@ -28,7 +28,7 @@ from audit.sandbox.jars import ensure_mm2_jars
 from audit.sandbox.processes import run_tool
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, commit_offsets, create_topic, produce
-from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord, read_records
+from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord, PartitionTraitRecord, read_records
 from tests.cli import run_in_process
 
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
@@ -141,7 +141,7 @@ def _oracle(
 
 
 # Every topic (name: partitions) and mirrored group (name: its topic) of this module.
-TOPICS = {"orders": 2, "restart": 1, "burst": 4, "audit": 1, "cut": 1}
+TOPICS = {"orders": 2, "restart": 1, "burst": 4, "audit": 1, "cut": 1, "lost": 1}
 # "long-...": a group id of 215 characters, 90 of them non-ASCII (305 bytes), whose failover
 # plan file must still be written (its name cut and hashed).
 LONG = "long-" + "\u00e9" * 90 + "g" * 120
@@ -423,3 +423,73 @@ def test_audit_of_the_real_mirror_maker_catches_its_faults(
     )
     assert long_dry_run.returncode == 0, long_dry_run.stdout + long_dry_run.stderr
     assert remote_ok in long_dry_run.stdout, long_dry_run.stdout
+
+
+def _replica_end(bootstrap: str, topic: str, want: int, timeout: float = 120.0) -> int:
+    """The replica partition's end once it reaches ``want`` (MirrorMaker 2 copying)."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "never-joined", "enable.auto.commit": False}
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                _, end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+            except Exception:  # the replica not created yet
+                end = -1
+            if end >= want or time.monotonic() > deadline:
+                return int(end)
+            time.sleep(1)
+    finally:
+        consumer.close()
+
+
+def test_records_retention_deleted_before_the_mirror_copied_them_are_counted_lost(
+    sandbox: SandboxState, mirror_maker: str, tmp_path: Path
+) -> None:
+    """Issue 55 on the real MirrorMaker 2: stopped, 30 records written, the source's log
+    start moved past its position as retention would (DeleteRecords to 35), started again:
+    its consumer resets to the earliest offset and goes on. The 25 records 10-34 are on
+    neither side, and nothing in MirrorMaker 2 says so: readiness counts exactly them lost
+    (MM2-SKIP-1, the gap between its offset syncs) and answers NO-GO."""
+    run = mirror_maker
+    src_bootstrap, dst_bootstrap = (
+        sandbox.cluster("source").bootstrap,
+        sandbox.cluster("destination").bootstrap,
+    )
+    topic = f"mm2-{run}-lost"
+    remote = mm2.remote_topic(topic, mm2.Mm2Options())
+    produce(src_bootstrap, topic, [Record(None, b"a")] * 10, partition=0)
+    assert _replica_end(dst_bootstrap, remote, 10) == 10, _mm2_log_tail(sandbox)
+    running = mm2.load(sandbox)
+    assert running is not None
+    mm2.stop(sandbox)
+    try:
+        produce(src_bootstrap, topic, [Record(None, b"b")] * 30, partition=0)  # offsets 10-39
+        cut = TopicPartition(topic, 0, 35)
+        AdminClient({"bootstrap.servers": src_bootstrap}).delete_records([cut])[cut].result(timeout=60)
+    finally:
+        mm2.start(sandbox, running.options)
+    produce(src_bootstrap, topic, [Record(None, b"c")] * 5, partition=0)  # 40-44
+    # The replica: the first 10, then 35-44 (10 more): 10-34 copied nowhere.
+    assert _replica_end(dst_bootstrap, remote, 20) == 20, _mm2_log_tail(sandbox)
+
+    cfg = tmp_path / "lost.yaml"
+    cfg.write_text(
+        "mode: mm2\n"
+        f"source:\n  bootstrap_servers: {src_bootstrap}\n  timeout_seconds: 30\n"
+        f"destination:\n  bootstrap_servers: {dst_bootstrap}\n  timeout_seconds: 30\n"
+        f"scope:\n  topics:\n    include: ['{topic}']\n  groups:\n    include: ['none-{run}']\n"
+    )
+    proc = run_in_process("readiness", "--config", str(cfg), "--out", str(tmp_path / "ready"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    summary = json.loads((tmp_path / "ready" / "summary.json").read_text())
+    traits = read_records(tmp_path / "ready" / "source", "partition_traits", PartitionTraitRecord)
+    assert [(t.topic, t.compacted, t.transactional_producers) for t in traits] == [(topic, False, 0)]
+    assert summary["readiness"] == "NO-GO"
+    assert summary["lost_records"] == 25, summary["invariants"]["MM2-SKIP-1"]
+    (gap,) = summary["invariants"]["MM2-SKIP-1"]["examples"]
+    assert (gap["skipped_from_offset"], gap["upstream_offset"], gap["lost_records"]) == (10, 35, 25)
+    assert "known lost:" in proc.stdout and "25 records" in proc.stdout

@@ -236,6 +236,13 @@ OUTCOMES = (
         | on("src:partition_traits", compacted=True),
     ),
     Outcome(
+        "MM2-SKIP-1",
+        "warn",
+        "200 passed over on a topic whose loss the operator accepted",
+        {"src:mm2_offset_syncs": [*_SYNCS, Mm2OffsetSyncRecord("orders", 0, 251, 51, 0, 2, 1002)]},
+        config="readiness:\n  accept_lost: ['orders']\n",
+    ),
+    Outcome(
         "MM2-SKIP-2",
         "fail",
         "a sync names offset 50 of a source partition ending at 40 (recreated)",
