@@ -129,6 +129,10 @@ class Thresholds:
     max_open_txn_seconds: float = 900.0
     # CM-FAILBACK-1: records mirroring back may truncate from a partition of the old source.
     max_failback_truncation_records: int = 0
+    # MM2-POS-1: a MirrorMaker 2 behind on a partition warns when its position is fewer than
+    # this many records above the source's log start (retention is about to delete records
+    # it has not copied).
+    mm2_position_margin_records: int = 1000
 
 
 @dataclass(frozen=True)
@@ -160,10 +164,19 @@ class Mm2Config:
     # (MirrorSourceConfig.offsetSyncsTopic).
     offset_syncs_topic: str | None = None
     checkpoints_topic: str | None = None  # default <source alias>.checkpoints.internal (on the target)
+    # Kafka Connect's offsets topic, where MirrorSourceConnector's tasks commit their source
+    # positions (MM2-POS-1): default mm2-offsets.<source alias>.internal, MirrorMaker 2's
+    # dedicated mode's, on the target; a Connect cluster's offset.storage.topic otherwise.
+    connect_offsets_topic: str | None = None
+    connect_offsets_topic_location: Literal["source", "target"] = "target"
+    source_connector: str = "MirrorSourceConnector"  # the connector's name in Connect
 
     def offset_syncs_topic_name(self) -> str:
         other = self.target_alias if self.offset_syncs_topic_location == "source" else self.source_alias
         return self.offset_syncs_topic or f"mm2-offset-syncs.{other}.internal"
+
+    def connect_offsets_topic_name(self) -> str:
+        return self.connect_offsets_topic or f"mm2-offsets.{self.source_alias}.internal"
 
     def checkpoints_topic_name(self) -> str:
         return self.checkpoints_topic or f"{self.source_alias}.checkpoints.internal"

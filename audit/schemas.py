@@ -127,6 +127,17 @@ SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
         _c("transactional_producers", "int32"),
         _c("detail", "string"),
     ),
+    # Optional, mode mm2: MirrorSourceConnector's committed positions, as Kafka Connect's
+    # offsets topic keeps them (the offset of the last record copied per source partition;
+    # null: a tombstone), every record kept in its order.
+    "mm2_positions": (
+        _c("topic", "string", False),
+        _c("partition", "int32", False),
+        _c("committed_offset", "int64"),
+        _c("record_partition", "int32", False),
+        _c("record_offset", "int64", False),
+        _c("timestamp_ms", "int64"),
+    ),
     # Optional, mode mm2: the checkpoints topic on the target, every record kept.
     "mm2_checkpoints": (
         _c("group_id", "string", False),
@@ -514,6 +525,20 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("past_source_end", "boolean"),
         # Its topic is in readiness.accept_lost: a loss warns instead of failing.
         _c("loss_accepted", "boolean"),
+    ),
+    "mm2_positions": (
+        _c("topic", "string"),
+        _c("partition", "int32"),
+        _c("in_scope", "boolean"),
+        _c("committed_offset", "int64"),
+        _c("timestamp_ms", "int64"),
+        _c("next_offset", "int64"),
+        _c("src_log_start_offset", "int64"),
+        _c("src_high_watermark", "int64"),
+        _c("margin_records", "int64"),
+        _c("below_log_start", "boolean"),
+        _c("past_end", "boolean"),
+        _c("behind", "boolean"),
     ),
     "mm2_checkpoints": (
         _c("group_id", "string"),

@@ -93,6 +93,16 @@ class PartitionTraitRecord:
 
 
 @dataclass(frozen=True)
+class Mm2PositionRecord:
+    topic: str
+    partition: int
+    committed_offset: int | None
+    record_partition: int
+    record_offset: int
+    timestamp_ms: int | None
+
+
+@dataclass(frozen=True)
 class Mm2OffsetSyncRecord:
     topic: str
     partition: int
@@ -158,6 +168,7 @@ class Snapshot:
     mm2_offset_syncs: tuple[Mm2OffsetSyncRecord, ...] | None = None
     mm2_checkpoints: tuple[Mm2CheckpointRecord, ...] | None = None
     partition_traits: tuple[PartitionTraitRecord, ...] | None = None
+    mm2_positions: tuple[Mm2PositionRecord, ...] | None = None
     # The mirror's own state per partition (records of mirror_state.MirrorPartitionRecord's
     # shape), in the snapshot of the cluster it writes to: None when not imported.
     mirror_partitions: tuple[Any, ...] | None = None
@@ -214,6 +225,7 @@ def write_snapshot(directory: str | Path, snap: Snapshot) -> Path:
             ("mm2_offset_syncs", snap.mm2_offset_syncs),
             ("mm2_checkpoints", snap.mm2_checkpoints),
             ("partition_traits", snap.partition_traits),
+            ("mm2_positions", snap.mm2_positions),
             ("mirror_partitions", snap.mirror_partitions),
         ):
             if rows is not None:

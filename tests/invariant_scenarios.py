@@ -22,6 +22,7 @@ from audit.profiles import Profile, failback_profile, failover_verify_profile, p
 from audit.snapshot import (
     Mm2CheckpointRecord,
     Mm2OffsetSyncRecord,
+    Mm2PositionRecord,
     PartitionTraitRecord,
     ReadRangeRecord,
     read_pair,
@@ -37,7 +38,7 @@ Pair = dict[str, dict[str, list[Any]]]
 REMOTE = "source.orders"  # the mm2 replica of orders under the default replication policy
 # A records scan's tables (mode mm2), written beside a snapshot.
 SCANNED_TABLES = ("record_digests", "record_digest_ranges")
-EXTRA_TABLES = ("partition_traits",)
+EXTRA_TABLES = ("partition_traits", "mm2_positions")
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,8 @@ SCENARIOS = (
                 "groups": [group("g")],
                 "group_offsets": [offset("g", 55, topic=REMOTE)],
                 "mm2_checkpoints": [Mm2CheckpointRecord("g", REMOTE, 0, 60, 55, None, 0, 0, 2000)],
+                # MirrorSourceConnector's position: the last record it copied is 99 (it reads on from 100).
+                "mm2_positions": [Mm2PositionRecord("orders", 0, 99, 0, 0, 1000)],
             },
         },
     ),

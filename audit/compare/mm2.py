@@ -316,4 +316,58 @@ FROM judged CROSS JOIN {{run_params}} p
     causes=causes(DST_PARTITION),
 )
 
-COMPARISONS = (PARTITIONS, SYNCS, CHECKPOINTS, GROUP_OFFSETS, RECORDS)
+# MM2-POS-1: per source partition, MirrorSourceConnector's latest committed position (the
+# offset of the last record it copied; it reads on from the next) against what the source
+# holds now: below its log start, the records in between were deleted before the mirror
+# copied them (its consumer will reset past them: loss in progress); past its end, the
+# topic was truncated or recreated under the mirror; behind and within the margin of the
+# log start, retention is about to delete records it has not copied.
+POSITIONS = Comparison(
+    "mm2_positions",
+    ("topic", "partition"),
+    """
+WITH latest AS (
+  SELECT topic, partition, committed_offset, timestamp_ms FROM (
+    SELECT c.*, row_number() OVER (PARTITION BY topic, partition
+                                   ORDER BY record_partition DESC, record_offset DESC) AS n
+    FROM {positions} c
+  ) ranked WHERE n = 1
+)
+-- Every source partition, and every position (a position of a partition the source no
+-- longer has is unchecked: its cause names the topic deleted). Without a position, a
+-- partition holding nothing is fine; one holding records is unchecked (nothing copied yet).
+, placed AS (
+  SELECT coalesce(p.topic, l.topic) AS topic, coalesce(p.partition, l.partition) AS partition,
+    l.committed_offset, l.timestamp_ms, l.committed_offset + 1 AS next_offset,
+    l.topic IS NOT NULL AS has_position,
+    p.log_start_offset AS src_log_start_offset, p.high_watermark AS src_high_watermark
+  FROM {src_partitions} p
+  FULL OUTER JOIN latest l ON l.topic = p.topic AND l.partition = p.partition
+)
+SELECT placed.topic, placed.partition, ts.in_scope AS in_scope, committed_offset, timestamp_ms,
+  next_offset, src_log_start_offset, src_high_watermark,
+  next_offset - src_log_start_offset AS margin_records,
+  CASE WHEN NOT has_position AND src_high_watermark = src_log_start_offset THEN FALSE
+    ELSE next_offset < src_log_start_offset END AS below_log_start,
+  CASE WHEN NOT has_position AND src_high_watermark = src_log_start_offset THEN FALSE
+    ELSE next_offset > src_high_watermark END AS past_end,
+  coalesce(next_offset, src_log_start_offset) < src_high_watermark AS behind
+FROM placed
+LEFT JOIN {topic_scope} ts ON ts.topic = placed.topic
+""",
+    requires=("positions",),
+    shown=("next_offset", "src_log_start_offset", "src_high_watermark", "margin_records", "timestamp_ms"),
+    causes=causes(
+        (
+            "the source partition (absent from the source snapshot: the topic deleted?)",
+            "src_high_watermark IS NULL",
+        ),
+        (
+            "a committed position of MirrorMaker 2 (none in the offsets topic of Connect: nothing copied yet, "
+            "or a tombstone)",
+            "committed_offset IS NULL",
+        ),
+    ),
+)
+
+COMPARISONS = (PARTITIONS, SYNCS, CHECKPOINTS, GROUP_OFFSETS, RECORDS, POSITIONS)

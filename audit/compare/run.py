@@ -399,6 +399,7 @@ def mm2_inputs(tables: Tables, source: Path, destination: Path) -> list[tuple[st
     for name, table, side in (
         ("offset_syncs", "mm2_offset_syncs", "src"),
         ("checkpoints", "mm2_checkpoints", "dst"),
+        ("positions", "mm2_positions", "src"),
     ):
         for directory in (source, destination):
             if load_snapshot_table(tables, name, directory, table):

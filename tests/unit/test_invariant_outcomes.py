@@ -243,6 +243,32 @@ OUTCOMES = (
         config="readiness:\n  accept_lost: ['orders']\n",
     ),
     Outcome(
+        "MM2-POS-1",
+        "fail",
+        "its position 80 below the source's log start 90: records deleted before it copied them",
+        on("dst:mm2_positions", committed_offset=79) | on("src:partitions", log_start_offset=90),
+    ),
+    Outcome(
+        "MM2-POS-1",
+        "fail",
+        "its position past the source's end (the topic recreated)",
+        on("dst:mm2_positions", committed_offset=150),
+    ),
+    Outcome(
+        "MM2-POS-1",
+        "warn",
+        "behind at 80, 10 records above the log start, margin 20",
+        on("dst:mm2_positions", committed_offset=79) | on("src:partitions", log_start_offset=70),
+        thresholds={"mm2_position_margin_records": 20},
+    ),
+    Outcome(
+        "MM2-POS-1",
+        "pass",
+        "behind at 80, 10 records above the log start, margin 10",
+        on("dst:mm2_positions", committed_offset=79) | on("src:partitions", log_start_offset=70),
+        thresholds={"mm2_position_margin_records": 10},
+    ),
+    Outcome(
         "MM2-SKIP-2",
         "fail",
         "a sync names offset 50 of a source partition ending at 40 (recreated)",

@@ -6,6 +6,7 @@ topics written by a real MirrorMaker 2 is tests/integration/test_mm2_sandbox.py.
 
 from __future__ import annotations
 
+import json
 import struct
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ def test_default_names_and_locations() -> None:
     on_src = collect_mm2(src, "source", mm2)
     on_dst = collect_mm2(dst, "destination", mm2)
     assert src.read == ["mm2-offset-syncs.target.internal"]
-    assert dst.read == ["source.checkpoints.internal"]
+    assert dst.read == ["source.checkpoints.internal", "mm2-offsets.source.internal"]
     assert on_src.checkpoints is None and on_dst.offset_syncs is None
     assert on_src.offset_syncs is not None and on_src.offset_syncs[0].downstream_offset == 4
     assert on_dst.checkpoints is not None and on_dst.checkpoints[0].group_id == "g"
@@ -72,7 +73,7 @@ def test_offset_syncs_on_the_target_and_custom_names() -> None:
     tables = collect_mm2(dst, "destination", mm2)
     # Named after the cluster it is not on: the real MirrorMaker 2 creates
     # mm2-offset-syncs.source.internal on the target (tests/integration/test_mm2_records_live.py).
-    assert dst.read == ["mm2-offset-syncs.dc1.internal", "custom.checkpoints"]
+    assert dst.read == ["mm2-offset-syncs.dc1.internal", "custom.checkpoints", "mm2-offsets.dc1.internal"]
     assert tables.offset_syncs is None and tables.checkpoints is None  # both topics missing
     assert tables.notes["mm2_checkpoints"] == {"topic": "custom.checkpoints", "missing": True}
     assert mm2.remote_topic("orders") == "dc1.orders"
@@ -120,3 +121,39 @@ def test_config_rejects_equal_aliases() -> None:
         parse_config("mode: mm2\nmirror:\n  mm2:\n    source_alias: a\n    target_alias: a\n", env={})
     cfg = parse_config("mode: mm2\nmirror:\n  mm2:\n    replication_policy: identity\n", env={})
     assert cfg.mirror.mm2.remote_topic("x") == "x"
+
+
+def _position(key: object, value: object, offset: int) -> RawRecord:
+    return RawRecord(
+        0,
+        offset,
+        3000 + offset,
+        json.dumps(key).encode(),
+        None if value is None else json.dumps(value).encode(),
+    )
+
+
+def test_mirror_makers_positions_are_read_from_connects_offsets_topic() -> None:
+    """Kafka Connect's offsets topic as MirrorMaker 2's dedicated mode writes it (JSON key
+    [connector, source partition], value {"offset": N}): this flow's MirrorSourceConnector
+    positions kept in their order, a tombstone as an unknown position, the other connectors'
+    and the other source clusters' records left out, a malformed one counted, never fatal."""
+    here = {"cluster": "source", "partition": 0, "topic": "orders"}
+    records = [
+        _position(["MirrorSourceConnector", here], {"offset": 41}, 0),
+        _position(["MirrorCheckpointConnector", {"cluster": "source"}], {"offset": 7}, 1),
+        _position(["MirrorSourceConnector", {**here, "cluster": "other"}], {"offset": 3}, 2),
+        _position(["MirrorSourceConnector", here], {"offset": 99}, 3),
+        _position(["MirrorSourceConnector", {**here, "partition": 1}], None, 4),
+        RawRecord(0, 5, 3005, b"not json", b"{}"),
+    ]
+    dst = _Admin("destination", {"mm2-offsets.source.internal": records})
+    tables = collect_mm2(dst, "destination", Mm2Config())
+    assert tables.positions is not None
+    assert [(p.topic, p.partition, p.committed_offset, p.record_offset) for p in tables.positions] == [
+        ("orders", 0, 41, 0),
+        ("orders", 0, 99, 3),
+        ("orders", 1, None, 4),
+    ]
+    note = tables.notes["mm2_positions"]
+    assert (note["records"], note["corrupt"]) == (6, 1) and "not JSON" in note["examples"][0]

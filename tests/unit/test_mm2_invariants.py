@@ -14,7 +14,13 @@ import pytest
 from audit.config_file import parse_config
 from audit.jobs import READINESS
 from audit.pipeline import audit_snapshots
-from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord, PartitionTraitRecord
+from audit.snapshot import (
+    Mm2CheckpointRecord,
+    Mm2OffsetSyncRecord,
+    Mm2PositionRecord,
+    PartitionTraitRecord,
+    write_table,
+)
 from audit.validate.invariants import CM_IN_MM2, MM2
 from tests.snapshots import group, offset, part, write_pair
 
@@ -85,7 +91,7 @@ def _pair(root: Path, faulty: bool) -> tuple[Path, Path]:
         src_parts.append(part("late", 0, high_watermark=30))
         dst_parts.append(part("source.late", 0, high_watermark=20))
         syncs.append(Mm2OffsetSyncRecord("late", 0, 15, 15, 0, 9, 1009))
-    return write_pair(
+    src, dst = write_pair(
         root,
         src_parts,
         dst_parts,
@@ -96,6 +102,13 @@ def _pair(root: Path, faulty: bool) -> tuple[Path, Path]:
         src_syncs=syncs,
         dst_checkpoints=checkpoints,
     )
+    # MirrorSourceConnector's positions in Connect's offsets topic: caught up on orders.
+    positions = (
+        Mm2PositionRecord("orders", 0, 99, 0, 0, 1000),
+        Mm2PositionRecord("orders", 1, 99, 0, 1, 1001),
+    )
+    write_table(dst, "mm2_positions", positions)
+    return src, dst
 
 
 @pytest.fixture(scope="module")
@@ -246,8 +259,6 @@ def _skipped_pair(root: Path, traits: Any) -> tuple[Path, Path]:
     also be more than the mirror wrote, which MM2-READY-1 fails on its own). At the sync
     after the jump the offset delta moved from 0 to 200: the records 1000-1199 were never
     copied and the source no longer holds them."""
-    from audit.snapshot import write_table
-
     src, dst = write_pair(
         root,
         [part(log_start_offset=1200, high_watermark=1900, last_stable_offset=1900)],

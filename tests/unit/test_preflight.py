@@ -83,22 +83,24 @@ MM2 = "mode: mm2\n"
 
 
 def test_mode_mm2_asks_for_read_on_mirror_makers_own_topics_where_they_live() -> None:
-    """The offset syncs on the source (MirrorMaker 2's default location), the checkpoints on
-    the target: a Read withheld on one fails naming it, an absent one warns."""
+    """The offset syncs on the source (MirrorMaker 2's default location), the checkpoints and
+    Connect's offsets topic on the target: a Read withheld on one fails naming it, an absent
+    one warns."""
     from audit.collect.metadata.mm2_topics import mm2_topics_on
 
     cfg = _cfg(MM2)
     (syncs,) = mm2_topics_on("source", cfg.mirror.mm2)
-    (checkpoints,) = mm2_topics_on("destination", cfg.mirror.mm2)
+    checkpoints, positions = mm2_topics_on("destination", cfg.mirror.mm2)
     assert (syncs, checkpoints) == ("mm2-offset-syncs.target.internal", "source.checkpoints.internal")
+    assert positions == "mm2-offsets.source.internal"  # Connect's offsets topic (MM2-POS-1)
 
     admin = _Admin({syncs: frozenset({"DESCRIBE"})})
     (src,) = preflight._mm2_topic_findings(cfg, "source", admin, [syncs])  # type: ignore[arg-type]
     assert src.status == "fail" and f"topic Read withheld on MirrorMaker 2's {syncs}" in src.text
 
-    admin = _Admin({checkpoints: ALL_OPS})
-    (dst,) = preflight._mm2_topic_findings(cfg, "destination", admin, [checkpoints])  # type: ignore[arg-type]
-    assert dst.status == "ok" and checkpoints in dst.text
+    admin = _Admin({checkpoints: ALL_OPS, positions: ALL_OPS})
+    found = preflight._mm2_topic_findings(cfg, "destination", admin, [checkpoints, positions])  # type: ignore[arg-type]
+    assert [f.status for f in found] == ["ok", "ok"] and checkpoints in found[0].text
 
-    (absent,) = preflight._mm2_topic_findings(cfg, "destination", _Admin({}), [])  # type: ignore[arg-type]
-    assert absent.status == "warn" and "is not visible" in absent.text
+    absent = preflight._mm2_topic_findings(cfg, "destination", _Admin({}), [])  # type: ignore[arg-type]
+    assert [f.status for f in absent] == ["warn", "warn"] and "is not visible" in absent[0].text

@@ -102,3 +102,48 @@ def decode_checkpoint(key: bytes | None, value: bytes | None) -> Checkpoint:
     if version not in CHECKPOINT_VERSIONS:
         raise Mm2RecordError(f"checkpoint value has unknown version {version}", unknown_version=version)
     return Checkpoint(group_id, topic, partition, v.int64(), v.int64(), v.string())
+
+
+@dataclass(frozen=True)
+class SourcePosition:
+    """A MirrorSourceConnector task's committed position of one source partition, as Kafka
+    Connect keeps it in its offsets topic: the offset of the last record it copied (None: a
+    tombstone, the position forgotten)."""
+
+    topic: str
+    partition: int
+    offset: int | None
+
+
+def decode_source_position(
+    key: bytes | None, value: bytes | None, connector: str, source_alias: str
+) -> SourcePosition | None:
+    """A record of Connect's offsets topic (JSON, as Connect's JsonConverter writes it):
+    key ``["<connector>", {"cluster": "<alias>", "partition": N, "topic": "<topic>"}]``,
+    value ``{"offset": N}`` (null: a tombstone). None for a record of another connector or
+    another source cluster (the topic is shared by the herder's connectors: the checkpoint
+    and heartbeat connectors write theirs too); a malformed one raises ``Mm2RecordError``."""
+    import json
+
+    try:
+        parsed = json.loads(key or b"null")
+    except ValueError as exc:
+        raise Mm2RecordError(f"key is not JSON: {exc}") from None
+    if not (isinstance(parsed, list) and len(parsed) == 2 and isinstance(parsed[1], dict)):
+        raise Mm2RecordError("key is not [connector, source partition]")
+    name, where = parsed
+    if name != connector or where.get("cluster") != source_alias:
+        return None
+    topic, partition = where.get("topic"), where.get("partition")
+    if not isinstance(topic, str) or not isinstance(partition, int) or isinstance(partition, bool):
+        raise Mm2RecordError("key names no topic and partition")
+    if value is None:
+        return SourcePosition(topic, partition, None)
+    try:
+        held = json.loads(value)
+    except ValueError as exc:
+        raise Mm2RecordError(f"value is not JSON: {exc}") from None
+    offset = held.get("offset") if isinstance(held, dict) else None
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < -1:
+        raise Mm2RecordError(f"value holds no offset: {held!r}"[:200])
+    return SourcePosition(topic, partition, offset)

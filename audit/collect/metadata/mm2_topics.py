@@ -16,15 +16,20 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from audit.collect.metadata.kafka_admin import KafkaAdmin, RawRecord
-from audit.collect.metadata.mm2_formats import Mm2RecordError, decode_checkpoint, decode_offset_sync
+from audit.collect.metadata.mm2_formats import (
+    Mm2RecordError,
+    decode_checkpoint,
+    decode_offset_sync,
+    decode_source_position,
+)
 from audit.config import Mm2Config
-from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord
+from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord, Mm2PositionRecord
 
 log = logging.getLogger(__name__)
 
 MAX_REASONS = 5
 
-Row = TypeVar("Row", Mm2OffsetSyncRecord, Mm2CheckpointRecord)
+Row = TypeVar("Row", Mm2OffsetSyncRecord, Mm2CheckpointRecord, Mm2PositionRecord)
 
 
 @dataclass
@@ -62,18 +67,25 @@ class Mm2Tables:
     offset_syncs: tuple[Mm2OffsetSyncRecord, ...] | None
     checkpoints: tuple[Mm2CheckpointRecord, ...] | None
     notes: dict[str, Any]
+    positions: tuple[Mm2PositionRecord, ...] | None = None
 
 
 def _syncs_here(role: Literal["source", "destination"], mm2: Mm2Config) -> bool:
     return (mm2.offset_syncs_topic_location == "source") == (role == "source")
 
 
+def _positions_here(role: Literal["source", "destination"], mm2: Mm2Config) -> bool:
+    return (mm2.connect_offsets_topic_location == "source") == (role == "source")
+
+
 def mm2_topics_on(role: Literal["source", "destination"], mm2: Mm2Config) -> list[str]:
     """The MirrorMaker 2 topics a snapshot of this cluster reads: the offset syncs where
-    ``offset-syncs.topic.location`` puts them, the checkpoints on the target."""
+    ``offset-syncs.topic.location`` puts them, the checkpoints on the target, Connect's
+    offsets topic where ``connect_offsets_topic_location`` puts it."""
     return [
         *([mm2.offset_syncs_topic_name()] if _syncs_here(role, mm2) else []),
         *([mm2.checkpoints_topic_name()] if role == "destination" else []),
+        *([mm2.connect_offsets_topic_name()] if _positions_here(role, mm2) else []),
     ]
 
 
@@ -90,7 +102,27 @@ def collect_mm2(admin: KafkaAdmin, role: Literal["source", "destination"], mm2: 
         if role == "destination"
         else None
     )
-    return Mm2Tables(syncs, checkpoints, notes)
+    positions = (
+        _read(admin, mm2.connect_offsets_topic_name(), "mm2_positions", _position_reader(mm2), notes)
+        if _positions_here(role, mm2)
+        else None
+    )
+    return Mm2Tables(syncs, checkpoints, notes, None if positions is None else _mine(positions))
+
+
+def _position_reader(mm2: Mm2Config) -> Callable[[RawRecord], Mm2PositionRecord]:
+    def to_row(r: RawRecord) -> Mm2PositionRecord:
+        p = decode_source_position(r.key, r.value, mm2.source_connector, mm2.source_alias)
+        if p is None:
+            return Mm2PositionRecord("", -1, None, r.partition, r.offset, r.timestamp_ms)
+        return Mm2PositionRecord(p.topic, p.partition, p.offset, r.partition, r.offset, r.timestamp_ms)
+
+    return to_row
+
+
+def _mine(rows: tuple[Mm2PositionRecord, ...]) -> tuple[Mm2PositionRecord, ...]:
+    """The positions of this flow's MirrorSourceConnector (the others' records dropped)."""
+    return tuple(r for r in rows if r.partition >= 0)
 
 
 def _sync_row(r: RawRecord) -> Mm2OffsetSyncRecord:

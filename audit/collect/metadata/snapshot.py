@@ -150,6 +150,7 @@ def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapsh
         mm2_offset_syncs=mm2.offset_syncs if mm2 else None,
         mm2_checkpoints=mm2.checkpoints if mm2 else None,
         partition_traits=traits,
+        mm2_positions=mm2.positions if mm2 else None,
     )
 
 

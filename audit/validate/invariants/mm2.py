@@ -52,6 +52,25 @@ SKIP_2 = Invariant(
 )
 
 
+POS_1 = Invariant(
+    "MM2-POS-1",
+    statement=(
+        "MirrorMaker 2's committed source position lies within what the source holds: not below its log "
+        "start (loss in progress), not past its end (the topic recreated under the mirror), and, where it "
+        "is behind, more than a margin above the log start"
+    ),
+    needs="mm2_positions (Kafka Connect's offsets topic: mirror.mm2.connect_offsets_topic)",
+    inputs=("dst:mm2_positions",),
+    remediation=(
+        "Below the log start: retention deleted records MirrorMaker 2 has not copied (it is stopped or far "
+        "behind); when it reads on, its consumer resets past them and they are lost (MM2-SKIP-1 will count "
+        "them). Start or scale it now, and raise the source topic's retention.ms until it has caught up. "
+        "Near the log start: the same is about to happen. Past the end: the source topic was truncated or "
+        "recreated under the mirror: see MM2-SKIP-2."
+    ),
+)
+
+
 CKPT_1 = Invariant(
     "MM2-CKPT-1",
     statement="checkpoints never go backwards",
@@ -130,7 +149,7 @@ READY_1 = Invariant(
 )
 
 
-MM2: tuple[Invariant, ...] = (SYNC_1, SKIP_1, SKIP_2, CKPT_1, CKPT_2, CKPT_3, CKPT_4, GROUP_1, READY_1)
+MM2: tuple[Invariant, ...] = (SYNC_1, SKIP_1, SKIP_2, POS_1, CKPT_1, CKPT_2, CKPT_3, CKPT_4, GROUP_1, READY_1)
 
 # Record level (audit/compare/mm2_records.py): a nightly records scan of both sides.
 _DATA_NEEDS = "record_digests of both sides (records scan in mode mm2)"
