@@ -363,8 +363,8 @@ LEFT JOIN {topic_scope} ts ON ts.topic = placed.topic
             "src_high_watermark IS NULL",
         ),
         (
-            "a committed position of MirrorMaker 2 (none in the offsets topic of Connect: nothing copied yet, "
-            "or a tombstone)",
+            "a committed position of MirrorMaker 2 (none in the offsets topic of Connect: nothing "
+            "copied yet, or a tombstone)",
             "committed_offset IS NULL",
         ),
     ),
