@@ -450,10 +450,11 @@ def test_records_retention_deleted_before_the_mirror_copied_them_are_counted_los
     sandbox: SandboxState, mirror_maker: str, tmp_path: Path
 ) -> None:
     """Issue 55 on the real MirrorMaker 2: stopped, 30 records written, the source's log
-    start moved past its position as retention would (DeleteRecords to 35), started again:
-    its consumer resets to the earliest offset and goes on. The 25 records 10-34 are on
-    neither side, and nothing in MirrorMaker 2 says so: readiness counts exactly them lost
-    (MM2-SKIP-1, the gap between its offset syncs) and answers NO-GO."""
+    start moved past its position as retention would (DeleteRecords to 35): its position
+    in Connect's offsets topic is below the log start (MM2-POS-1: loss in progress). Started
+    again, its consumer resets to the earliest offset and goes on. The 25 records 10-34 are
+    on neither side, and nothing in MirrorMaker 2 says so: readiness counts exactly them
+    lost (MM2-SKIP-1, the gap between its offset syncs) and answers NO-GO."""
     run = mirror_maker
     src_bootstrap, dst_bootstrap = (
         sandbox.cluster("source").bootstrap,
@@ -465,17 +466,6 @@ def test_records_retention_deleted_before_the_mirror_copied_them_are_counted_los
     assert _replica_end(dst_bootstrap, remote, 10) == 10, _mm2_log_tail(sandbox)
     running = mm2.load(sandbox)
     assert running is not None
-    mm2.stop(sandbox)
-    try:
-        produce(src_bootstrap, topic, [Record(None, b"b")] * 30, partition=0)  # offsets 10-39
-        cut = TopicPartition(topic, 0, 35)
-        AdminClient({"bootstrap.servers": src_bootstrap}).delete_records([cut])[cut].result(timeout=60)
-    finally:
-        mm2.start(sandbox, running.options)
-    produce(src_bootstrap, topic, [Record(None, b"c")] * 5, partition=0)  # 40-44
-    # The replica: the first 10, then 35-44 (10 more): 10-34 copied nowhere.
-    assert _replica_end(dst_bootstrap, remote, 20) == 20, _mm2_log_tail(sandbox)
-
     cfg = tmp_path / "lost.yaml"
     cfg.write_text(
         "mode: mm2\n"
@@ -483,6 +473,25 @@ def test_records_retention_deleted_before_the_mirror_copied_them_are_counted_los
         f"destination:\n  bootstrap_servers: {dst_bootstrap}\n  timeout_seconds: 30\n"
         f"scope:\n  topics:\n    include: ['{topic}']\n  groups:\n    include: ['none-{run}']\n"
     )
+    mm2.stop(sandbox)
+    try:
+        produce(src_bootstrap, topic, [Record(None, b"b")] * 30, partition=0)  # offsets 10-39
+        cut = TopicPartition(topic, 0, 35)
+        AdminClient({"bootstrap.servers": src_bootstrap}).delete_records([cut])[cut].result(timeout=60)
+        # While it is stopped, its position (Connect's offsets topic) is below the source's
+        # log start: loss in progress, before any offset sync shows it.
+        stopped = run_in_process("readiness", "--config", str(cfg), "--out", str(tmp_path / "stopped"))
+        assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+        pos = json.loads((tmp_path / "stopped" / "summary.json").read_text())["invariants"]["MM2-POS-1"]
+        assert pos["status"] == "fail", pos
+        (behind,) = [e for c in pos["checks"] for e in c["examples"]]
+        assert (behind["next_offset"], behind["src_log_start_offset"]) == (10, 35)
+    finally:
+        mm2.start(sandbox, running.options)
+    produce(src_bootstrap, topic, [Record(None, b"c")] * 5, partition=0)  # 40-44
+    # The replica: the first 10, then 35-44 (10 more): 10-34 copied nowhere.
+    assert _replica_end(dst_bootstrap, remote, 20) == 20, _mm2_log_tail(sandbox)
+
     proc = run_in_process("readiness", "--config", str(cfg), "--out", str(tmp_path / "ready"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     summary = json.loads((tmp_path / "ready" / "summary.json").read_text())
