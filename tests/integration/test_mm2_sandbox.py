@@ -477,14 +477,15 @@ def test_records_retention_deleted_before_the_mirror_copied_them_are_counted_los
     try:
         produce(src_bootstrap, topic, [Record(None, b"b")] * 30, partition=0)  # offsets 10-39
         cut = TopicPartition(topic, 0, 35)
-        AdminClient({"bootstrap.servers": src_bootstrap}).delete_records([cut])[cut].result(timeout=60)
+        admin = AdminClient({"bootstrap.servers": src_bootstrap})  # held: a collected client never answers
+        admin.delete_records([cut])[cut].result(timeout=60)
         # While it is stopped, its position (Connect's offsets topic) is below the source's
         # log start: loss in progress, before any offset sync shows it.
         stopped = run_in_process("readiness", "--config", str(cfg), "--out", str(tmp_path / "stopped"))
         assert stopped.returncode == 1, stopped.stdout + stopped.stderr
         pos = json.loads((tmp_path / "stopped" / "summary.json").read_text())["invariants"]["MM2-POS-1"]
         assert pos["status"] == "fail", pos
-        (behind,) = [e for c in pos["checks"] for e in c["examples"]]
+        (behind,) = [e for c in pos["checks"] if c["severity"] == "fail" for e in c["examples"]]
         assert (behind["next_offset"], behind["src_log_start_offset"]) == (10, 35)
     finally:
         mm2.start(sandbox, running.options)
