@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -120,6 +120,10 @@ def audit_snapshots(
     source, destination, run_dir = local_path(source), local_path(destination), local_path(run_dir)
     pair = read_pair(source, destination)
     src_manifest, dst_manifest = pair.src_manifest, pair.dst_manifest
+    # Earlier runs of this pair, read once: what changed, since when, and the source the
+    # newest of them saw (MM2-SKIP-2 compares topic ids with it).
+    history = _history(run_dir, cfg, (src_manifest.get("cluster_id"), dst_manifest.get("cluster_id")))
+    pair = replace(pair, previous_source=_previous_source(run_dir, history))
     writable_directory(run_dir, "run directory")
     check_scope(prof.inputs, cfg, pair)
     for directory in (source, destination):
@@ -168,9 +172,6 @@ def audit_snapshots(
         run_info["violations_not_kept"] = untracked
     run_info.update(compared.tables.run_info())
     details = invariant_details(compared, src_manifest, dst_manifest)
-    from audit.report.history import pair_of
-
-    history = _history(run_dir, cfg, pair_of({"run": run_info}))
     nightly_data = _nightly_data(job, prof, cfg, results, history)
     answer = None
     accepted_loss = _accepted_loss(results, cfg)
@@ -211,6 +212,21 @@ def _accepted_loss(results: list[Any], cfg: AuditConfig) -> list[str]:
                 "(accepted: readiness.accept_lost)"
             ]
     return []
+
+
+def _previous_source(run_dir: Path, history: list[dict[str, Any]]) -> Path | None:
+    """The source snapshot of the newest earlier run that still has one: where that run
+    read it (an offline audit's), else the run directory's own ``source/``."""
+    root = shared_state_root(run_dir)
+    for earlier in reversed(history):
+        recorded = (earlier.get("run") or {}).get("source")
+        candidates = [Path(recorded)] if isinstance(recorded, str) and recorded else []
+        if root is not None:
+            candidates.append(root / str(earlier["dir"]) / "source")
+        for candidate in candidates:
+            if (candidate / "partitions.parquet").is_file():
+                return candidate
+    return None
 
 
 def _history(run_dir: Path, cfg: AuditConfig, pair: tuple[Any, Any]) -> list[dict[str, Any]]:

@@ -449,6 +449,11 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("fully_replicated", "boolean"),
         _c("only_mirror_writes", "boolean"),
         _c("src_quiet", "boolean"),
+        # MM2-SKIP-2: the source topic's id now and as the newest earlier run saw it; a
+        # different one means the topic was deleted and recreated under the mirror.
+        _c("src_topic_id", "string"),
+        _c("previous_src_topic_id", "string"),
+        _c("recreated", "boolean"),
     ),
     # Mode mm2, from a records scan of both sides: per source partition, its records
     # matched to their copies on the replica by content over the compared range.
@@ -794,6 +799,12 @@ AUX_TABLES: dict[str, tuple[Column, ...]] = {
         _c("group_id", "string", False),
         _c("in_scope", "boolean", False),
         _c("excluded", "boolean", False),
+    ),
+    # The source's topic ids as the newest earlier run of the pair saw them (MM2-SKIP-2).
+    "previous_topic_ids": (
+        _c("topic", "string", False),
+        _c("topic_id", "string", False),
+        _c("snapshot", "string", False),
     ),
     # readiness.accept_lost: the source topics whose known loss (MM2-SKIP-1) is accepted.
     "accepted_loss": (_c("topic", "string", False),),

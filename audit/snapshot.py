@@ -248,6 +248,9 @@ class SnapshotPair:
     destination: Path
     src_manifest: dict[str, Any]
     dst_manifest: dict[str, Any]
+    # The source snapshot of the newest earlier run of this pair (its history under the
+    # output root), where one is there: what the source looked like last time (topic ids).
+    previous_source: Path | None = None
     _read: dict[tuple[Path, str], Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def arrow(self, directory: Path, table: str) -> Any:

@@ -43,6 +43,8 @@ placed AS (
     d.high_watermark IS NOT NULL AS dst_present,
     ls.sync_upstream_offset, ls.sync_downstream_offset,
     ls.sync_upstream_offset IS NOT NULL AS has_sync,
+    s.topic_id AS src_topic_id,
+    pt.topic_id AS previous_src_topic_id,
     -- The replica's position in source offsets: the latest sync's upstream offset plus
     -- what the replica gained since that sync.
     s.high_watermark - (ls.sync_upstream_offset + (d.high_watermark - ls.sync_downstream_offset))
@@ -52,6 +54,7 @@ placed AS (
   LEFT JOIN {{topic_names}} tn ON tn.topic = s.topic
   LEFT JOIN {{dst_partitions}} d ON d.topic = tn.remote_topic AND d.partition = s.partition
   LEFT JOIN latest_sync ls ON ls.topic = s.topic AND ls.partition = s.partition
+  LEFT JOIN {{previous_topic_ids}} pt ON pt.topic = s.topic
 )
 SELECT placed.*,
   -- No replica, or no sync yet: replicated only if the source holds nothing to replicate.
@@ -63,7 +66,10 @@ SELECT placed.*,
   CASE WHEN NOT dst_present THEN TRUE
     WHEN has_sync THEN unreplicated_records >= 0
     ELSE dst_high_watermark = dst_log_start_offset END AS only_mirror_writes,
-  src_last_stable_offset = src_high_watermark AS src_quiet
+  src_last_stable_offset = src_high_watermark AS src_quiet,
+  -- Judged where an earlier run saw the topic (the check's domain); an id no longer reported
+  -- is unknown.
+  src_topic_id <> previous_src_topic_id AS recreated
 FROM placed
 """,
     shown=(
@@ -73,10 +79,13 @@ FROM placed
         "sync_upstream_offset",
         "sync_downstream_offset",
         "unreplicated_records",
+        "src_topic_id",
+        "previous_src_topic_id",
     ),
     causes=causes(
         ("the replica partition on the target", "NOT dst_present"),
         ("an offset sync for the partition", "NOT has_sync"),
+        ("the source topic id (not reported by the cluster)", "src_topic_id IS NULL"),
     ),
 )
 

@@ -134,6 +134,25 @@ def _format_origin(version: int) -> str:
     return "written before format versions were recorded" if version == 0 else "written by another version"
 
 
+def previous_topic_ids(previous_source: Path | None) -> list[tuple[Any, ...]]:
+    """(topic, topic id, snapshot directory) as the newest earlier run of the pair saw the
+    source: empty where there is none, or its snapshot is gone or unreadable (the check then
+    has nothing to compare with, and says nothing)."""
+    if previous_source is None or not check_table(previous_source, "partitions"):
+        return []
+    try:
+        found = read_arrow(previous_source, "partitions", ["topic", "topic_id"])
+    except InputError as exc:
+        log.warning("the previous run's source snapshot is not read (%s): topic ids not compared", exc)
+        return []
+    ids = {
+        (t, i)
+        for t, i in zip(found.column("topic").to_pylist(), found.column("topic_id").to_pylist(), strict=True)
+        if i
+    }
+    return [(t, i, str(previous_source)) for t, i in sorted(ids)]
+
+
 def run_compare(
     tables: Tables,
     comparisons: tuple[Comparison, ...],
@@ -177,6 +196,7 @@ def run_compare(
     tables.put("topic_scope", "topic_scope", topic_scope_rows(topics, inputs.topic_in_scope(cfg)))
     tables.put("group_scope", "group_scope", group_scope_rows(names["groups"], cfg))
     tables.put("accepted_loss", "accepted_loss", [(t,) for t in sorted(set(cfg.readiness.accept_lost))])
+    tables.put("previous_topic_ids", "previous_topic_ids", previous_topic_ids(pair.previous_source))
     markers = check_table(destination, "markers")
     src_started = started_ms(pair.src_manifest, source)
     tables.put("run_params", "run_params", params_row(cfg, src_started, markers, share_read))

@@ -314,3 +314,28 @@ def test_a_known_loss_the_operator_accepts_by_topic_warns_and_is_said_on_every_r
     assert summary["readiness"] == "GO", summary["readiness_reasons"]
     (line,) = summary["accepted_unchecked"]
     assert "MM2-SKIP-1: 1 offset sync gaps" in line and "orders" in line and "readiness.accept_lost" in line
+
+
+def test_a_source_topic_recreated_under_the_mirror_fails_naming_both_ids(tmp_path: Path) -> None:
+    """The newest earlier run of the pair (its history under the output root) saw orders
+    with another topic id: the topic was deleted and recreated under the mirror, whose
+    offset syncs and replica still describe the old one."""
+    runs = tmp_path / "runs"
+    before_src, before_dst = write_pair(
+        tmp_path / "before", [part()], [part(REMOTE)], src_syncs=[sync(0, 0, 0, 0)]
+    )
+    first = audit_snapshots(before_src, before_dst, runs / "1", MM2_ONLY, job=READINESS, engine="local")
+    assert first.summary["invariants"]["MM2-SKIP-2"]["status"] == "pass"  # nothing earlier to compare with
+    src, dst = write_pair(
+        tmp_path / "after", [part(topic_id="id-orders-new")], [part(REMOTE)], src_syncs=[sync(0, 0, 0, 0)]
+    )
+    summary = audit_snapshots(src, dst, runs / "2", MM2_ONLY, job=READINESS, engine="local").summary
+    skip = summary["invariants"]["MM2-SKIP-2"]
+    assert skip["status"] == "fail", skip
+    (example,) = [e for c in skip["checks"] for e in c["examples"]]
+    assert (example["topic"], example["src_topic_id"], example["previous_src_topic_id"]) == (
+        "orders",
+        "id-orders-new",
+        "id-orders",
+    )
+    assert summary["readiness"] == "NO-GO"

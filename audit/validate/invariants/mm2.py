@@ -41,11 +41,15 @@ SKIP_1 = Invariant(
 
 SKIP_2 = Invariant(
     "MM2-SKIP-2",
-    statement="offset syncs name no source offset past the source partition's end",
+    statement=(
+        "the source topic is the one the mirror has been copying: its id is the one the newest earlier run "
+        "saw, and no offset sync names an offset past its end"
+    ),
     needs="mm2_offset_syncs",
     remediation=(
-        "An offset sync names an upstream offset the source partition never reached: the source topic "
-        "was deleted and recreated (or truncated) under the mirror, whose replica now mixes the old "
+        "The source topic has another id than the last run saw (both shown), or an offset sync names an "
+        "upstream offset the source partition never reached: the source topic was deleted and recreated "
+        "(or truncated) under the mirror, whose replica now mixes the old "
         "topic's copies with the new one's. Stop MirrorMaker 2 for the topic, delete the replica and the "
         "topic's offset syncs (or rename the new topic), and mirror it again from the start."
     ),
