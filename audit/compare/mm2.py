@@ -334,24 +334,31 @@ FROM judged CROSS JOIN {{run_params}} p
 POSITIONS = Comparison(
     "mm2_positions",
     ("topic", "partition"),
-    """
+    f"""
 WITH latest AS (
   SELECT topic, partition, committed_offset, timestamp_ms FROM (
     SELECT c.*, row_number() OVER (PARTITION BY topic, partition
                                    ORDER BY record_partition DESC, record_offset DESC) AS n
-    FROM {positions} c
+    FROM {{positions}} c
   ) ranked WHERE n = 1
-)
+),
+latest_sync AS ({_LATEST_SYNC})
 -- Every source partition, and every position (a position of a partition the source no
 -- longer has is unchecked: its cause names the topic deleted). Without a position, a
 -- partition holding nothing is fine; one holding records is unchecked (nothing copied yet).
 , placed AS (
+  -- Where it reads on from: after its committed position, and at least after the record
+  -- of its latest offset sync (Connect flushes positions every offset.flush.interval.ms: a
+  -- mirror that just started has synced records before it has committed a position).
   SELECT coalesce(p.topic, l.topic) AS topic, coalesce(p.partition, l.partition) AS partition,
-    l.committed_offset, l.timestamp_ms, l.committed_offset + 1 AS next_offset,
-    l.topic IS NOT NULL AS has_position,
+    l.committed_offset, l.timestamp_ms,
+    greatest(l.committed_offset + 1, ls.sync_upstream_offset + 1) AS next_offset,
+    l.committed_offset IS NOT NULL OR ls.sync_upstream_offset IS NOT NULL AS has_position,
     p.log_start_offset AS src_log_start_offset, p.high_watermark AS src_high_watermark
-  FROM {src_partitions} p
+  FROM {{src_partitions}} p
   FULL OUTER JOIN latest l ON l.topic = p.topic AND l.partition = p.partition
+  LEFT JOIN latest_sync ls ON ls.topic = coalesce(p.topic, l.topic)
+    AND ls.partition = coalesce(p.partition, l.partition)
 )
 SELECT placed.topic, placed.partition, ts.in_scope AS in_scope, committed_offset, timestamp_ms,
   next_offset, src_log_start_offset, src_high_watermark,
@@ -362,7 +369,7 @@ SELECT placed.topic, placed.partition, ts.in_scope AS in_scope, committed_offset
     ELSE next_offset > src_high_watermark END AS past_end,
   coalesce(next_offset, src_log_start_offset) < src_high_watermark AS behind
 FROM placed
-LEFT JOIN {topic_scope} ts ON ts.topic = placed.topic
+LEFT JOIN {{topic_scope}} ts ON ts.topic = placed.topic
 """,
     requires=("positions",),
     shown=("next_offset", "src_log_start_offset", "src_high_watermark", "margin_records", "timestamp_ms"),
@@ -372,9 +379,9 @@ LEFT JOIN {topic_scope} ts ON ts.topic = placed.topic
             "src_high_watermark IS NULL",
         ),
         (
-            "a committed position of MirrorMaker 2 (none in the offsets topic of Connect: nothing "
-            "copied yet, or a tombstone)",
-            "committed_offset IS NULL",
+            "a position of MirrorMaker 2 (none committed in the offsets topic of Connect and no "
+            "offset sync: nothing copied yet)",
+            "next_offset IS NULL",
         ),
     ),
 )

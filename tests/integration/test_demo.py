@@ -208,8 +208,8 @@ def test_mm2_demo(tmp_path: Path, shared_sandbox: tuple[Path, Footprint], health
     """The same flow with a real MirrorMaker 2: healthy passes every mm2 invariant; the faulty
     run fails exactly MM2-CKPT-2 and CM-GROUP-2 (records deleted on the target past the
     analytics checkpoint, which MirrorMaker 2 had already synced into the target group),
-    MM2-READY-1 (a group live on the target) and MM2-DATA-1 (10 records MirrorMaker 2 was
-    made to skip)."""
+    MM2-READY-1 (a group live on the target) and MM2-DATA-1 and MM2-SKIP-1 (10 records
+    MirrorMaker 2 was made to skip)."""
     code, summary, output = _demo(
         tmp_path, shared_sandbox[0], "--mode", "mm2", *(["--healthy"] if healthy else [])
     )
@@ -228,8 +228,23 @@ def test_mm2_demo(tmp_path: Path, shared_sandbox: tuple[Path, Footprint], health
         assert set(statuses.values()) == {"pass", "skipped"}, statuses
         return
     assert code == 1, output[-3000:]
-    assert _by_status(summary, "fail") == {"MM2-CKPT-2", "MM2-READY-1", "CM-GROUP-2", "MM2-DATA-1"}, statuses
+    assert _by_status(summary, "fail") == {
+        "MM2-CKPT-2",
+        "MM2-READY-1",
+        "CM-GROUP-2",
+        "MM2-DATA-1",
+        "MM2-SKIP-1",
+    }, statuses
     inv = summary["invariants"]
+    # The same 10 records, from MirrorMaker 2's own offset syncs (what readiness sees too).
+    (gap,) = inv["MM2-SKIP-1"]["examples"]
+    assert (gap["topic"], gap["partition"], gap["skipped_from_offset"], gap["lost_records"]) == (
+        "orders",
+        2,
+        200,
+        10,
+    )
+    assert summary["run"]["lost_records"] == 10
     (skip,) = inv["MM2-DATA-1"]["examples"]
     assert (skip["topic"], skip["partition"], skip["missing_records"], skip["first_missing_offset"]) == (
         "orders",

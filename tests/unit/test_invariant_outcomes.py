@@ -263,6 +263,24 @@ OUTCOMES = (
     ),
     Outcome(
         "MM2-POS-1",
+        "warn",
+        "no committed position and no offset sync on a partition holding records",
+        on("dst:mm2_positions", committed_offset=None) | {"src:mm2_offset_syncs": []},
+    ),
+    Outcome(
+        "MM2-POS-1",
+        "pass",
+        "no committed position yet, the latest offset sync at 50 (Connect flushes positions later)",
+        on("dst:mm2_positions", committed_offset=None),
+    ),
+    Outcome(
+        "MM2-POS-1",
+        "pass",
+        "behind at 80 on a partition retention has deleted nothing of (log start 0), margin 1000",
+        on("dst:mm2_positions", committed_offset=79),
+    ),
+    Outcome(
+        "MM2-POS-1",
         "pass",
         "behind at 80, 10 records above the log start, margin 10",
         on("dst:mm2_positions", committed_offset=79) | on("src:partitions", log_start_offset=70),

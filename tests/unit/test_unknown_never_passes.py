@@ -185,6 +185,11 @@ NO_INPUTS = {
         "(test_invariant_outcomes.py: producers not described, a compacted topic; "
         "test_mm2_invariants.py: no partition_traits at all), and the gap is unchecked"
     ),
+    "MM2-POS-1": (
+        "its position comes from Connect's offsets topic or, before Connect has flushed one, from the "
+        "latest offset sync: either alone judges it, so neither is an input it lacks alone; a partition "
+        "holding records with neither is unchecked (its case in test_invariant_outcomes.py)"
+    ),
     "MM2-SKIP-2": (
         "judges the syncs read against the source partition's end, which every source snapshot holds; "
         "a sync of a partition absent from it is unchecked (its cause: the topic deleted?)"

@@ -64,7 +64,6 @@ POS_1 = Invariant(
         "is behind, more than a margin above the log start"
     ),
     needs="mm2_positions (Kafka Connect's offsets topic: mirror.mm2.connect_offsets_topic)",
-    inputs=("dst:mm2_positions",),
     remediation=(
         "Below the log start: retention deleted records MirrorMaker 2 has not copied (it is stopped or far "
         "behind); when it reads on, its consumer resets past them and they are lost (MM2-SKIP-1 will count "
