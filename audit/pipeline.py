@@ -123,7 +123,11 @@ def audit_snapshots(
     # Earlier runs of this pair, read once: what changed, since when, and the source the
     # newest of them saw (MM2-SKIP-2 compares topic ids with it).
     history = _history(run_dir, cfg, (src_manifest.get("cluster_id"), dst_manifest.get("cluster_id")))
-    pair = replace(pair, previous_source=_previous_source(run_dir, history))
+    pair = replace(
+        pair,
+        previous_source=_previous_source(run_dir, history),
+        previous_source_reads=_previous_compared(run_dir, history, "mm2_source_reads"),
+    )
     writable_directory(run_dir, "run directory")
     check_scope(prof.inputs, cfg, pair)
     for directory in (source, destination):
@@ -226,6 +230,24 @@ def _previous_source(run_dir: Path, history: list[dict[str, Any]]) -> Path | Non
         for candidate in candidates:
             if (candidate / "partitions.parquet").is_file():
                 return candidate
+    return None
+
+
+def _previous_compared(run_dir: Path, history: list[dict[str, Any]], table: str) -> Path | None:
+    """``table`` as the newest earlier run that wrote it in this version's format left it
+    under the output root (an older format is passed over: its rows are not read as ours)."""
+    from audit.compare.run import written_format
+    from audit.schemas import comparison_format
+
+    root = shared_state_root(run_dir)
+    if root is None:
+        return None
+    for earlier in reversed(history):
+        compared = root / str(earlier["dir"]) / "compare"
+        if (compared / f"{table}.parquet").exists():
+            if written_format(compared, table) == comparison_format(table):
+                return compared / f"{table}.parquet"
+            log.info("%s of %s is of another format: not read", table, compared.parent)
     return None
 
 

@@ -49,6 +49,22 @@ _READ_RANGE = (
     _c("detail", "string"),
 )
 
+# Mode mm2: what records scans read of each source partition, kept from run to run
+# (``mm2_source_reads``, audit/compare/mm2_reads.py): ``kind`` "read" is a range the scan read
+# whole, "records" a run of consecutive offsets holding records it read there (at
+# MirrorMaker 2's isolation: what it copies). Offsets read and holding no record are markers,
+# aborted records or compacted away: what tells them from lost records in a gap between
+# offset syncs (MM2-SKIP-1) once the source no longer holds the range.
+_SOURCE_READS = (
+    _c("topic", "string", False),
+    _c("partition", "int32", False),
+    _c("topic_id", "string"),  # the topic's id when read: evidence of another topic is not used
+    _c("kind", "string", False),  # read | records
+    _c("start_offset", "int64", False),
+    _c("end_offset", "int64", False),  # exclusive
+    _c("read_committed", "boolean", False),
+)
+
 SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
     "partitions": (
         _c("topic", "string", False),
@@ -507,6 +523,7 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("in_order", "boolean"),
         _c("duplicates_fail", "boolean"),
     ),
+    "mm2_source_reads": _SOURCE_READS,
     "mm2_syncs": (
         *_side("", "mm2_offset_syncs"),
         _c("in_scope", "boolean"),
@@ -522,6 +539,9 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("src_high_watermark", "int64"),
         _c("compacted", "boolean"),
         _c("transactional_producers", "int32"),
+        # Whether records scans (this run's or kept from earlier runs: mm2_source_reads) read
+        # every offset of the gap, so that its records are counted, not inferred.
+        _c("gap_scanned", "boolean"),
         # Of the skipped offsets, those no marker, aborted record or compaction explains:
         # lost. Null where that cannot be told (its cause says why): never 0 for unknown.
         _c("lost_records", "int64"),
@@ -806,6 +826,8 @@ AUX_TABLES: dict[str, tuple[Column, ...]] = {
         _c("topic_id", "string", False),
         _c("snapshot", "string", False),
     ),
+    # mm2_source_reads as the newest earlier run of the pair that kept them wrote it.
+    "previous_source_reads": _SOURCE_READS,
     # readiness.accept_lost: the source topics whose known loss (MM2-SKIP-1) is accepted.
     "accepted_loss": (_c("topic", "string", False),),
     # Mode mm2: a source topic and its replica's name on the target, both ways.

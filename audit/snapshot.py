@@ -251,6 +251,9 @@ class SnapshotPair:
     # The source snapshot of the newest earlier run of this pair (its history under the
     # output root), where one is there: what the source looked like last time (topic ids).
     previous_source: Path | None = None
+    # The source reads (``mm2_source_reads``) the newest earlier run of this pair that kept
+    # them wrote: what earlier records scans read of offsets the source may no longer hold.
+    previous_source_reads: Path | None = None
     _read: dict[tuple[Path, str], Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def arrow(self, directory: Path, table: str) -> Any:

@@ -12,6 +12,7 @@ not collected is an empty input, so its rows are none and its invariants come ou
 
 from __future__ import annotations
 
+from audit.compare.mm2_reads import SOURCE_READS
 from audit.compare.mm2_records import RECORDS
 from audit.compare.sql import DST_PARTITION, Comparison, causes, group_active, offset_in_range
 
@@ -116,28 +117,53 @@ judged AS (
       AS skipped_records,
     prev_upstream_offset + (downstream_offset - prev_downstream_offset) AS skipped_from_offset
   FROM ordered
+),
+-- What records scans read of each gap, at the mirror's isolation (mm2_source_reads: this
+-- run's scan and what earlier runs kept): the offsets read and, of them, those holding a
+-- record. Read whole, the gap's records are counted; the rest were markers, aborted records
+-- or compacted away.
+scanned AS (
+  SELECT j.topic, j.partition, j.record_partition, j.record_offset,
+    sum(CASE WHEN e.kind = 'read' THEN least(e.end_offset, j.upstream_offset)
+      - greatest(e.start_offset, j.skipped_from_offset) ELSE 0 END) AS read_offsets,
+    sum(CASE WHEN e.kind = 'records' THEN least(e.end_offset, j.upstream_offset)
+      - greatest(e.start_offset, j.skipped_from_offset) ELSE 0 END) AS scanned_records
+  FROM judged j
+  CROSS JOIN {run_params} rp
+  JOIN {mm2_source_reads} e ON e.topic = j.topic AND e.partition = j.partition
+    AND e.read_committed = rp.mm2_read_committed
+    AND e.start_offset < j.upstream_offset AND e.end_offset > j.skipped_from_offset
+  WHERE j.monotonic AND j.skipped_records > 0
+  GROUP BY j.topic, j.partition, j.record_partition, j.record_offset
 )
 SELECT judged.*,
   p.log_start_offset AS src_log_start_offset,
   p.high_watermark AS src_high_watermark,
   t.compacted, t.transactional_producers,
+  coalesce(sc.read_offsets = judged.skipped_records, FALSE) AS gap_scanned,
   -- MM2-SKIP-1. Nothing skipped (or MM2-SYNC-1's matter: a sync going back): nothing lost.
-  -- A compacted topic's gaps are the cleaner's, a transactional one's its markers (and,
-  -- read committed, its aborted records): on a plain topic every skipped offset is lost.
-  -- Read uncommitted, the markers in one gap are at most one per transactional producer
-  -- (each ends its transaction with one, after a record of it): a longer gap lost the rest.
+  -- A gap a scan read whole: its records (what the mirror would have copied) are lost, its
+  -- other offsets were markers, aborted records or compacted away. Else: on a plain topic
+  -- every skipped offset is lost; a compacted topic's gaps may be the cleaner's: unknown.
+  -- Read uncommitted, a mirror reading on passes over markers only, at most one per
+  -- transactional producer between two records (each ends its transaction with one, after
+  -- a record of it): such a gap is markers. A longer one lost records, how many only a scan
+  -- tells (one producer's transactions in it leave a marker each): unknown, as is any gap
+  -- read committed (aborted records).
   CASE WHEN prev_upstream_offset IS NULL OR NOT monotonic OR skipped_records <= 0 THEN 0
-    WHEN t.compacted IS NULL OR t.transactional_producers IS NULL THEN NULL
-    WHEN t.compacted THEN NULL
+    WHEN sc.read_offsets = judged.skipped_records THEN sc.scanned_records
+    WHEN t.compacted IS NULL OR t.transactional_producers IS NULL OR t.compacted THEN NULL
     WHEN t.transactional_producers = 0 THEN skipped_records
-    WHEN rp.mm2_read_committed THEN NULL
-    ELSE greatest(0, skipped_records - t.transactional_producers) END AS lost_records,
+    WHEN NOT rp.mm2_read_committed AND skipped_records <= t.transactional_producers THEN 0
+    ELSE NULL END AS lost_records,
   upstream_offset > p.high_watermark AS past_source_end,
   a.topic IS NOT NULL AS loss_accepted
 FROM judged
 LEFT JOIN {src_partitions} p ON p.topic = judged.topic AND p.partition = judged.partition
 LEFT JOIN {accepted_loss} a ON a.topic = judged.topic
 LEFT JOIN {src_partition_traits} t ON t.topic = judged.topic AND t.partition = judged.partition
+LEFT JOIN scanned sc ON sc.topic = judged.topic AND sc.partition = judged.partition
+  AND sc.record_partition = judged.record_partition AND sc.record_offset = judged.record_offset
 CROSS JOIN {run_params} rp
 """,
     shown=(
@@ -148,6 +174,7 @@ CROSS JOIN {run_params} rp
         "skipped_from_offset",
         "skipped_records",
         "lost_records",
+        "gap_scanned",
         "prev_timestamp_ms",
         "timestamp_ms",
         "src_high_watermark",
@@ -163,12 +190,15 @@ CROSS JOIN {run_params} rp
             "compacted IS NULL OR transactional_producers IS NULL",
         ),
         (
-            "a record scan of the gap: on a compacted topic the gaps of the cleaner are not told apart",
+            "a records scan of the gap by this run (on a compacted topic the cleaner may have removed "
+            "records since an earlier scan): the gaps of the cleaner are not told apart from lost records",
             "compacted",
         ),
         (
-            "a record scan of the gap: read committed, the aborted records of a transactional topic are "
-            "not told apart",
+            "a records scan of the gap (by a nightly run, this one or one kept under the output root, at "
+            "the isolation of the mirror): on a transactional topic the markers (and, read committed, the "
+            "aborted records) in a gap longer than one marker per producer are not told apart from lost "
+            "records",
             "transactional_producers > 0",
         ),
     ),
@@ -386,4 +416,4 @@ LEFT JOIN {{topic_scope}} ts ON ts.topic = placed.topic
     ),
 )
 
-COMPARISONS = (PARTITIONS, SYNCS, CHECKPOINTS, GROUP_OFFSETS, RECORDS, POSITIONS)
+COMPARISONS = (PARTITIONS, SOURCE_READS, SYNCS, CHECKPOINTS, GROUP_OFFSETS, RECORDS, POSITIONS)

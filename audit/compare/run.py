@@ -153,6 +153,18 @@ def previous_topic_ids(previous_source: Path | None) -> list[tuple[Any, ...]]:
     return [(t, i, str(previous_source)) for t, i in sorted(ids)]
 
 
+def _load_previous_reads(tables: Tables, path: Path | None) -> None:
+    """What earlier records scans read (``previous_source_reads``): none where no earlier run
+    kept any, or its file cannot be read (the gaps they would explain stay unchecked)."""
+    if path is not None:
+        try:
+            load_compared(tables, "previous_source_reads", path, "mm2_source_reads")
+            return
+        except InputError as exc:
+            log.warning("what earlier records scans read is not used (%s)", exc)
+    tables.put("previous_source_reads", "previous_source_reads", [])
+
+
 def run_compare(
     tables: Tables,
     comparisons: tuple[Comparison, ...],
@@ -197,6 +209,7 @@ def run_compare(
     tables.put("group_scope", "group_scope", group_scope_rows(names["groups"], cfg))
     tables.put("accepted_loss", "accepted_loss", [(t,) for t in sorted(set(cfg.readiness.accept_lost))])
     tables.put("previous_topic_ids", "previous_topic_ids", previous_topic_ids(pair.previous_source))
+    _load_previous_reads(tables, pair.previous_source_reads)
     markers = check_table(destination, "markers")
     src_started = started_ms(pair.src_manifest, source)
     tables.put("run_params", "run_params", params_row(cfg, src_started, markers, share_read))

@@ -19,8 +19,6 @@ auditor's own reader):
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -38,6 +36,7 @@ from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, client_conf, create_topic, produce, scan_messages
 from tests.cleaner import cleaner_lines, prompt_cleaner
 from tests.cli import run_in_process
+from tests.kcat import kcat_records
 
 # Source topics of this module, one partition each; "tick" only makes the offset-syncs
 # topic roll a segment, so that the cleaner may compact what came before.
@@ -57,26 +56,6 @@ def _options(run: str, isolation: str | None = None) -> mm2.Mm2Options:
         offset_syncs_location="target",
         consumer_isolation=isolation,  # type: ignore[arg-type]
     )
-
-
-def _kcat() -> str:
-    found = shutil.which("kcat") or shutil.which("kafkacat")
-    assert found, "kcat is installed by make test (make kcat): run the suite through make"
-    return found
-
-
-def kcat_records(bootstrap: str, topic: str, isolation: str = "read_uncommitted") -> list[tuple[int, str]]:
-    """(offset, value) of every record of partition 0, as kcat reads it (control records never
-    shown; aborted ones only under read_uncommitted)."""
-    args = ["-C", "-b", bootstrap, "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q"]
-    proc = subprocess.run(
-        [_kcat(), *args, "-X", f"isolation.level={isolation}", "-f", "%o %s\\n"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return [(int(o), v) for o, v in (ln.split(" ", 1) for ln in proc.stdout.splitlines())]
 
 
 def _produce(bootstrap: str, topic: str, name: str, first: int, count: int) -> None:

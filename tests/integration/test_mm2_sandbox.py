@@ -20,16 +20,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from audit.sandbox import mm2
 from audit.sandbox.jars import ensure_mm2_jars
 from audit.sandbox.processes import run_tool
 from audit.sandbox.state import SandboxState
-from audit.sandbox.traffic import Record, commit_offsets, create_topic, produce
+from audit.sandbox.traffic import Record, client_conf, commit_offsets, create_topic, produce
 from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord, PartitionTraitRecord, read_records
 from tests.cli import run_in_process
+from tests.kcat import kcat_records
 
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 FORMATTERS = "org.apache.kafka.connect.mirror.formatters."
@@ -141,7 +142,7 @@ def _oracle(
 
 
 # Every topic (name: partitions) and mirrored group (name: its topic) of this module.
-TOPICS = {"orders": 2, "restart": 1, "burst": 4, "audit": 1, "cut": 1, "lost": 1}
+TOPICS = {"orders": 2, "restart": 1, "burst": 4, "audit": 1, "cut": 1, "lost": 1, "txlost": 1}
 # "long-...": a group id of 215 characters, 90 of them non-ASCII (305 bytes), whose failover
 # plan file must still be written (its name cut and hashed).
 LONG = "long-" + "\u00e9" * 90 + "g" * 120
@@ -446,24 +447,43 @@ def _replica_end(bootstrap: str, topic: str, want: int, timeout: float = 120.0) 
         consumer.close()
 
 
-def test_records_retention_deleted_before_the_mirror_copied_them_are_counted_lost(
+def _transactions(bootstrap: str, topic: str, count: int, size: int, name: str) -> None:
+    """``count`` committed transactions of ``size`` records each on partition 0, by one
+    transactional producer: each takes ``size`` offsets and one more for its marker. The
+    values are ``name``-t-i."""
+    txn = Producer(client_conf(bootstrap, **{"transactional.id": f"{topic}-writer"}))
+    txn.init_transactions(30)
+    for t in range(count):
+        txn.begin_transaction()
+        for i in range(size):
+            txn.produce(topic, value=f"{name}-{t}-{i}".encode(), partition=0)
+        txn.commit_transaction(30)
+
+
+def test_records_retention_deleted_before_the_mirror_copied_them_are_counted_lost_and_markers_are_not(
     sandbox: SandboxState, mirror_maker: str, tmp_path: Path
 ) -> None:
-    """Issue 55 on the real MirrorMaker 2: stopped, 30 records written, the source's log
-    start moved past its position as retention would (DeleteRecords to 35): its position
-    in Connect's offsets topic is below the log start (MM2-POS-1: loss in progress). Started
-    again, its consumer resets to the earliest offset and goes on. The 25 records 10-34 are
-    on neither side, and nothing in MirrorMaker 2 says so: readiness counts exactly them
-    lost (MM2-SKIP-1, the gap between its offset syncs) and answers NO-GO."""
+    """Issue 55 on the real MirrorMaker 2, stopped while records arrive on two topics: a
+    plain one (30 records) and one a transactional producer writes (3 transactions of 5).
+    A nightly reads both while the source holds them; then each source's log start moves
+    past MirrorMaker 2's position as retention would (DeleteRecords): its position in
+    Connect's offsets topic is below the log start (MM2-POS-1: loss in progress). Started
+    again, its consumer resets to the earliest offset and goes on. The records kcat read
+    before the deletion and finds on neither side after it are gone, and nothing in
+    MirrorMaker 2 says so: readiness counts exactly them lost (MM2-SKIP-1, the gap between
+    offset syncs): all 25 skipped offsets of the plain topic; on the transactional one, 10
+    of its 13, the other 3 being the markers the nightly's scan read there."""
     run = mirror_maker
     src_bootstrap, dst_bootstrap = (
         sandbox.cluster("source").bootstrap,
         sandbox.cluster("destination").bootstrap,
     )
-    topic = f"mm2-{run}-lost"
-    remote = mm2.remote_topic(topic, mm2.Mm2Options())
-    produce(src_bootstrap, topic, [Record(None, b"a")] * 10, partition=0)
-    assert _replica_end(dst_bootstrap, remote, 10) == 10, _mm2_log_tail(sandbox)
+    plain, txn = f"mm2-{run}-lost", f"mm2-{run}-txlost"
+    remote = {t: mm2.remote_topic(t, mm2.Mm2Options()) for t in (plain, txn)}
+    produce(src_bootstrap, plain, [Record(None, f"a{i}".encode()) for i in range(10)], partition=0)
+    _transactions(src_bootstrap, txn, 1, 5, "a")  # 0-4, its marker at 5
+    assert _replica_end(dst_bootstrap, remote[plain], 10) == 10, _mm2_log_tail(sandbox)
+    assert _replica_end(dst_bootstrap, remote[txn], 5) == 5, _mm2_log_tail(sandbox)
     running = mm2.load(sandbox)
     assert running is not None
     cfg = tmp_path / "lost.yaml"
@@ -471,35 +491,64 @@ def test_records_retention_deleted_before_the_mirror_copied_them_are_counted_los
         "mode: mm2\n"
         f"source:\n  bootstrap_servers: {src_bootstrap}\n  timeout_seconds: 30\n"
         f"destination:\n  bootstrap_servers: {dst_bootstrap}\n  timeout_seconds: 30\n"
-        f"scope:\n  topics:\n    include: ['{topic}']\n  groups:\n    include: ['none-{run}']\n"
+        "records:\n  enabled: true\n"
+        "spark:\n  master: local[2]\n  conf:\n    spark.sql.shuffle.partitions: '2'\n"
+        f"scope:\n  topics:\n    include: ['{plain}', '{txn}']\n  groups:\n    include: ['none-{run}']\n"
     )
     mm2.stop(sandbox)
     try:
-        produce(src_bootstrap, topic, [Record(None, b"b")] * 30, partition=0)  # offsets 10-39
-        cut = TopicPartition(topic, 0, 35)
+        # 10-39 on the plain topic
+        produce(src_bootstrap, plain, [Record(None, f"b{i}".encode()) for i in range(30)], partition=0)
+        _transactions(src_bootstrap, txn, 3, 5, "b")  # 6-10, 12-16, 18-22; markers at 11, 17, 23
+        before = {t: kcat_records(src_bootstrap, t) for t in (plain, txn)}
+        # The nightly reads what the source holds now; each run after it keeps what it read.
+        scanned = run_in_process("nightly", "--config", str(cfg), "--out", str(tmp_path / "scanned"))
+        assert scanned.returncode in (0, 1), scanned.stdout + scanned.stderr
+        cuts = [TopicPartition(plain, 0, 35), TopicPartition(txn, 0, 18)]
         admin = AdminClient({"bootstrap.servers": src_bootstrap})  # held: a collected client never answers
-        admin.delete_records([cut])[cut].result(timeout=60)
+        for future in admin.delete_records(cuts).values():
+            future.result(timeout=60)
         # While it is stopped, its position (Connect's offsets topic) is below the source's
         # log start: loss in progress, before any offset sync shows it.
         stopped = run_in_process("readiness", "--config", str(cfg), "--out", str(tmp_path / "stopped"))
         assert stopped.returncode == 1, stopped.stdout + stopped.stderr
         pos = json.loads((tmp_path / "stopped" / "summary.json").read_text())["invariants"]["MM2-POS-1"]
         assert pos["status"] == "fail", pos
-        (behind,) = [e for c in pos["checks"] if c["severity"] == "fail" for e in c["examples"]]
-        assert (behind["next_offset"], behind["src_log_start_offset"]) == (10, 35)
+        behind = {
+            e["topic"]: (e["next_offset"], e["src_log_start_offset"])
+            for c in pos["checks"]
+            if c["severity"] == "fail"
+            for e in c["examples"]
+        }
+        assert behind == {plain: (10, 35), txn: (5, 18)}
     finally:
         mm2.start(sandbox, running.options)
-    produce(src_bootstrap, topic, [Record(None, b"c")] * 5, partition=0)  # 40-44
-    # The replica: the first 10, then 35-44 (10 more): 10-34 copied nowhere.
-    assert _replica_end(dst_bootstrap, remote, 20) == 20, _mm2_log_tail(sandbox)
+    produce(src_bootstrap, plain, [Record(None, f"c{i}".encode()) for i in range(5)], partition=0)  # 40-44
+    # The replicas: the first 10, then 35-44 (10 more): 10-34 copied nowhere; 0-4 then 18-22.
+    assert _replica_end(dst_bootstrap, remote[plain], 20) == 20, _mm2_log_tail(sandbox)
+    assert _replica_end(dst_bootstrap, remote[txn], 10) == 10, _mm2_log_tail(sandbox)
 
     proc = run_in_process("readiness", "--config", str(cfg), "--out", str(tmp_path / "ready"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     summary = json.loads((tmp_path / "ready" / "summary.json").read_text())
     traits = read_records(tmp_path / "ready" / "source", "partition_traits", PartitionTraitRecord)
-    assert [(t.topic, t.compacted, t.transactional_producers) for t in traits] == [(topic, False, 0)]
+    assert sorted((t.topic, t.compacted, t.transactional_producers) for t in traits) == [
+        (plain, False, 0),
+        (txn, False, 1),
+    ]
+    # kcat's reading: what the source held before the deletion and neither side holds now.
+    lost = {
+        t: {v for _, v in before[t]}
+        - {v for _, v in kcat_records(src_bootstrap, t)}
+        - {v for _, v in kcat_records(dst_bootstrap, remote[t])}
+        for t in (plain, txn)
+    }
+    assert {t: len(v) for t, v in lost.items()} == {plain: 25, txn: 10}, lost
     assert summary["readiness"] == "NO-GO"
-    assert summary["lost_records"] == 25, summary["invariants"]["MM2-SKIP-1"]
-    (gap,) = summary["invariants"]["MM2-SKIP-1"]["examples"]
-    assert (gap["skipped_from_offset"], gap["upstream_offset"], gap["lost_records"]) == (10, 35, 25)
-    assert "known lost:" in proc.stdout and "25 records" in proc.stdout
+    gaps = {
+        e["topic"]: (e["skipped_from_offset"], e["upstream_offset"], e["lost_records"], e["gap_scanned"])
+        for e in summary["invariants"]["MM2-SKIP-1"]["examples"]
+    }
+    assert gaps == {plain: (10, 35, 25, True), txn: (5, 18, 10, True)}, gaps
+    assert summary["lost_records"] == 35
+    assert "known lost:" in proc.stdout and "35 records" in proc.stdout

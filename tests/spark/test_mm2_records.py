@@ -186,3 +186,40 @@ def test_partitions_a_scan_did_not_read_are_unchecked_and_a_gated_readiness_is_n
         "cannot verify: MM2-DATA-1: 2 rows unchecked in the latest nightly run (nightly)"
         in (summary["readiness_reasons"])
     ), summary["readiness_reasons"]
+
+
+def test_a_gap_the_nightly_scan_read_counts_its_records_and_readiness_after_it_too(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Issue 55: orders-0 is written by one transactional producer; its markers sit at 5 and
+    9. MirrorMaker 2 passed over 5-14 (syncs (0, 0) then (15, 5)). The nightly's records
+    scan read the gap: 8 records lost, the 2 markers not, and what it read is kept
+    (mm2_source_reads, a row per run of records), so the readiness check after it, which
+    scans nothing, counts the same from it."""
+    from audit.jobs import READINESS
+    from audit.snapshot import PartitionTraitRecord, write_table
+
+    letters = "abcdefghijklmnopqrst"
+    src, dst = _pair(tmp_path / "pair", {0: (letters, letters[:5] + letters[15:], [(0, 0), (15, 5)])})
+    digests = pq.read_table(src / "record_digests.parquet").to_pylist()
+    _write(src, "record_digests", [d for d in digests if d["offset"] not in (5, 9)])
+    write_table(src, "partition_traits", (PartitionTraitRecord("orders", 0, False, 1),))
+    runs = tmp_path / "runs"
+    nightly = audit_snapshots(src, dst, runs / "nightly", CFG, engine="spark").summary
+    (gap,) = nightly["invariants"]["MM2-SKIP-1"]["examples"]
+    assert (gap["skipped_from_offset"], gap["upstream_offset"], gap["lost_records"], gap["gap_scanned"]) == (
+        5,
+        15,
+        8,
+        True,
+    )
+    assert nightly["run"]["lost_records"] == 8  # every run has the figure; readiness answers with it
+    kept = pq.ParquetDataset(runs / "nightly" / "compare" / "mm2_source_reads.parquet").read().to_pylist()
+    assert sorted((r["kind"], r["start_offset"], r["end_offset"]) for r in kept) == [
+        ("read", 0, 20),
+        ("records", 0, 5),
+        ("records", 6, 9),
+        ("records", 10, 20),
+    ]
+    ready = audit_snapshots(src, dst, runs / "ready", CFG, job=READINESS, engine="local").summary
+    assert ready["lost_records"] == 8 and ready["readiness"] == "NO-GO"

@@ -339,3 +339,72 @@ def test_a_source_topic_recreated_under_the_mirror_fails_naming_both_ids(tmp_pat
         "id-orders",
     )
     assert summary["readiness"] == "NO-GO"
+
+
+def _source_reads(run: Path, rows: list[tuple[str, int, int]], topic_id: str = "id-orders") -> None:
+    """Stand in for what a nightly's records scan of orders-0 left in ``run`` (kind, start,
+    end exclusive), read uncommitted: its mm2_source_reads as the Spark engine writes it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from audit.schemas import arrow_schema
+
+    names = ("topic", "partition", "topic_id", "kind", "start_offset", "end_offset", "read_committed")
+    data = [("orders", 0, topic_id, kind, lo, hi, False) for kind, lo, hi in rows]
+    table = pa.Table.from_pylist(
+        [dict(zip(names, r, strict=True)) for r in data],
+        schema=arrow_schema("mm2_source_reads", "comparison"),
+    )
+    pq.write_table(table, run / "compare" / "mm2_source_reads.parquet")
+
+
+# A nightly read orders-0 from 990 to 1300 while the source held it: records at 990-999,
+# markers at 1000-1002 and 1100 (a transactional producer's), records between.
+SCANNED = [("read", 990, 1300), ("records", 990, 1000), ("records", 1003, 1100), ("records", 1101, 1300)]
+TRANSACTIONAL = (PartitionTraitRecord("orders", 0, False, 1),)
+
+
+def test_a_gap_an_earlier_scan_read_counts_its_records_lost_and_its_markers_not(tmp_path: Path) -> None:
+    """The gap 1000-1199 is on a transactional topic, gone from the source: its markers are
+    told from its records only by what an earlier records scan read there, which each run
+    keeps under the output root and hands on. 196 records lost, not 200 nor unknown."""
+    runs = tmp_path / "runs"
+    src, dst = _skipped_pair(tmp_path / "pair", TRANSACTIONAL)
+    first = audit_snapshots(src, dst, runs / "1", MM2_ONLY, job=READINESS, engine="local").summary
+    assert first["invariants"]["MM2-SKIP-1"]["status"] == "warn"  # no scan of the gap: unchecked
+    assert first["lost_records"] is None
+    _source_reads(runs / "1", SCANNED)
+    summary = audit_snapshots(src, dst, runs / "2", MM2_ONLY, job=READINESS, engine="local").summary
+    assert summary["lost_records"] == 196
+    (example,) = summary["invariants"]["MM2-SKIP-1"]["examples"]
+    assert (example["lost_records"], example["gap_scanned"], example["skipped_records"]) == (196, True, 200)
+    assert summary["readiness"] == "NO-GO"
+    # Handed on: the next run finds what the scan read in the run before it.
+    summary = audit_snapshots(src, dst, runs / "3", MM2_ONLY, job=READINESS, engine="local").summary
+    assert summary["lost_records"] == 196
+
+
+@pytest.mark.parametrize(
+    ("why", "reads", "topic_id", "traits"),
+    [
+        (
+            "the scan read only part of the gap",
+            [("read", 1050, 1300), ("records", 1050, 1300)],
+            "id-orders",
+            None,
+        ),
+        ("another topic under the name was scanned", SCANNED, "id-orders-old", None),
+        ("compacted since the scan", SCANNED, "id-orders", (PartitionTraitRecord("orders", 0, True, 1),)),
+    ],
+)
+def test_what_an_earlier_scan_cannot_stand_for_leaves_the_gap_unchecked(
+    tmp_path: Path, why: str, reads: list[tuple[str, int, int]], topic_id: str, traits: Any
+) -> None:
+    runs = tmp_path / "runs"
+    src, dst = _skipped_pair(tmp_path / "pair", traits or TRANSACTIONAL)
+    audit_snapshots(src, dst, runs / "1", MM2_ONLY, job=READINESS, engine="local")
+    _source_reads(runs / "1", reads, topic_id)
+    summary = audit_snapshots(src, dst, runs / "2", MM2_ONLY, job=READINESS, engine="local").summary
+    skip = summary["invariants"]["MM2-SKIP-1"]
+    assert (skip["status"], skip["unchecked"], summary["lost_records"]) == ("warn", 1, None), why
+    assert summary["readiness"] == "NO-GO", why
