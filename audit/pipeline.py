@@ -127,6 +127,7 @@ def audit_snapshots(
         pair,
         previous_source=_previous_source(run_dir, history),
         previous_source_reads=_previous_compared(run_dir, history, "mm2_source_reads"),
+        previous_syncs=_previous_compared(run_dir, history, "mm2_syncs"),
     )
     writable_directory(run_dir, "run directory")
     check_scope(prof.inputs, cfg, pair)
@@ -191,6 +192,8 @@ def audit_snapshots(
             log.warning("accepted: %s", line)
     summary = build_summary(results, cfg.mode, run_info, figures, details, answer, prof.figures_key)
     summary["lag_by_topic"] = [dict(r) for r in data.topic_lag]
+    if prof.slices.lost is not None:
+        summary["lost_by_partition"] = [dict(r) for r in data.lost]
     if nightly_data is not None:
         summary["nightly_data"] = nightly_data[0]
     if plan is not None:

@@ -526,6 +526,10 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
     "mm2_source_reads": _SOURCE_READS,
     "mm2_syncs": (
         *_side("", "mm2_offset_syncs"),
+        # Read by an earlier run and cleaned from the offset-syncs topic since: the row as it
+        # was computed then, kept while its gap is lost or unknown.
+        _c("carried", "boolean"),
+        _c("src_topic_id", "string"),
         _c("in_scope", "boolean"),
         _c("prev_upstream_offset", "int64"),
         _c("prev_downstream_offset", "int64"),
@@ -825,6 +829,16 @@ AUX_TABLES: dict[str, tuple[Column, ...]] = {
         _c("topic", "string", False),
         _c("topic_id", "string", False),
         _c("snapshot", "string", False),
+    ),
+    # mm2_syncs as the newest earlier run of the pair wrote it: the columns that carry a gap
+    # whose syncs the offset-syncs topic's cleaner has removed since.
+    "previous_syncs": (
+        *_side("", "mm2_offset_syncs"),
+        _c("prev_upstream_offset", "int64"),
+        _c("prev_downstream_offset", "int64"),
+        _c("prev_timestamp_ms", "int64"),
+        _c("lost_records", "int64"),
+        _c("src_topic_id", "string"),
     ),
     # mm2_source_reads as the newest earlier run of the pair that kept them wrote it.
     "previous_source_reads": _SOURCE_READS,

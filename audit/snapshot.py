@@ -254,6 +254,9 @@ class SnapshotPair:
     # The source reads (``mm2_source_reads``) the newest earlier run of this pair that kept
     # them wrote: what earlier records scans read of offsets the source may no longer hold.
     previous_source_reads: Path | None = None
+    # The offset syncs as the newest earlier run of this pair that compared them wrote them
+    # (``mm2_syncs``): the syncs its offset-syncs topic's cleaner may have removed since.
+    previous_syncs: Path | None = None
     _read: dict[tuple[Path, str], Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def arrow(self, directory: Path, table: str) -> Any:

@@ -94,19 +94,54 @@ SYNCS = Comparison(
     "mm2_syncs",
     ("topic", "partition", "record_partition", "record_offset"),
     """
-WITH ordered AS (
-  SELECT s.*, ts.in_scope AS in_scope,
+WITH held AS (
+  SELECT s.*,
     lag(s.upstream_offset) OVER (PARTITION BY s.topic, s.partition
-                                 ORDER BY s.record_partition, s.record_offset) AS prev_upstream_offset,
+                                 ORDER BY s.record_partition, s.record_offset) AS lag_upstream,
     lag(s.downstream_offset) OVER (PARTITION BY s.topic, s.partition
-                                   ORDER BY s.record_partition, s.record_offset) AS prev_downstream_offset,
+                                   ORDER BY s.record_partition, s.record_offset) AS lag_downstream,
     lag(s.timestamp_ms) OVER (PARTITION BY s.topic, s.partition
-                              ORDER BY s.record_partition, s.record_offset) AS prev_timestamp_ms
-  FROM {offset_syncs} s LEFT JOIN {topic_scope} ts ON ts.topic = s.topic
+                              ORDER BY s.record_partition, s.record_offset) AS lag_timestamp_ms
+  FROM {offset_syncs} s
+),
+-- The rows the newest earlier run computed, where the topic is still the one they describe.
+previous AS (
+  SELECT v.* FROM {previous_syncs} v
+  JOIN {src_partitions} p ON p.topic = v.topic AND p.partition = v.partition AND p.topic_id = v.src_topic_id
+),
+-- The offset-syncs topic is compacted: its cleaner keeps the newest sync of a partition, so
+-- the sync before a gap may be gone. The oldest sync still held takes its predecessor from
+-- the earlier run that saw both, and a gap whose two syncs are gone is carried from that
+-- run while it is lost or unknown (a gap nothing is missing from is not kept).
+ordered AS (
+  SELECT h.topic, h.partition, h.upstream_offset, h.downstream_offset, h.record_partition,
+    h.record_offset, h.timestamp_ms, FALSE AS carried,
+    CASE WHEN h.lag_upstream IS NULL THEN v.prev_upstream_offset ELSE h.lag_upstream END
+      AS prev_upstream_offset,
+    CASE WHEN h.lag_upstream IS NULL THEN v.prev_downstream_offset ELSE h.lag_downstream END
+      AS prev_downstream_offset,
+    CASE WHEN h.lag_upstream IS NULL THEN v.prev_timestamp_ms ELSE h.lag_timestamp_ms END
+      AS prev_timestamp_ms
+  FROM held h
+  LEFT JOIN previous v ON v.topic = h.topic AND v.partition = h.partition
+    AND v.record_partition = h.record_partition AND v.record_offset = h.record_offset
+    AND v.upstream_offset = h.upstream_offset AND v.downstream_offset = h.downstream_offset
+  UNION ALL
+  SELECT v.topic, v.partition, v.upstream_offset, v.downstream_offset, v.record_partition,
+    v.record_offset, v.timestamp_ms, TRUE AS carried,
+    v.prev_upstream_offset, v.prev_downstream_offset, v.prev_timestamp_ms
+  FROM previous v
+  LEFT JOIN {offset_syncs} s ON s.topic = v.topic AND s.partition = v.partition
+    AND s.record_partition = v.record_partition AND s.record_offset = v.record_offset
+  WHERE s.record_offset IS NULL AND v.prev_upstream_offset IS NOT NULL
+    AND v.lost_records IS DISTINCT FROM 0
+),
+scoped AS (
+  SELECT o.*, ts.in_scope AS in_scope FROM ordered o LEFT JOIN {topic_scope} ts ON ts.topic = o.topic
 ),
 -- MM2-SYNC-1: both offsets only ever move forward.
 judged AS (
-  SELECT ordered.*,
+  SELECT scoped.*,
     -- The first sync of a partition has none before it to go back from.
     CASE WHEN prev_upstream_offset IS NULL THEN TRUE
       ELSE upstream_offset >= prev_upstream_offset AND downstream_offset >= prev_downstream_offset END
@@ -116,7 +151,7 @@ judged AS (
     (upstream_offset - prev_upstream_offset) - (downstream_offset - prev_downstream_offset)
       AS skipped_records,
     prev_upstream_offset + (downstream_offset - prev_downstream_offset) AS skipped_from_offset
-  FROM ordered
+  FROM scoped
 ),
 -- What records scans read of each gap, at the mirror's isolation (mm2_source_reads: this
 -- run's scan and what earlier runs kept): the offsets read and, of them, those holding a
@@ -137,6 +172,7 @@ scanned AS (
   GROUP BY j.topic, j.partition, j.record_partition, j.record_offset
 )
 SELECT judged.*,
+  p.topic_id AS src_topic_id,
   p.log_start_offset AS src_log_start_offset,
   p.high_watermark AS src_high_watermark,
   t.compacted, t.transactional_producers,
@@ -175,6 +211,7 @@ CROSS JOIN {run_params} rp
         "skipped_records",
         "lost_records",
         "gap_scanned",
+        "carried",
         "prev_timestamp_ms",
         "timestamp_ms",
         "src_high_watermark",

@@ -12,7 +12,8 @@ not per record), and, below where this run's scan began, the rows the newest ear
 kept. Kept rows are dropped where they cannot stand for the partition any more: another
 topic under the name (its id changed), a compacted topic (the cleaner may have removed
 since what was read then: only this run's scan counts there), or offsets below every
-offset sync the mirror still holds (no gap can be computed there). So the table stays
+offset sync the mirror still holds or an earlier run carries (no gap can be computed
+there). So the table stays
 the size of the retained syncs' span, however many runs went by.
 
 One definition for both engines: readiness, which scans nothing (its record digests are
@@ -54,9 +55,17 @@ scanned AS (
   SELECT u.topic, u.partition, 'records' AS kind, u.start_offset, u.end_offset, i.read_committed
   FROM runs u JOIN isolation i ON i.topic = u.topic AND i.partition = u.partition
 ),
+-- The oldest offset a gap can start from: the oldest sync held, or one an earlier run
+-- carries (mm2_syncs keeps a gap whose syncs the cleaner removed).
 oldest_sync AS (
-  SELECT topic, partition, min(upstream_offset) AS upstream_offset
-  FROM {offset_syncs} GROUP BY topic, partition
+  SELECT y.topic, y.partition, min(y.upstream_offset) AS upstream_offset
+  FROM (
+    SELECT topic, partition, upstream_offset FROM {offset_syncs}
+    UNION ALL
+    SELECT topic, partition, prev_upstream_offset AS upstream_offset FROM {previous_syncs}
+    WHERE prev_upstream_offset IS NOT NULL
+  ) y
+  GROUP BY y.topic, y.partition
 ),
 kept AS (
   SELECT e.topic, e.partition, e.topic_id, e.kind, e.start_offset,

@@ -22,7 +22,7 @@ from audit.compare.scope import group_scope_rows, params_row, topic_name_rows, t
 from audit.compare.sql import Comparison
 from audit.config import AuditConfig
 from audit.errors import InputError
-from audit.schemas import COMPARISON_FORMATS_FILE, comparison_format
+from audit.schemas import AUX_TABLES, COMPARISON_FORMATS_FILE, comparison_format
 from audit.snapshot import SnapshotPair, check_table, read_arrow, read_table
 
 log = logging.getLogger(__name__)
@@ -153,16 +153,19 @@ def previous_topic_ids(previous_source: Path | None) -> list[tuple[Any, ...]]:
     return [(t, i, str(previous_source)) for t, i in sorted(ids)]
 
 
-def _load_previous_reads(tables: Tables, path: Path | None) -> None:
-    """What earlier records scans read (``previous_source_reads``): none where no earlier run
-    kept any, or its file cannot be read (the gaps they would explain stay unchecked)."""
+def _load_previous(tables: Tables, name: str, path: Path | None, table: str) -> None:
+    """What the newest earlier run that wrote ``table`` kept there, as the auxiliary table
+    ``name`` (its declared columns): none where no earlier run wrote it, or its file cannot
+    be read or lacks them (what it would carry then stays unchecked or unseen, never
+    passed: the gaps it explains, the syncs the offset-syncs topic's cleaner removed)."""
     if path is not None:
+        needs = tuple(c.name for c in AUX_TABLES[name])
         try:
-            load_compared(tables, "previous_source_reads", path, "mm2_source_reads")
+            load_compared(tables, name, path, table, needs)
             return
         except InputError as exc:
-            log.warning("what earlier records scans read is not used (%s)", exc)
-    tables.put("previous_source_reads", "previous_source_reads", [])
+            log.warning("%s of the earlier run is not used (%s)", table, exc)
+    tables.put(name, name, [])
 
 
 def run_compare(
@@ -209,7 +212,8 @@ def run_compare(
     tables.put("group_scope", "group_scope", group_scope_rows(names["groups"], cfg))
     tables.put("accepted_loss", "accepted_loss", [(t,) for t in sorted(set(cfg.readiness.accept_lost))])
     tables.put("previous_topic_ids", "previous_topic_ids", previous_topic_ids(pair.previous_source))
-    _load_previous_reads(tables, pair.previous_source_reads)
+    _load_previous(tables, "previous_source_reads", pair.previous_source_reads, "mm2_source_reads")
+    _load_previous(tables, "previous_syncs", pair.previous_syncs, "mm2_syncs")
     markers = check_table(destination, "markers")
     src_started = started_ms(pair.src_manifest, source)
     tables.put("run_params", "run_params", params_row(cfg, src_started, markers, share_read))

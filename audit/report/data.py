@@ -33,6 +33,8 @@ class ReportData:
     extremes: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     # Per topic in scope: lag_records (summed), lag_seconds (the largest); one row per topic.
     topic_lag: tuple[dict[str, Any], ...] = ()
+    # Mode mm2: the partitions with records known lost (MM2-SKIP-1), most first.
+    lost: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class ReportSlices:
     failback: str | None = None
     extremes: str | None = None
     topic_lag: str | None = None
+    lost: str | None = None
 
 
 CLUSTER_MIRRORING_SLICES = ReportSlices(
@@ -125,6 +128,16 @@ ORDER BY unreplicated_records DESC NULLS LAST, topic, partition LIMIT {CHART_ROW
 SELECT topic, coalesce(sum(CAST(greatest(0, unreplicated_records) AS DECIMAL(38, 0))), 0) AS lag_records,
   CAST(NULL AS DOUBLE) AS lag_seconds
 FROM {mm2_partitions} WHERE in_scope GROUP BY topic ORDER BY topic
+""",
+    # Known loss by partition and since when: the first gap lies between its two syncs'
+    # times (the loss happened after the one and was there by the other). Ordered by the
+    # third column, the records lost (its alias shadows the column it sums).
+    lost=f"""
+SELECT topic, partition, CAST(sum(lost_records) AS BIGINT) AS lost_records, count(*) AS gaps,
+  min(skipped_from_offset) AS first_lost_offset, min(prev_timestamp_ms) AS lost_after_ms,
+  min(timestamp_ms) AS lost_by_ms, bool_or(loss_accepted) AS accepted
+FROM {{mm2_syncs}} WHERE in_scope AND lost_records > 0
+GROUP BY topic, partition ORDER BY 3 DESC, topic, partition LIMIT {CHART_ROWS}
 """,
 )
 
@@ -197,4 +210,5 @@ def collect_report_data(
         extremes=extremes,
         # Summed as decimals (no 64-bit overflow over many partitions): as ints from here on.
         topic_lag=tuple({**r, "lag_records": int(r["lag_records"])} for r in optional(slices.topic_lag)),
+        lost=optional(slices.lost),
     )

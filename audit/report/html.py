@@ -325,6 +325,15 @@ def _with_code(text: Any) -> Markup:
     )
 
 
+def _ms_time(ms: int | None) -> str:
+    """An epoch-milliseconds time as UTC to the second; empty where unknown."""
+    from datetime import UTC, datetime
+
+    if ms is None:
+        return ""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def _seen(entry: dict[str, Any] | None) -> str:
     """ "since 2026-11-20, 4 runs" for an example row, from its ``examples_seen`` entry."""
     if not entry or entry.get("runs") is None:
@@ -368,6 +377,7 @@ def render_report(
     trend_rows = _history_rows(history)
     env.filters["with_code"] = _with_code
     env.filters["seen"] = _seen
+    env.filters["ms_time"] = _ms_time
     env.filters["row_label"] = row_label
     template = env.from_string(_resource("report.html.j2"))
     text = template.render(

@@ -23,12 +23,19 @@ import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from audit.errors import SandboxError
 from audit.sandbox import mm2
 from audit.sandbox.jars import ensure_mm2_jars
 from audit.sandbox.processes import run_tool
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, client_conf, commit_offsets, create_topic, produce
-from audit.snapshot import Mm2CheckpointRecord, Mm2OffsetSyncRecord, PartitionTraitRecord, read_records
+from audit.snapshot import (
+    Mm2CheckpointRecord,
+    Mm2OffsetSyncRecord,
+    PartitionRecord,
+    PartitionTraitRecord,
+    read_records,
+)
 from tests.cli import run_in_process
 from tests.kcat import kcat_records
 
@@ -142,7 +149,7 @@ def _oracle(
 
 
 # Every topic (name: partitions) and mirrored group (name: its topic) of this module.
-TOPICS = {"orders": 2, "restart": 1, "burst": 4, "audit": 1, "cut": 1, "lost": 1, "txlost": 1}
+TOPICS = {"orders": 2, "restart": 1, "burst": 4, "audit": 1, "cut": 1, "lost": 1, "txlost": 1, "recreated": 1}
 # "long-...": a group id of 215 characters, 90 of them non-ASCII (305 bytes), whose failover
 # plan file must still be written (its name cut and hashed).
 LONG = "long-" + "\u00e9" * 90 + "g" * 120
@@ -552,3 +559,58 @@ def test_records_retention_deleted_before_the_mirror_copied_them_are_counted_los
     assert gaps == {plain: (10, 35, 25, True), txn: (5, 18, 10, True)}, gaps
     assert summary["lost_records"] == 35
     assert "known lost:" in proc.stdout and "35 records" in proc.stdout
+
+
+def test_a_source_topic_deleted_and_recreated_under_the_running_mirror_fails_naming_both_ids(
+    sandbox: SandboxState, mirror_maker: str, tmp_path: Path
+) -> None:
+    """Issue 55, 3 on the real MirrorMaker 2, running: the source topic it copies is deleted
+    and created again under the same name, and written to. The replica, the offset syncs
+    and MirrorMaker 2's position still describe the old topic. Readiness compares the
+    topic's id with the one the run before it saw (under the same output root) and fails
+    MM2-SKIP-2 naming both, and the syncs name offsets past the new topic's end."""
+    run = mirror_maker
+    src_bootstrap, dst_bootstrap = (
+        sandbox.cluster("source").bootstrap,
+        sandbox.cluster("destination").bootstrap,
+    )
+    topic = f"mm2-{run}-recreated"
+    produce(src_bootstrap, topic, [Record(None, f"old{i}".encode()) for i in range(20)], partition=0)
+    assert _replica_end(dst_bootstrap, mm2.remote_topic(topic, mm2.Mm2Options()), 20) == 20, _mm2_log_tail(
+        sandbox
+    )
+    cfg = tmp_path / "recreated.yaml"
+    cfg.write_text(
+        "mode: mm2\n"
+        f"source:\n  bootstrap_servers: {src_bootstrap}\n  timeout_seconds: 30\n"
+        f"destination:\n  bootstrap_servers: {dst_bootstrap}\n  timeout_seconds: 30\n"
+        f"scope:\n  topics:\n    include: ['{topic}']\n  groups:\n    include: ['none-{run}']\n"
+    )
+    runs = tmp_path / "runs"
+    first = run_in_process("readiness", "--config", str(cfg), "--out", str(runs / "first"))
+    assert first.returncode in (0, 1), first.stdout + first.stderr
+    (old,) = {p.topic_id for p in read_records(runs / "first" / "source", "partitions", PartitionRecord)}
+
+    admin = AdminClient({"bootstrap.servers": src_bootstrap})  # held: a collected client never answers
+    admin.delete_topics([topic], operation_timeout=30)[topic].result(timeout=60)
+    try:
+        create_topic(src_bootstrap, topic)
+    except SandboxError as exc:
+        # MirrorMaker 2's consumer asks for the topic's metadata at once, and the brokers
+        # create a topic asked for (auto.create.topics.enable, on by default): recreated
+        # under the mirror either way, as the ids compared below show.
+        assert "TOPIC_ALREADY_EXISTS" in str(exc), exc
+    produce(src_bootstrap, topic, [Record(None, f"new{i}".encode()) for i in range(5)], partition=0)
+
+    proc = run_in_process("readiness", "--config", str(cfg), "--out", str(runs / "after"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (new,) = {p.topic_id for p in read_records(runs / "after" / "source", "partitions", PartitionRecord)}
+    assert old and new and old != new
+    summary = json.loads((runs / "after" / "summary.json").read_text())
+    assert summary["readiness"] == "NO-GO"
+    skip = summary["invariants"]["MM2-SKIP-2"]
+    assert skip["status"] == "fail", skip
+    examples = [e for c in skip["checks"] if c["severity"] == "fail" for e in c["examples"]]
+    assert {
+        (e["topic"], e["src_topic_id"], e["previous_src_topic_id"]) for e in examples if "src_topic_id" in e
+    } == {(topic, new, old)}, examples

@@ -289,6 +289,21 @@ def test_records_the_mirror_passed_over_on_a_plain_topic_are_lost_and_readiness_
     )
     assert (example["prev_timestamp_ms"], example["timestamp_ms"]) == (1001, 1002)  # since when
     assert summary["readiness_reasons"] == ["MM2-SKIP-1 failed (1 rows)"]  # nothing else is wrong
+    # By partition, with since when: what a person reads first (the report shows the same).
+    assert summary["lost_by_partition"] == [
+        {
+            "topic": "orders",
+            "partition": 0,
+            "lost_records": 200,
+            "gaps": 1,
+            "first_lost_offset": 1000,
+            "lost_after_ms": 1001,
+            "lost_by_ms": 1002,
+            "accepted": False,
+        }
+    ]
+    report = (tmp_path / "run" / "report" / "index.html").read_text()
+    assert "Records known lost" in report and "1970-01-01 00:00:01 UTC" in report
 
 
 def test_without_what_explains_a_gap_it_is_unchecked_never_passed(tmp_path: Path) -> None:
@@ -408,3 +423,43 @@ def test_what_an_earlier_scan_cannot_stand_for_leaves_the_gap_unchecked(
     skip = summary["invariants"]["MM2-SKIP-1"]
     assert (skip["status"], skip["unchecked"], summary["lost_records"]) == ("warn", 1, None), why
     assert summary["readiness"] == "NO-GO", why
+
+
+@pytest.mark.parametrize(
+    ("left", "carried"),
+    [
+        # The cleaner kept the newest sync only: the gap's row comes from the earlier run.
+        ([3], True),
+        # It kept the sync after the gap: that sync takes its predecessor from the earlier run.
+        ([2, 3], False),
+    ],
+)
+def test_a_gap_whose_sync_the_cleaner_removed_stays_known_lost(
+    tmp_path: Path, left: list[int], carried: bool
+) -> None:
+    """The offset-syncs topic is compacted by partition: once the cleaner has removed the
+    sync before the gap, the syncs alone no longer show it. The earlier run that saw it
+    hands it on (its mm2_syncs under the output root), so the loss does not vanish into a
+    GO: still 200 records, from the same range and times."""
+    runs = tmp_path / "runs"
+    src, dst = _skipped_pair(tmp_path / "seen", PLAIN)
+    first = audit_snapshots(src, dst, runs / "1", MM2_ONLY, job=READINESS, engine="local").summary
+    assert first["lost_records"] == 200
+    all_syncs = [sync(0, 0, 0, 0), sync(0, 999, 999, 1), sync(0, 1200, 1000, 2), sync(0, 1900, 1700, 3)]
+    src, dst = write_pair(
+        tmp_path / "cleaned",
+        [part(log_start_offset=1200, high_watermark=1900, last_stable_offset=1900)],
+        [part(REMOTE, log_start_offset=0, high_watermark=1700, last_stable_offset=1700)],
+        src_syncs=[all_syncs[i] for i in left],
+    )
+    write_table(src, "partition_traits", PLAIN)
+    alone = audit_snapshots(src, dst, tmp_path / "alone", MM2_ONLY, job=READINESS, engine="local").summary
+    assert (alone["lost_records"], alone["readiness"]) == (0, "GO")  # what the syncs left say alone
+    summary = audit_snapshots(src, dst, runs / "2", MM2_ONLY, job=READINESS, engine="local").summary
+    assert (summary["lost_records"], summary["readiness"]) == (200, "NO-GO")
+    (gap,) = summary["invariants"]["MM2-SKIP-1"]["examples"]
+    assert (gap["skipped_from_offset"], gap["upstream_offset"], gap["carried"]) == (1000, 1200, carried)
+    assert (gap["prev_timestamp_ms"], gap["timestamp_ms"]) == (1001, 1002)
+    # And on to the run after it, the sync before the gap long gone.
+    again = audit_snapshots(src, dst, runs / "3", MM2_ONLY, job=READINESS, engine="local").summary
+    assert again["lost_records"] == 200
