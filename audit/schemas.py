@@ -565,6 +565,11 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("src_log_start_offset", "int64"),
         _c("src_high_watermark", "int64"),
         _c("margin_records", "int64"),
+        # The pace the source's log start moved at between the newest earlier run and this
+        # one (records a second retention deleted), and the margin at that pace: null where
+        # it did not move or there was no earlier run (unknown, never taken as safe).
+        _c("log_start_rate", "double"),
+        _c("margin_seconds", "double"),
         _c("below_log_start", "boolean"),
         _c("past_end", "boolean"),
         _c("behind", "boolean"),
@@ -824,10 +829,15 @@ AUX_TABLES: dict[str, tuple[Column, ...]] = {
         _c("in_scope", "boolean", False),
         _c("excluded", "boolean", False),
     ),
-    # The source's topic ids as the newest earlier run of the pair saw them (MM2-SKIP-2).
-    "previous_topic_ids": (
+    # The source's partitions as the newest earlier run of the pair saw them: the topic id
+    # (MM2-SKIP-2) and the log start when that snapshot began (the pace retention deletes
+    # at, MM2-POS-1's margin in time).
+    "previous_partitions": (
         _c("topic", "string", False),
-        _c("topic_id", "string", False),
+        _c("partition", "int32", False),
+        _c("topic_id", "string"),
+        _c("log_start_offset", "int64", False),
+        _c("snapshot_at_ms", "int64", False),
         _c("snapshot", "string", False),
     ),
     # mm2_syncs as the newest earlier run of the pair wrote it: the columns that carry a gap

@@ -55,7 +55,8 @@ placed AS (
   LEFT JOIN {{topic_names}} tn ON tn.topic = s.topic
   LEFT JOIN {{dst_partitions}} d ON d.topic = tn.remote_topic AND d.partition = s.partition
   LEFT JOIN latest_sync ls ON ls.topic = s.topic AND ls.partition = s.partition
-  LEFT JOIN {{previous_topic_ids}} pt ON pt.topic = s.topic
+  LEFT JOIN (SELECT DISTINCT topic, topic_id FROM {{previous_partitions}} WHERE topic_id IS NOT NULL) pt
+    ON pt.topic = s.topic
 )
 SELECT placed.*,
   -- No replica, or no sync yet: replicated only if the source holds nothing to replicate.
@@ -421,25 +422,45 @@ latest_sync AS ({_LATEST_SYNC})
     l.committed_offset, l.timestamp_ms,
     greatest(l.committed_offset + 1, ls.sync_upstream_offset + 1) AS next_offset,
     l.committed_offset IS NOT NULL OR ls.sync_upstream_offset IS NOT NULL AS has_position,
-    p.log_start_offset AS src_log_start_offset, p.high_watermark AS src_high_watermark
+    p.log_start_offset AS src_log_start_offset, p.high_watermark AS src_high_watermark,
+    -- Retention's pace since the newest earlier run, on the same topic (its id unchanged).
+    CASE WHEN rp.src_started_at_ms > pp.snapshot_at_ms AND p.log_start_offset > pp.log_start_offset
+      THEN (p.log_start_offset - pp.log_start_offset) * 1000.0 / (rp.src_started_at_ms - pp.snapshot_at_ms)
+      END AS log_start_rate
   FROM {{src_partitions}} p
+  CROSS JOIN {{run_params}} rp
+  LEFT JOIN {{previous_partitions}} pp ON pp.topic = p.topic AND pp.partition = p.partition
+    AND pp.topic_id = p.topic_id
   FULL OUTER JOIN latest l ON l.topic = p.topic AND l.partition = p.partition
   LEFT JOIN latest_sync ls ON ls.topic = coalesce(p.topic, l.topic)
     AND ls.partition = coalesce(p.partition, l.partition)
 )
-SELECT placed.topic, placed.partition, ts.in_scope AS in_scope, committed_offset, timestamp_ms,
+-- Without a position, a partition holding nothing has nothing to be behind on.
+, judged AS (
+  SELECT placed.*, NOT has_position AND src_high_watermark = src_log_start_offset AS nothing_to_copy
+  FROM placed
+)
+SELECT judged.topic, judged.partition, ts.in_scope AS in_scope, committed_offset, timestamp_ms,
   next_offset, src_log_start_offset, src_high_watermark,
   next_offset - src_log_start_offset AS margin_records,
-  CASE WHEN NOT has_position AND src_high_watermark = src_log_start_offset THEN FALSE
-    ELSE next_offset < src_log_start_offset END AS below_log_start,
-  CASE WHEN NOT has_position AND src_high_watermark = src_log_start_offset THEN FALSE
-    ELSE next_offset > src_high_watermark END AS past_end,
+  log_start_rate,
+  CASE WHEN next_offset >= src_log_start_offset THEN (next_offset - src_log_start_offset) / log_start_rate
+    END AS margin_seconds,
+  CASE WHEN nothing_to_copy THEN FALSE ELSE next_offset < src_log_start_offset END AS below_log_start,
+  CASE WHEN nothing_to_copy THEN FALSE ELSE next_offset > src_high_watermark END AS past_end,
   coalesce(next_offset, src_log_start_offset) < src_high_watermark AS behind
-FROM placed
-LEFT JOIN {{topic_scope}} ts ON ts.topic = placed.topic
+FROM judged
+LEFT JOIN {{topic_scope}} ts ON ts.topic = judged.topic
 """,
     requires=("positions",),
-    shown=("next_offset", "src_log_start_offset", "src_high_watermark", "margin_records", "timestamp_ms"),
+    shown=(
+        "next_offset",
+        "src_log_start_offset",
+        "src_high_watermark",
+        "margin_records",
+        "margin_seconds",
+        "timestamp_ms",
+    ),
     causes=causes(
         (
             "the source partition (absent from the source snapshot: the topic deleted?)",

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from audit.compare.engines import EngineName, Tables, data_level_engine
-from audit.compare.scope import group_scope_rows, params_row, topic_name_rows, topic_scope_rows
+from audit.compare.scope import group_scope_rows, named_row, params_row, topic_name_rows, topic_scope_rows
 from audit.compare.sql import Comparison
 from audit.config import AuditConfig
 from audit.errors import InputError
 from audit.schemas import AUX_TABLES, COMPARISON_FORMATS_FILE, comparison_format
-from audit.snapshot import SnapshotPair, check_table, read_arrow, read_table
+from audit.snapshot import SnapshotPair, check_table, read_arrow, read_manifest, read_table
 
 log = logging.getLogger(__name__)
 
@@ -134,23 +134,24 @@ def _format_origin(version: int) -> str:
     return "written before format versions were recorded" if version == 0 else "written by another version"
 
 
-def previous_topic_ids(previous_source: Path | None) -> list[tuple[Any, ...]]:
-    """(topic, topic id, snapshot directory) as the newest earlier run of the pair saw the
-    source: empty where there is none, or its snapshot is gone or unreadable (the check then
-    has nothing to compare with, and says nothing)."""
+def previous_partitions(previous_source: Path | None) -> list[tuple[Any, ...]]:
+    """The source's partitions as the newest earlier run of the pair saw them (their topic
+    id and log start, and when that snapshot began): empty where there is none, or its
+    snapshot is gone or unreadable (the checks then have nothing to compare with: a topic
+    id change is not seen, a rate not measured)."""
     if previous_source is None or not check_table(previous_source, "partitions"):
         return []
     try:
-        found = read_arrow(previous_source, "partitions", ["topic", "topic_id"])
+        wanted = ["topic", "partition", "topic_id", "log_start_offset"]
+        found = read_arrow(previous_source, "partitions", wanted)
+        taken_ms = started_ms(read_manifest(previous_source), previous_source)
     except InputError as exc:
-        log.warning("the previous run's source snapshot is not read (%s): topic ids not compared", exc)
+        log.warning("the previous run's source snapshot is not read (%s): not compared with it", exc)
         return []
-    ids = {
-        (t, i)
-        for t, i in zip(found.column("topic").to_pylist(), found.column("topic_id").to_pylist(), strict=True)
-        if i
-    }
-    return [(t, i, str(previous_source)) for t, i in sorted(ids)]
+    return [
+        named_row("previous_partitions", {**r, "snapshot_at_ms": taken_ms, "snapshot": str(previous_source)})
+        for r in found.to_pylist()
+    ]
 
 
 def _load_previous(tables: Tables, name: str, path: Path | None, table: str) -> None:
@@ -211,7 +212,7 @@ def run_compare(
     tables.put("topic_scope", "topic_scope", topic_scope_rows(topics, inputs.topic_in_scope(cfg)))
     tables.put("group_scope", "group_scope", group_scope_rows(names["groups"], cfg))
     tables.put("accepted_loss", "accepted_loss", [(t,) for t in sorted(set(cfg.readiness.accept_lost))])
-    tables.put("previous_topic_ids", "previous_topic_ids", previous_topic_ids(pair.previous_source))
+    tables.put("previous_partitions", "previous_partitions", previous_partitions(pair.previous_source))
     _load_previous(tables, "previous_source_reads", pair.previous_source_reads, "mm2_source_reads")
     _load_previous(tables, "previous_syncs", pair.previous_syncs, "mm2_syncs")
     markers = check_table(destination, "markers")

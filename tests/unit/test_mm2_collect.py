@@ -157,3 +157,4 @@ def test_mirror_makers_positions_are_read_from_connects_offsets_topic() -> None:
     ]
     note = tables.notes["mm2_positions"]
     assert (note["records"], note["corrupt"]) == (6, 1) and "not JSON" in note["examples"][0]
+    assert (note["decoded"], note["other_flows"]) == (5, 2)  # read, and another flow's: left out

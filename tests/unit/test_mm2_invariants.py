@@ -463,3 +463,47 @@ def test_a_gap_whose_sync_the_cleaner_removed_stays_known_lost(
     # And on to the run after it, the sync before the gap long gone.
     again = audit_snapshots(src, dst, runs / "3", MM2_ONLY, job=READINESS, engine="local").summary
     assert again["lost_records"] == 200
+
+
+def test_the_position_margin_is_also_given_in_time_at_the_pace_retention_deleted_since_the_last_run(
+    tmp_path: Path,
+) -> None:
+    """MirrorMaker 2 reads on from 100; the source's log start is 90 now and was 50 an hour
+    ago (the newest earlier run's snapshot): retention deletes 40 records an hour, so the 10
+    records of margin last 900 s. Without an earlier run the pace is unknown: null, never a
+    figure made up."""
+    from datetime import datetime, timedelta
+
+    import pyarrow.parquet as pq
+
+    from audit.snapshot import read_manifest
+
+    runs = tmp_path / "runs"
+
+    def pair(root: Path, log_start: int) -> tuple[Path, Path]:
+        src, dst = write_pair(
+            root,
+            [part(log_start_offset=log_start, high_watermark=200, last_stable_offset=200)],
+            [part(REMOTE, high_watermark=100, last_stable_offset=100)],
+            src_syncs=[sync(0, 0, 0, 0)],
+        )
+        write_table(dst, "mm2_positions", (Mm2PositionRecord("orders", 0, 99, 0, 0, 1000),))
+        return src, dst
+
+    before_src, before_dst = pair(tmp_path / "before", 50)
+    manifest = read_manifest(before_src)
+    started = datetime.fromisoformat(manifest["started_at"].replace("Z", "+00:00"))
+    manifest["started_at"] = (started - timedelta(hours=1)).isoformat()
+    (before_src / "manifest.json").write_text(json.dumps(manifest))
+    first = audit_snapshots(before_src, before_dst, runs / "1", MM2_ONLY, job=READINESS, engine="local")
+    (alone,) = pq.read_table(runs / "1" / "compare" / "mm2_positions.parquet").to_pylist()
+    assert (alone["margin_records"], alone["log_start_rate"], alone["margin_seconds"]) == (50, None, None)
+    assert first.summary["invariants"]["MM2-POS-1"]["status"] == "warn"  # 50 records above: within 1,000
+    src, dst = pair(tmp_path / "after", 90)
+    summary = audit_snapshots(src, dst, runs / "2", MM2_ONLY, job=READINESS, engine="local").summary
+    (row,) = pq.read_table(runs / "2" / "compare" / "mm2_positions.parquet").to_pylist()
+    assert row["margin_records"] == 10
+    assert row["log_start_rate"] == pytest.approx(40 / 3600)
+    assert row["margin_seconds"] == pytest.approx(900)
+    (example,) = [e for c in summary["invariants"]["MM2-POS-1"]["checks"] for e in c["examples"]]
+    assert example["margin_seconds"] == pytest.approx(900)

@@ -39,6 +39,8 @@ class _Tally:
     topic: str
     records: int = 0
     decoded: int = 0
+    # Decoded, and another flow's (Connect's offsets topic holds every connector's): left out.
+    others: int = 0
     corrupt: int = 0
     unknown_version: Counter[int] = field(default_factory=Counter)
     reasons: list[str] = field(default_factory=list)
@@ -56,6 +58,7 @@ class _Tally:
             "topic": self.topic,
             "records": self.records,
             "decoded": self.decoded,
+            **({"other_flows": self.others} if self.others else {}),
             "corrupt": self.corrupt,
             "unknown_version": {str(k): v for k, v in sorted(self.unknown_version.items())},
             "examples": self.reasons,
@@ -107,22 +110,20 @@ def collect_mm2(admin: KafkaAdmin, role: Literal["source", "destination"], mm2: 
         if _positions_here(role, mm2)
         else None
     )
-    return Mm2Tables(syncs, checkpoints, notes, None if positions is None else _mine(positions))
+    return Mm2Tables(syncs, checkpoints, notes, positions)
 
 
-def _position_reader(mm2: Mm2Config) -> Callable[[RawRecord], Mm2PositionRecord]:
-    def to_row(r: RawRecord) -> Mm2PositionRecord:
+def _position_reader(mm2: Mm2Config) -> Callable[[RawRecord], Mm2PositionRecord | None]:
+    """The positions of this flow's MirrorSourceConnector; another connector's record is
+    None (left out, counted in the note)."""
+
+    def to_row(r: RawRecord) -> Mm2PositionRecord | None:
         p = decode_source_position(r.key, r.value, mm2.source_connector, mm2.source_alias)
         if p is None:
-            return Mm2PositionRecord("", -1, None, r.partition, r.offset, r.timestamp_ms)
+            return None
         return Mm2PositionRecord(p.topic, p.partition, p.offset, r.partition, r.offset, r.timestamp_ms)
 
     return to_row
-
-
-def _mine(rows: tuple[Mm2PositionRecord, ...]) -> tuple[Mm2PositionRecord, ...]:
-    """The positions of this flow's MirrorSourceConnector (the others' records dropped)."""
-    return tuple(r for r in rows if r.partition >= 0)
 
 
 def _sync_row(r: RawRecord) -> Mm2OffsetSyncRecord:
@@ -148,9 +149,14 @@ def _checkpoint_row(r: RawRecord) -> Mm2CheckpointRecord:
 
 
 def _read(
-    admin: KafkaAdmin, topic: str, table: str, to_row: Callable[[RawRecord], Row], notes: dict[str, Any]
+    admin: KafkaAdmin,
+    topic: str,
+    table: str,
+    to_row: Callable[[RawRecord], Row | None],
+    notes: dict[str, Any],
 ) -> tuple[Row, ...] | None:
-    """Every decodable record of ``topic`` as a row; what did not decode goes to ``notes``."""
+    """Every decodable record of ``topic`` as a row (None from ``to_row``: another flow's,
+    left out); what did not decode goes to ``notes``."""
     raw = admin.read_topic(topic)
     if raw is None:
         notes[table] = {"topic": topic, "missing": True}
@@ -160,10 +166,15 @@ def _read(
     rows = []
     for r in raw:
         try:
-            rows.append(to_row(r))
+            row = to_row(r)
         except Mm2RecordError as exc:
             tally.bad(exc, r.partition, r.offset)
-    tally.decoded = len(rows)
+            continue
+        if row is None:
+            tally.others += 1
+        else:
+            rows.append(row)
+    tally.decoded = len(rows) + tally.others
     notes[table] = tally.note()
     bad = tally.records - tally.decoded
     if bad:
