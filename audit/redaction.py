@@ -10,13 +10,25 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, ClassVar, Literal, Protocol
 from urllib.parse import quote, unquote
 
-if TYPE_CHECKING:
-    from audit.config import AuditConfig
-
 REDACTED = "***"
+
+
+class _SparkSection(Protocol):
+    def is_secret_setting(self, name: str) -> bool: ...
+
+
+class ConfigShape(Protocol):
+    """What the configuration's walk for secrets asks of it (``audit.config.AuditConfig``
+    is one): a dataclass whose ``spark`` section tells its secret settings. Named by shape,
+    so that this module, which the configuration calls, never imports it back."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def spark(self) -> _SparkSection: ...
 
 # Client property names whose values are secrets (librdkafka / Java client spellings).
 _SECRET_KEY = re.compile(
@@ -201,16 +213,16 @@ def spark_secrets(spark: Any) -> list[str]:
     return [s for s in out if s]
 
 
-def _spark_conf_shown(conf: Mapping[str, str], cfg: AuditConfig) -> dict[str, str]:
+def _spark_conf_shown(conf: Mapping[str, str], cfg: ConfigShape) -> dict[str, str]:
     return {k: (REDACTED if cfg.spark.is_secret_setting(k) else redact_uri(v)) for k, v in conf.items()}
 
 
-def _spark_conf_secrets(conf: Mapping[str, str], cfg: AuditConfig) -> list[str]:
+def _spark_conf_secrets(conf: Mapping[str, str], cfg: ConfigShape) -> list[str]:
     out = [v for k, v in conf.items() if cfg.spark.is_secret_setting(k)]
     return out + [s for v in conf.values() for s in uri_secrets(v)]
 
 
-def _url_secrets(url: str, cfg: AuditConfig) -> list[str]:
+def _url_secrets(url: str, cfg: ConfigShape) -> list[str]:
     password = split_url_credentials(url)[2]
     return ([password] if password else []) + uri_secrets(url)
 
@@ -245,11 +257,11 @@ def webhook_secrets(url: str) -> list[str]:
     return [url, *(p for p in pieces if len(p) >= _MIN_MASKED_PART), *uri_secrets(url)]
 
 
-def _webhook_secrets(hooks: Any, _cfg: AuditConfig) -> list[str]:
+def _webhook_secrets(hooks: Any, _cfg: ConfigShape) -> list[str]:
     return [s for hook in hooks for s in webhook_secrets(hook["url"] if isinstance(hook, dict) else hook.url)]
 
 
-_SHOWN: dict[str, Callable[[Any, AuditConfig], Any]] = {
+_SHOWN: dict[str, Callable[[Any, ConfigShape], Any]] = {
     "properties": lambda v, _: redact_properties(v),
     "spark_conf": _spark_conf_shown,
     "uri": lambda v, _: redact_uri(v),
@@ -257,7 +269,7 @@ _SHOWN: dict[str, Callable[[Any, AuditConfig], Any]] = {
     "url": lambda v, _: redact_url(v),
     "webhooks": lambda v, _: [{**h, "url": webhook_shown(h["url"])} for h in v],
 }
-_SECRETS: dict[str, Callable[[Any, AuditConfig], list[str]]] = {
+_SECRETS: dict[str, Callable[[Any, ConfigShape], list[str]]] = {
     "properties": lambda v, _: [val for k, val in v.items() if is_secret_key(k)],
     "spark_conf": _spark_conf_secrets,
     "uri": lambda v, _: uri_secrets(v),
@@ -267,7 +279,7 @@ _SECRETS: dict[str, Callable[[Any, AuditConfig], list[str]]] = {
 }
 
 
-def redacted_config(cfg: AuditConfig) -> dict[str, Any]:
+def redacted_config(cfg: ConfigShape) -> dict[str, Any]:
     """The configuration as plain data with every secret replaced (``SECRET_SETTINGS``),
     and every URL anywhere else in it shown by the one rule (``redact_uri``)."""
     out: dict[str, Any] = {}
@@ -288,7 +300,7 @@ def redacted_config(cfg: AuditConfig) -> dict[str, Any]:
     return out
 
 
-def _setting_value(cfg: AuditConfig, setting: SecretSetting) -> Any:
+def _setting_value(cfg: ConfigShape, setting: SecretSetting) -> Any:
     """A setting's value as plain data (dicts and lists), or None where it is not set."""
     value: Any = cfg
     for name in setting.path:
@@ -301,7 +313,7 @@ def _setting_value(cfg: AuditConfig, setting: SecretSetting) -> Any:
     return dict(value) if isinstance(value, dict) else value
 
 
-def config_secrets(cfg: AuditConfig) -> list[str]:
+def config_secrets(cfg: ConfigShape) -> list[str]:
     """Every secret value the configuration holds, for the log mask (``SECRET_SETTINGS``)."""
     values: list[str] = []
     for setting in SECRET_SETTINGS:
