@@ -126,7 +126,9 @@ class Case:
             columns=judged_columns(e["kwargs"]),
             missing=unchecked,
         )
-        return _with_examples(self.audit.compared, outcome, EXAMPLE_COLUMNS.get(check.table, []))
+        columns = EXAMPLE_COLUMNS.get(check.table, [])
+        (with_examples,) = _with_examples(self.audit.compared, [(outcome, columns)])
+        return with_examples
 
     def _gaps(self, inv_id: str) -> tuple[Gap, ...]:
         """The topics' rows of the invariant that were left unchecked (``unchecked.parquet``

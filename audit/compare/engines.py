@@ -69,6 +69,10 @@ class Tables(Protocol):
     def rows(self, sql: str) -> list[dict[str, Any]]:
         """A small result (figures, bounded slices) as plain Python rows."""
 
+    def rows_each(self, sqls: list[str]) -> list[list[dict[str, Any]]]:
+        """Several small results at once, in order (independent queries: Spark runs them
+        as concurrent jobs, each too small to fill the cores alone)."""
+
     def iter_rows(self, sql: str) -> Iterator[dict[str, Any]]:
         """A result too large to hold at once, row by row."""
 
@@ -165,6 +169,16 @@ class SparkTables:
     def rows(self, sql: str) -> list[dict[str, Any]]:
         return [r.asDict() for r in self.query(sql).collect()]
 
+    def rows_each(self, sqls: list[str]) -> list[list[dict[str, Any]]]:
+        # A job over a tiny table is mostly the driver's scheduling (30-90 ms on two
+        # cores): submitted from a few threads at once, they overlap.
+        if len(sqls) < 2:
+            return [self.rows(q) for q in sqls]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(4, len(sqls)), thread_name_prefix="rows") as pool:
+            return list(pool.map(self.rows, sqls))
+
     def iter_rows(self, sql: str) -> Iterator[dict[str, Any]]:
         for r in self.query(sql).toLocalIterator():
             yield r.asDict()
@@ -257,6 +271,9 @@ class LocalTables:
         rel = self.query(sql)
         names = rel.columns
         return [dict(zip(names, r, strict=True)) for r in rel.fetchall()]
+
+    def rows_each(self, sqls: list[str]) -> list[list[dict[str, Any]]]:
+        return [self.rows(q) for q in sqls]  # one connection: one query at a time
 
     def iter_rows(self, sql: str) -> Iterator[dict[str, Any]]:
         # Streamed in batches; no other query runs on the connection until it is read.

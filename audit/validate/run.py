@@ -43,21 +43,31 @@ class _Split:
             self.seconds[part] += time.monotonic() - start
 
 
-def _with_examples(compared: Compared, outcome: CheckOutcome, index_columns: list[str]) -> CheckOutcome:
-    """A failing check's first rows (in key order, at most MAX_EXAMPLES), selected by the
-    engine that holds the table with the check's own SQL: only those rows reach this
-    process, however many fail. A check GX listed itself (no SQL form) keeps its list."""
+def _examples_sql(outcome: CheckOutcome, index_columns: list[str]) -> str | None:
+    """The query selecting a failing check's first rows (in key order, at most
+    MAX_EXAMPLES) with the check's own SQL, run by the engine that holds the table: only
+    those rows reach this process, however many fail. None where there is nothing to
+    select (a passing check, or one GX listed itself: no SQL form)."""
     if outcome.success or outcome.examples or outcome.unexpected_sql is None or not index_columns:
-        return outcome
+        return None
     key = KEY_COLUMNS.get(outcome.table) or tuple(index_columns[:1])
     # As GX listed them: the table's index columns, then the value(s) the check rejected.
     shown = list(dict.fromkeys([*index_columns, *outcome.columns]))
-    sql = (
+    return (
         f"SELECT {', '.join(shown)} FROM {{{outcome.table}}} WHERE {outcome.unexpected_sql} "
         f"ORDER BY {', '.join(f'{k} NULLS FIRST' for k in key)} LIMIT {MAX_EXAMPLES}"
     )
-    rows = tuple(plain(r) for r in compared.tables.rows(sql))
-    return dataclasses.replace(outcome, examples=rows)
+
+
+def _with_examples(compared: Compared, checks: list[tuple[CheckOutcome, list[str]]]) -> list[CheckOutcome]:
+    """Each (outcome, its table's index columns) with a failing check's examples
+    (``_examples_sql``), every query run together (on Spark, concurrent jobs)."""
+    wanted = [(i, sql) for i, (o, columns) in enumerate(checks) if (sql := _examples_sql(o, columns))]
+    found = compared.tables.rows_each([sql for _, sql in wanted])
+    out = [o for o, _ in checks]
+    for (i, _), rows in zip(wanted, found, strict=True):
+        out[i] = dataclasses.replace(out[i], examples=tuple(plain(r) for r in rows))
+    return out
 
 
 def _require_columns(suite: SuiteFile, checks: list[CompiledCheck]) -> None:
@@ -148,19 +158,26 @@ def run_validation(
                 runner = runner or GxRunner(docs_dir, compared.tables)
                 outcomes = runner.run(suite, df, index_columns, parameters)
             with clock("examples"):
-                for o in outcomes:
-                    by_invariant[o.invariant].append(_with_examples(compared, o, index_columns))
+                for o in _with_examples(compared, [(o, index_columns) for o in outcomes]):
+                    by_invariant[o.invariant].append(o)
         else:
             _require_columns(suite, compiled)
             compiled_suites.append((suite, compiled))
     with clock("evaluate"):
         counted = evaluate_suites(compared.tables, [checks for _, checks in compiled_suites])
-    for (suite, _), suite_outcomes in zip(compiled_suites, counted, strict=True):
-        index_columns = EXAMPLE_COLUMNS.get(suite.table, [])
-        with clock("examples"):
-            outcomes = [_with_examples(compared, o, index_columns) for o in suite_outcomes]
-        records.append((suite, outcomes))
-        for o in outcomes:
+    with clock("examples"):
+        flat = _with_examples(
+            compared,
+            [
+                (o, EXAMPLE_COLUMNS.get(suite.table, []))
+                for (suite, _), outcomes in zip(compiled_suites, counted, strict=True)
+                for o in outcomes
+            ],
+        )
+    for (suite, _), outcomes in zip(compiled_suites, counted, strict=True):
+        done, flat = flat[: len(outcomes)], flat[len(outcomes) :]
+        records.append((suite, done))
+        for o in done:
             by_invariant[o.invariant].append(o)
     with clock("great_expectations"):
         if runner is not None:  # GX is here already: the docs of every suite by it
