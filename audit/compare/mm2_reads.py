@@ -29,11 +29,13 @@ SOURCE_READS = Comparison(
     "mm2_source_reads",
     ("topic", "partition", "kind", "start_offset"),
     """
+-- What a range's scan read: from its start to where it stopped, never past its planned end
+-- (a scan reporting more is not believed beyond what it was asked for).
 WITH read AS (
-  SELECT r.topic, r.partition, r.start_offset, r.read_to AS end_offset,
+  SELECT r.topic, r.partition, r.start_offset, least(r.read_to, r.end_offset) AS end_offset,
     r.isolation = 'read_committed' AS read_committed
   FROM {src_record_digest_ranges} r
-  WHERE r.read_to > r.start_offset
+  WHERE least(r.read_to, r.end_offset) > r.start_offset
 ),
 -- Consecutive offsets holding records share offset - rank: one row per such run.
 islands AS (
