@@ -30,6 +30,7 @@ class ConfigShape(Protocol):
     @property
     def spark(self) -> _SparkSection: ...
 
+
 # Client property names whose values are secrets (librdkafka / Java client spellings).
 _SECRET_KEY = re.compile(
     r"(password|passwd|secret|token|jaas|credential|private|api[._-]?key|(^|[._-])key$|key\.pem|"

@@ -818,6 +818,18 @@ def comparison_format(table: str) -> int:
 # What the comparisons join besides the snapshots: the verdicts on names that Python
 # evaluates once (scope, Kafka Streams naming, MirrorMaker 2's replica names) and the run's
 # parameters, as small tables both engines register.
+# The columns of mm2_syncs a later run reads back (``previous_syncs``), declared there once.
+_CARRIED_SYNC = frozenset(
+    (
+        *(c.name for c in SNAPSHOT_TABLES["mm2_offset_syncs"]),
+        "prev_upstream_offset",
+        "prev_downstream_offset",
+        "prev_timestamp_ms",
+        "lost_records",
+        "src_topic_id",
+    )
+)
+
 AUX_TABLES: dict[str, tuple[Column, ...]] = {
     "topic_scope": (
         _c("topic", "string", False),
@@ -842,14 +854,7 @@ AUX_TABLES: dict[str, tuple[Column, ...]] = {
     ),
     # mm2_syncs as the newest earlier run of the pair wrote it: the columns that carry a gap
     # whose syncs the offset-syncs topic's cleaner has removed since.
-    "previous_syncs": (
-        *_side("", "mm2_offset_syncs"),
-        _c("prev_upstream_offset", "int64"),
-        _c("prev_downstream_offset", "int64"),
-        _c("prev_timestamp_ms", "int64"),
-        _c("lost_records", "int64"),
-        _c("src_topic_id", "string"),
-    ),
+    "previous_syncs": tuple(c for c in COMPARISON_TABLES["mm2_syncs"] if c.name in _CARRIED_SYNC),
     # mm2_source_reads as the newest earlier run of the pair that kept them wrote it.
     "previous_source_reads": _SOURCE_READS,
     # readiness.accept_lost: the source topics whose known loss (MM2-SKIP-1) is accepted.
