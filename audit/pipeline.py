@@ -192,7 +192,7 @@ def audit_snapshots(
             log.warning("accepted: %s", line)
     summary = build_summary(results, cfg.mode, run_info, figures, details, answer, prof.figures_key)
     summary["lag_by_topic"] = [dict(r) for r in data.topic_lag]
-    if prof.slices.lost is not None:
+    if prof.slices.lost is not None and compared.tables.has("mm2_syncs"):
         summary["lost_by_partition"] = [dict(r) for r in data.lost]
     if nightly_data is not None:
         summary["nightly_data"] = nightly_data[0]

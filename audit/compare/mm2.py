@@ -203,6 +203,9 @@ LEFT JOIN scanned sc ON sc.topic = judged.topic AND sc.partition = judged.partit
   AND sc.record_partition = judged.record_partition AND sc.record_offset = judged.record_offset
 CROSS JOIN {run_params} rp
 """,
+    # Without the offset syncs read there is nothing to judge: not computed, so the loss it
+    # sums is unknown (never 0 over an empty stand-in) and its invariants are not collected.
+    requires=("offset_syncs",),
     shown=(
         "upstream_offset",
         "downstream_offset",

@@ -210,5 +210,6 @@ def collect_report_data(
         extremes=extremes,
         # Summed as decimals (no 64-bit overflow over many partitions): as ints from here on.
         topic_lag=tuple({**r, "lag_records": int(r["lag_records"])} for r in optional(slices.topic_lag)),
-        lost=optional(slices.lost),
+        # Not computed where the offset syncs were not read: no rows, the figure unknown.
+        lost=optional(slices.lost) if compared.tables.has("mm2_syncs") else (),
     )

@@ -102,6 +102,16 @@ MM2_FIGURES: FigureQueries = (
         where="in_scope",
         rows="offset sync gaps",
         unknown_because="what explains a skipped source offset (compaction, transactional producers)",
+        missing=(
+            (
+                "compacted IS NULL OR transactional_producers IS NULL",
+                "what explains a skipped source offset (compaction, transactional producers)",
+            ),
+            (
+                "compacted IS NOT NULL AND transactional_producers IS NOT NULL AND NOT gap_scanned",
+                "a records scan of the gap (its markers, aborted or compacted records not told from lost)",
+            ),
+        ),
     ),
     Sum(
         figure=EXPECTED_REPROCESS,

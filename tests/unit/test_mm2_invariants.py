@@ -388,6 +388,7 @@ def test_a_gap_an_earlier_scan_read_counts_its_records_lost_and_its_markers_not(
     first = audit_snapshots(src, dst, runs / "1", MM2_ONLY, job=READINESS, engine="local").summary
     assert first["invariants"]["MM2-SKIP-1"]["status"] == "warn"  # no scan of the gap: unchecked
     assert first["lost_records"] is None
+    assert "a records scan of the gap" in first["unknown_figures"]["lost_records"]["reason"]
     _source_reads(runs / "1", SCANNED)
     summary = audit_snapshots(src, dst, runs / "2", MM2_ONLY, job=READINESS, engine="local").summary
     assert summary["lost_records"] == 196
@@ -507,3 +508,16 @@ def test_the_position_margin_is_also_given_in_time_at_the_pace_retention_deleted
     assert row["margin_seconds"] == pytest.approx(900)
     (example,) = [e for c in summary["invariants"]["MM2-POS-1"]["checks"] for e in c["examples"]]
     assert example["margin_seconds"] == pytest.approx(900)
+
+
+def test_without_the_offset_syncs_read_the_known_loss_is_unknown_never_0(tmp_path: Path) -> None:
+    """Offset syncs not collected: nothing says whether the mirror passed records over, so
+    the figure is unknown with the reason (it once summed an empty stand-in to 0), there is
+    no loss by partition to list, and MM2-SKIP-1 is not collected."""
+    src, dst = _without_mm2_tables(tmp_path)
+    summary = audit_snapshots(src, dst, tmp_path / "run", MM2_ONLY, job=READINESS, engine="local").summary
+    assert summary["lost_records"] is None
+    assert "mm2_syncs was not computed" in summary["unknown_figures"]["lost_records"]["reason"]
+    assert "lost_by_partition" not in summary
+    assert summary["invariants"]["MM2-SKIP-1"]["status"] == "skipped"
+    assert summary["readiness"] == "NO-GO"
