@@ -181,6 +181,11 @@ def print_status(state: object) -> None:
         rows.append((c.name, c.bootstrap, *extra, c.cluster_id, pids, word))
     print_table(rows)
     print(f"kafka {state.kafka_version}; work dir {state.workdir}")
+    if state.tiered_storage:
+        from audit.sandbox.cluster import remote_storage_dir
+
+        dirs = ", ".join(f"{c.name} {remote_storage_dir(state, c.name)}" for c in state.clusters)
+        print(f"tiered storage: LocalTieredStorage from {state.tiered_storage_jar}; remote segments: {dirs}")
     ca = tls_ca(state)
     if ca is not None:
         print(f"SASL listeners use TLS: trust {ca} (ssl.ca.location)")

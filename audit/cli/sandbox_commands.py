@@ -111,6 +111,7 @@ def cmd_sandbox_up(args: argparse.Namespace) -> int:
         start_timeout_seconds=args.timeout,
         sasl_users=dict(args.sasl_user or []),
         tls=args.tls,
+        tiered_storage=args.tiered_storage,
     )
     state = up(opts)
     print_status(state)
@@ -303,6 +304,15 @@ def _add_up(sbsub: Any) -> None:
         action="store_true",
         help="the SASL listeners speak TLS (SASL_SSL) with a self-signed certificate for 127.0.0.1, "
         "made at start; clients trust it with ssl.ca.location WORKDIR/tls/ca.pem",
+    )
+    p.add_argument(
+        "--tiered-storage",
+        action="store_true",
+        help="tiered storage (KIP-405) on every broker: Kafka's LocalTieredStorage keeps the closed "
+        "segments of topics created with remote.storage.enable=true under "
+        "WORKDIR/CLUSTER/remote-storage/kafka-tiered-storage (fetched once: kafka-storage's test jar; "
+        "where Maven Central lacks the chosen release's, the brokers run the newest earlier release "
+        "that has one)",
     )
     add_timeout(p, "the clusters")
     add_kafka_version(p)

@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 from audit.errors import SandboxError
+from audit.sandbox.jars import LOCAL_TIERED_STORAGE_CLASS
 from audit.sandbox.state import SandboxState
 
 # --------------------------------------------------------------------------- ports
@@ -162,6 +163,43 @@ def make_keystore(java: str, directory: Path) -> Path:
         if proc.returncode != 0:
             raise SandboxError(f"keytool {args[0]} failed: {(proc.stderr or proc.stdout).strip()[-300:]}")
     return store
+
+
+# Where each remote storage manager and metadata manager setting goes: after these prefixes
+# (Kafka's defaults, set explicitly so the files say what they are).
+RSM_PREFIX = "rsm.config."
+RLMM_PREFIX = "rlmm.config."
+
+
+def tiered_storage_properties(remote_dir: Path, brokers: int, listener: str = "PLAINTEXT") -> dict[str, str]:
+    """A broker's tiered storage (KIP-405) settings: Kafka's LocalTieredStorage as the remote
+    storage manager, keeping the cluster's "remote" segments under ``remote_dir`` (shared by
+    its brokers, as an object store would be), and the default topic-based metadata manager
+    (``__remote_log_metadata``, reached over the brokers' ``listener``). The intervals are
+    short so a closed segment reaches the remote tier, and one past local retention leaves
+    the local log, within seconds."""
+    return {
+        "remote.log.storage.system.enable": "true",
+        "remote.log.storage.manager.class.name": LOCAL_TIERED_STORAGE_CLASS,
+        "remote.log.storage.manager.impl.prefix": RSM_PREFIX,
+        # LocalTieredStorage.STORAGE_DIR_CONFIG: it writes under <dir>/kafka-tiered-storage.
+        f"{RSM_PREFIX}dir": str(remote_dir),
+        # Deleted remote segments (retention, topic deletion) are removed from the directory.
+        f"{RSM_PREFIX}delete.enable": "true",
+        "remote.log.metadata.manager.impl.prefix": RLMM_PREFIX,
+        "remote.log.metadata.manager.listener.name": listener,
+        f"{RLMM_PREFIX}remote.log.metadata.topic.replication.factor": str(brokers),
+        f"{RLMM_PREFIX}remote.log.metadata.topic.num.partitions": "3",
+        # One live replica suffices: a test may stop a broker without halting the tiering.
+        f"{RLMM_PREFIX}remote.log.metadata.topic.min.isr": "1",
+        # Copy and expire every second (default 30 s), retention checked every second (5 min)
+        # from a second after start (30 s; an internal setting, "for testing only"), a locally
+        # deleted segment's files gone after a second (1 min).
+        "remote.log.manager.task.interval.ms": "1000",
+        "log.retention.check.interval.ms": "1000",
+        "log.initial.task.delay.ms": "1000",
+        "log.segment.delete.delay.ms": "1000",
+    }
 
 
 def server_properties(

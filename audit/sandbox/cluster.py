@@ -29,8 +29,9 @@ from audit.sandbox.broker_config import (
     port_free,
     port_open,
     server_properties,
+    tiered_storage_properties,
 )
-from audit.sandbox.jars import ensure_kafka_jars, kafka_version
+from audit.sandbox.jars import ensure_kafka_jars, ensure_tiered_storage_jar, kafka_version
 from audit.sandbox.processes import java_cmd, start_java, stop_process
 from audit.sandbox.state import (
     ClusterState,
@@ -78,17 +79,31 @@ class SandboxOptions:
     tls: bool = False
     # The Apache Kafka release to run; None: $MIRROR_AUDIT_KAFKA_VERSION, else the default.
     kafka_version: str | None = None
+    # Tiered storage (KIP-405) on every broker: Kafka's LocalTieredStorage keeps each
+    # cluster's remote segments under the work dir (``remote_storage_dir``), the topic-based
+    # metadata manager tracks them; a topic tiers with remote.storage.enable=true. The
+    # storage manager ships only in kafka-storage's test jar, built against its own release's
+    # internals: where Maven Central lacks the requested release's, the brokers run the
+    # newest release below it that has one (``ensure_tiered_storage_jar``), with a warning.
+    tiered_storage: bool = False
 
 
 # --------------------------------------------------------------------------- nodes
 
 
-def _format_storage(java: str, jars: str, jobs: list[tuple[str, Path, str]]) -> None:
+def _format_storage(
+    java: str, jars: str, jobs: list[tuple[str, Path, str]], extra_jars: tuple[str, ...] = ()
+) -> None:
     """Format every node's KRaft storage, in parallel (each is a JVM start)."""
     procs = []
     for cluster_id, props_path, label in jobs:
         cmd = java_cmd(
-            java, jars, 256, "kafka.tools.StorageTool", ["format", "-t", cluster_id, "-c", str(props_path)]
+            java,
+            jars,
+            256,
+            "kafka.tools.StorageTool",
+            ["format", "-t", cluster_id, "-c", str(props_path)],
+            extra_jars,
         )
         procs.append(
             (label, props_path, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
@@ -103,8 +118,10 @@ def _format_storage(java: str, jars: str, jobs: list[tuple[str, Path, str]]) -> 
         raise SandboxError("formatting KRaft storage failed: " + "; ".join(failures))
 
 
-def _start_node(java: str, jars: str, heap_mb: int, props_path: Path, log_path: Path) -> tuple[int, int]:
-    return start_java(java, jars, heap_mb, "kafka.Kafka", [str(props_path)], log_path)
+def _start_node(
+    java: str, jars: str, heap_mb: int, props_path: Path, log_path: Path, extra_jars: tuple[str, ...] = ()
+) -> tuple[int, int]:
+    return start_java(java, jars, heap_mb, "kafka.Kafka", [str(props_path)], log_path, extra_jars)
 
 
 def _exit_cause(node: NodeState) -> str:
@@ -177,6 +194,9 @@ def up(opts: SandboxOptions) -> SandboxState:
     """
     workdir = opts.workdir
     version = kafka_version(opts.kafka_version)
+    tiered_jar = None
+    if opts.tiered_storage:
+        version, tiered_jar = _tiered_release(version)
     existing = running_sandbox(workdir)
     if existing is not None:
         if existing.kafka_version != version:
@@ -184,19 +204,25 @@ def up(opts: SandboxOptions) -> SandboxState:
                 f"a Kafka {existing.kafka_version} sandbox is running in {workdir}, not {version}: "
                 "stop it first (mirror-audit sandbox down)"
             )
+        if existing.tiered_storage != opts.tiered_storage:
+            raise SandboxError(
+                f"a sandbox {'with' if existing.tiered_storage else 'without'} tiered storage is running "
+                f"in {workdir}: stop it first (mirror-audit sandbox down)"
+            )
         return existing
     _check_options(opts)
     java = find_java()
     jars = str(ensure_kafka_jars(version))
+    extra = (str(tiered_jar),) if tiered_jar is not None else ()
     workdir.mkdir(parents=True, exist_ok=True)
     plans, format_jobs = _write_node_configs(java, opts)
     started = time.monotonic()
-    _format_storage(java, jars, format_jobs)
+    _format_storage(java, jars, format_jobs, extra)
     clusters = [
-        ClusterState(name, cluster_id, tuple(_start_nodes(java, jars, opts.heap_mb, nodes)))
+        ClusterState(name, cluster_id, tuple(_start_nodes(java, jars, opts.heap_mb, nodes, extra)))
         for name, cluster_id, nodes in plans
     ]
-    state = SandboxState(str(workdir), version, jars, tuple(clusters))
+    state = SandboxState(str(workdir), version, jars, tuple(clusters), extra[0] if extra else None)
     save_state(state)
     try:
         for cluster in clusters:
@@ -211,6 +237,72 @@ def up(opts: SandboxOptions) -> SandboxState:
         ", ".join(f"{c.name}={c.bootstrap}" for c in clusters),
     )
     return state
+
+
+def _tiered_release(version: str) -> tuple[str, Path]:
+    """The release tiered brokers run and their LocalTieredStorage jar: ``version`` where
+    Maven Central has its kafka-storage test jar, else the release of the newest one below
+    it (a test jar does not load in another release's brokers)."""
+    jar_version, jar = ensure_tiered_storage_jar(version)
+    if jar_version != version:
+        log.warning(
+            "tiered storage: the brokers run Kafka %s, not %s, the release of the LocalTieredStorage "
+            "jar Maven Central has (%s's does not load in %s brokers)",
+            jar_version,
+            version,
+            jar_version,
+            version,
+        )
+    return jar_version, jar
+
+
+REMOTE_STORAGE_DIR = "remote-storage"
+
+
+def remote_storage_dir(state: SandboxState, cluster: str) -> Path:
+    """Where ``cluster``'s LocalTieredStorage keeps its remote segments, shared by all the
+    cluster's brokers as an object store would be:
+    ``WORKDIR/<cluster>/remote-storage/kafka-tiered-storage`` (LocalTieredStorage appends
+    ``kafka-tiered-storage`` to the ``rsm.config.dir`` it is given). It appears at the first
+    broker start and goes with ``down``'s data; a SandboxError when the sandbox runs without
+    tiered storage.
+
+    Layout, as Kafka 4.3.1's LocalTieredStorage writes it (seen on a running sandbox)::
+
+        kafka-tiered-storage/
+          my.topic-x-0-t-5vIW8ZRTWEfDhtAvDfLA/      <topic>-<partition>-<topic id>
+            00000000000000000000-uZfMABMPT4SgIJgHfx1SMA.log
+            00000000000000000000-uZfMABMPT4SgIJgHfx1SMA.index
+            00000000000000000000-uZfMABMPT4SgIJgHfx1SMA.timeindex
+            00000000000000000000-uZfMABMPT4SgIJgHfx1SMA.snapshot
+            00000000000000000000-uZfMABMPT4SgIJgHfx1SMA.leader_epoch_checkpoint
+            00000000000000000401-kGvDkfOlQtyRrcQJxOrZXg.log
+            00000000000000000401-kGvDkfOlQtyRrcQJxOrZXg.txnindex      (only where one exists locally)
+            ...
+
+    One directory per topic partition the brokers copied from: topic name, partition number
+    and topic id (a Kafka Uuid, base64url: 22 characters that may hold ``-`` and ``_``, so
+    split the name from the right: the id is the last 22 characters, the partition the
+    digits before them; a topic deleted and created again gets a directory of its own).
+
+    One file set per copied segment, ``<base offset>-<remote log segment id><suffix>``: the
+    base offset zero-padded to 20 digits as in the local log's names (the LocalTieredStorage
+    of some earlier releases wrote it unpadded, ``401-<id>.log``), the segment id a Uuid
+    (base64url, 22 characters) new with every copy, so a segment copied twice (a new leader
+    after a failed copy) appears twice with the same offset. ``.log``, ``.index``,
+    ``.timeindex`` and ``.txnindex`` are byte copies of the local segment's files of the same
+    base offset (``.index`` may be empty: an entry per ``index.interval.bytes`` of batches);
+    ``.snapshot`` is the producer state at the segment's end (the local log's snapshot named by
+    the next segment's base offset); ``.leader_epoch_checkpoint`` the leader epochs up to the
+    segment's end in Kafka's checkpoint text (``0``, the entry count, ``<epoch> <start
+    offset>`` lines). The base offset is the only offset a name gives: the segment's last
+    offset is its ``.log``'s last batch's (or the ``__remote_log_metadata`` topic's record of
+    the segment), and the next file set's base offset minus one only while the copies are
+    contiguous."""
+    if not state.tiered_storage:
+        raise SandboxError(f"the sandbox in {state.workdir} runs without tiered storage")
+    state.cluster(cluster)  # KeyError for a cluster it does not have
+    return Path(state.workdir) / cluster / REMOTE_STORAGE_DIR / "kafka-tiered-storage"
 
 
 def running_sandbox(workdir: Path) -> SandboxState | None:
@@ -263,6 +355,12 @@ def _write_node_configs(
     for name in CLUSTER_NAMES:
         cluster_id = new_cluster_id()
         controller_port = next(free)
+        remote = workdir / name / REMOTE_STORAGE_DIR
+        shutil.rmtree(remote, ignore_errors=True)  # an earlier sandbox's, now stale
+        extra = opts.broker_properties
+        if opts.tiered_storage:
+            remote.mkdir(parents=True)
+            extra = {**tiered_storage_properties(remote, n), **extra}
         node_plans: list[_NodePlan] = []
         for node_id in range(1, n + 1):
             port = opts.ports[name] if node_id == 1 and name in opts.ports else next(free)
@@ -280,7 +378,7 @@ def _write_node_configs(
                     port,
                     controller_port,
                     node_dir / "data",
-                    opts.broker_properties,
+                    extra,
                     sasl_port,
                     opts.sasl_users,
                     opts.authorizer,
@@ -293,11 +391,13 @@ def _write_node_configs(
     return plans, format_jobs
 
 
-def _start_nodes(java: str, jars: str, heap_mb: int, nodes: list[_NodePlan]) -> list[NodeState]:
+def _start_nodes(
+    java: str, jars: str, heap_mb: int, nodes: list[_NodePlan], extra_jars: tuple[str, ...] = ()
+) -> list[NodeState]:
     states = []
     for node_id, roles, port, controller_port, sasl_port, node_dir in nodes:
         log_path = node_dir / "broker.log"
-        pid, ticks = _start_node(java, jars, heap_mb, node_dir / "server.properties", log_path)
+        pid, ticks = _start_node(java, jars, heap_mb, node_dir / "server.properties", log_path, extra_jars)
         states.append(
             NodeState(
                 node_id,
@@ -329,6 +429,7 @@ def _remove_data(state: SandboxState) -> None:
     for cluster in state.clusters:
         for node in cluster.nodes:
             shutil.rmtree(Path(node.node_dir) / "data", ignore_errors=True)
+        shutil.rmtree(Path(state.workdir) / cluster.name / REMOTE_STORAGE_DIR, ignore_errors=True)
     (Path(state.workdir) / "state.json").unlink(missing_ok=True)
 
 
@@ -367,7 +468,12 @@ def start_node(
     if is_running(node):
         return state
     pid, ticks = _start_node(
-        find_java(), state.jars, heap_mb, Path(node.node_dir) / "server.properties", Path(node.log_path)
+        find_java(),
+        state.jars,
+        heap_mb,
+        Path(node.node_dir) / "server.properties",
+        Path(node.log_path),
+        state.broker_extra_jars,
     )
     new_node = replace(node, pid=pid, start_ticks=ticks)
     new_state = state.with_node(cluster, new_node)

@@ -170,6 +170,44 @@ def ensure_streams_jars(version: str | None = None, root: Path | None = None) ->
     )
 
 
+# LocalTieredStorage, Apache Kafka's own remote storage manager for tests (KIP-405): it keeps
+# "remote" segments in a local directory. It ships only in kafka-storage's test jar.
+LOCAL_TIERED_STORAGE_CLASS = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
+
+
+def ensure_tiered_storage_jar(broker_version: str, root: Path | None = None) -> tuple[str, Path]:
+    """kafka-storage's test jar (``org.apache.kafka:kafka-storage:<v>:jar:test``, holding
+    ``LOCAL_TIERED_STORAGE_CLASS``) for brokers of ``broker_version``: the release itself, else
+    the newest release below it on ``KAFKA_RELEASES`` whose test jar Maven Central serves, with
+    a warning naming both. Returns the release used and the jar.
+
+    A test jar is built against its own release's internals: 4.3.1's LocalTieredStorage does
+    not load in 4.4.0 brokers (it calls ``org.apache.kafka.common.utils.LogContext``, which 4.4
+    moved to ``common.utils.internals``), so the sandbox runs tiered brokers at the release
+    returned here (``cluster.up``)."""
+    root = root or cache_root()
+    version, target = _first_resolving(
+        root,
+        mm2_candidates(broker_version),
+        lambda v: f"tiered-storage-{v}",
+        lambda v, out: _maven_artifact(
+            f"LocalTieredStorage (kafka-storage {v} test jar)",
+            f"org.apache.kafka:kafka-storage:{v}:jar:test",
+            out,
+        ),
+        f"no kafka-storage test jar (LocalTieredStorage) at or below {broker_version} resolves from "
+        "Maven Central (tiered storage cannot start)",
+    )
+    if version != broker_version:
+        log.warning(
+            "the kafka-storage %s test jar is not on Maven Central; LocalTieredStorage comes from "
+            "kafka-storage %s",
+            broker_version,
+            version,
+        )
+    return version, next(target.glob("kafka-storage-*-test.jar"))
+
+
 def mm2_candidates(broker_version: str) -> list[str]:
     """``broker_version`` itself, then every release of ``KAFKA_RELEASES`` below it, newest
     first, down to the oldest supported line."""
@@ -314,3 +352,21 @@ def _maven_copy(
         errors = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "ERROR" in ln]
         cause = errors[0].replace("[ERROR]", "").strip() if errors else f"mvn exited with {proc.returncode}"
         raise SandboxError(f"fetching {what} jars with Maven failed: {cause[:300]}")
+
+
+def _maven_artifact(what: str, artifact: str, out: Path) -> None:
+    """``mvn dependency:copy`` of one artifact (``group:name:version:type:classifier``), without
+    its dependencies, into ``out``."""
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise SandboxError(f"Maven is not installed: install it (apt-get install maven) to fetch {what}")
+    cmd = [mvn, "-B", "-q", "dependency:copy", f"-Dartifact={artifact}", f"-DoutputDirectory={out}"]
+    log.info("fetching %s from Maven Central into %s", what, out)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False, cwd=out)
+    except subprocess.TimeoutExpired as exc:
+        raise SandboxError(f"Maven did not finish fetching {what} within 10 minutes") from exc
+    if proc.returncode != 0 or not any(out.glob("*.jar")):
+        errors = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "ERROR" in ln]
+        cause = errors[0].replace("[ERROR]", "").strip() if errors else f"mvn exited with {proc.returncode}"
+        raise SandboxError(f"fetching {what} with Maven failed: {cause[:300]}")

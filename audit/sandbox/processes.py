@@ -77,11 +77,18 @@ def run_tool(
 
 
 def start_java(
-    java: str, jars: str, heap_mb: int, main: str, args: Sequence[str], log_path: Path
+    java: str,
+    jars: str,
+    heap_mb: int,
+    main: str,
+    args: Sequence[str],
+    log_path: Path,
+    extra_jars: Sequence[str] = (),
 ) -> tuple[int, int]:
     """Start a long-running JVM (a broker, MirrorMaker 2) in its own session, output to
-    ``log_path``; returns its pid and /proc start time, the pair it is stopped by."""
-    return start_process(java_cmd(java, jars, heap_mb, main, args), log_path)
+    ``log_path``, ``extra_jars`` after ``jars`` on its class path (a tiered broker's remote
+    storage manager); returns its pid and /proc start time, the pair it is stopped by."""
+    return start_process(java_cmd(java, jars, heap_mb, main, args, extra_jars), log_path)
 
 
 def start_process(cmd: Sequence[str], log_path: Path, env: dict[str, str] | None = None) -> tuple[int, int]:

@@ -65,6 +65,20 @@ class SandboxState:
     kafka_version: str
     jars: str
     clusters: tuple[ClusterState, ...]
+    # Tiered storage (``SandboxOptions.tiered_storage``): the jar of the brokers' remote storage
+    # manager (LocalTieredStorage), on their class path after ``jars``; None without.
+    tiered_storage_jar: str | None = None
+
+    @property
+    def tiered_storage(self) -> bool:
+        """Whether the brokers tier closed segments to remote storage (KIP-405): see
+        ``audit.sandbox.cluster.remote_storage_dir``."""
+        return self.tiered_storage_jar is not None
+
+    @property
+    def broker_extra_jars(self) -> tuple[str, ...]:
+        """What the brokers' class path holds after ``jars``."""
+        return (self.tiered_storage_jar,) if self.tiered_storage_jar else ()
 
     def cluster(self, name: str) -> ClusterState:
         for c in self.clusters:
@@ -82,7 +96,7 @@ class SandboxState:
             else c
             for c in self.clusters
         )
-        return SandboxState(self.workdir, self.kafka_version, self.jars, clusters)
+        return SandboxState(self.workdir, self.kafka_version, self.jars, clusters, self.tiered_storage_jar)
 
 
 def save_state(state: SandboxState) -> Path:
@@ -99,7 +113,9 @@ def load_state(workdir: Path) -> SandboxState | None:
             ClusterState(c["name"], c["cluster_id"], tuple(NodeState(**n) for n in c["nodes"]))
             for c in raw["clusters"]
         )
-        return SandboxState(raw["workdir"], raw["kafka_version"], raw["jars"], clusters)
+        return SandboxState(
+            raw["workdir"], raw["kafka_version"], raw["jars"], clusters, raw.get("tiered_storage_jar")
+        )
     except (ValueError, KeyError, TypeError) as exc:
         raise SandboxError(
             f"sandbox state file {path} is corrupt ({exc}); remove it and stop any brokers by hand"
