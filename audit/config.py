@@ -213,6 +213,10 @@ class MirrorConfig:
     # response, or kafka-cluster-mirrors.sh --describe --json): imported into the
     # destination's snapshot (CM-FAILOVER-1, failover verify, failback readiness).
     state_file: str | None = None
+    # CM-TIER-1's severity for an in-scope destination topic with tiered storage enabled:
+    # "fail" for KIP-1279 (its prototype moves such partitions to FAILED); "warn" for a
+    # mirror that supports a tiered destination (say so only where its vendor does).
+    tiered_destination: Literal["fail", "warn"] = "fail"
 
 
 @dataclass(frozen=True)

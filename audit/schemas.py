@@ -77,6 +77,17 @@ SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
         _c("last_stable_offset", "int64", False),
         _c("max_timestamp_ms", "int64"),
         _c("open_txn_first_timestamp_ms", "int64"),
+        # Tiered storage (KIP-405), from the topic's config (DescribeConfigs) and ListOffsets'
+        # earliest-local spec: whether the topic keeps a remote tier, where its local log
+        # starts (records below it are read from the remote tier), and how long/much the
+        # brokers keep locally (local.retention.*; -2: as retention.*). Null where not read,
+        # ``tier_detail`` says why: never taken as "not tiered". A topic without a remote
+        # tier has its local log start at its log start, by definition.
+        _c("remote_storage", "boolean", added_later=True),
+        _c("local_log_start_offset", "int64", added_later=True),
+        _c("local_retention_ms", "int64", added_later=True),
+        _c("local_retention_bytes", "int64", added_later=True),
+        _c("tier_detail", "string", added_later=True),
     ),
     "groups": (
         _c("group_id", "string", False),
@@ -394,6 +405,11 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("stop_control_records", "int64"),
         _c("stop_control_bound", "int64"),
         _c("data_lag_records", "int64"),
+        # Tiered storage: CM-TIER-1 fails (or warns, mirror.tiered_destination) a tiered
+        # destination; CM-TIER-2 warns where the destination's end is below the source's
+        # local log start: the records between them the mirror reads from the remote tier.
+        _c("tiered_destination_fails", "boolean"),
+        _c("remote_tier_records", "int64"),
     ),
     "topics": (
         _c("topic", "string"),
@@ -573,6 +589,13 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("below_log_start", "boolean"),
         _c("past_end", "boolean"),
         _c("behind", "boolean"),
+        # MM2-TIER-1: the next offset below the source's local log start (tiered storage):
+        # the records before the local log, which MirrorMaker 2 reads from the remote tier,
+        # and what the source keeps locally.
+        _c("src_remote_storage", "boolean"),
+        _c("src_local_log_start_offset", "int64"),
+        _c("src_local_retention_ms", "int64"),
+        _c("remote_tier_records", "int64"),
     ),
     "mm2_checkpoints": (
         _c("group_id", "string"),
@@ -720,6 +743,9 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("dst_epoch_within_dle", "boolean"),
         _c("epochs_equal", "boolean"),
         _c("epochs_must_match", "boolean"),
+        # A tiered partition whose scan read the local log only: the remote tier's offsets,
+        # uncompared (an unchecked row; compare/batches.py unread_remote_tiers).
+        _c("remote_tier_unread", "boolean"),
     ),
     "marker_diffs": (
         _c("topic", "string"),
@@ -881,6 +907,7 @@ AUX_TABLES: dict[str, tuple[Column, ...]] = {
         _c("dst_share_offsets_read", "boolean", False),
         _c("mm2_exactly_once", "boolean", False),
         _c("mm2_read_committed", "boolean", False),
+        _c("tiered_destination_fails", "boolean", False),  # mirror.tiered_destination: fail
     ),
 }
 

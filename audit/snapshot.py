@@ -38,6 +38,12 @@ class PartitionRecord:
     last_stable_offset: int
     max_timestamp_ms: int | None
     open_txn_first_timestamp_ms: int | None = None
+    # Tiered storage (schemas.py says what each means); None: not read, tier_detail says why.
+    remote_storage: bool | None = None
+    local_log_start_offset: int | None = None
+    local_retention_ms: int | None = None
+    local_retention_bytes: int | None = None
+    tier_detail: str | None = None
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,13 @@ def part(topic: str = "orders", partition: int = 0, **kw: object) -> PartitionRe
         "last_stable_offset": 100,
         "max_timestamp_ms": T0_MS - 1000,
         "open_txn_first_timestamp_ms": None,
+        # A topic without a remote tier (tiered storage): its local log starts at its log start.
+        "remote_storage": False,
+        "local_retention_ms": -2,
+        "local_retention_bytes": -2,
     }
     base.update(kw)
+    base.setdefault("local_log_start_offset", base["log_start_offset"])
     return PartitionRecord(**base)  # type: ignore[arg-type]
 
 

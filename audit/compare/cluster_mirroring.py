@@ -95,7 +95,13 @@ SELECT derived.*,
   END AS open_txn_age_seconds,
   -- The lag in data records: the stop's control records are not the destination being
   -- ahead (CM-OFFSET-1); where the mirror gives no last mirrored offset, up to the bound.
-  lag_records + coalesce(stop_control_records, stop_control_bound) AS data_lag_records
+  lag_records + coalesce(stop_control_records, stop_control_bound) AS data_lag_records,
+  p.tiered_destination_fails,
+  -- CM-TIER-2: the records between the destination's end and the source's local log start,
+  -- which the mirror copies next from the source's remote tier. A topic without a remote
+  -- tier has none there (0); tiered with its local start unknown: unknown (null, unchecked).
+  CASE WHEN src_remote_storage THEN greatest(src_local_log_start_offset - dst_high_watermark, 0)
+    WHEN NOT src_remote_storage THEN 0 END AS remote_tier_records
 FROM derived CROSS JOIN {{run_params}} p
 """,
     shown=(
@@ -117,6 +123,18 @@ FROM derived CROSS JOIN {{run_params}} p
         (
             "newest record timestamps of a lagging partition (max_timestamp_ms)",
             "src_max_timestamp_ms IS NULL OR dst_max_timestamp_ms IS NULL",
+        ),
+        (
+            "tiered-storage config of the destination topic (remote.storage.enable not read)",
+            "dst_remote_storage IS NULL",
+        ),
+        (
+            "tiered-storage config of the source topic (remote.storage.enable not read)",
+            "src_remote_storage IS NULL",
+        ),
+        (
+            "local log start of the tiered source partition (ListOffsets earliest-local not read)",
+            "src_remote_storage AND src_local_log_start_offset IS NULL",
         ),
     ),
 )

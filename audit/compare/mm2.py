@@ -426,6 +426,8 @@ latest_sync AS ({_LATEST_SYNC})
     greatest(l.committed_offset + 1, ls.sync_upstream_offset + 1) AS next_offset,
     l.committed_offset IS NOT NULL OR ls.sync_upstream_offset IS NOT NULL AS has_position,
     p.log_start_offset AS src_log_start_offset, p.high_watermark AS src_high_watermark,
+    p.remote_storage AS src_remote_storage, p.local_log_start_offset AS src_local_log_start_offset,
+    p.local_retention_ms AS src_local_retention_ms,
     -- Retention's pace since the newest earlier run, on the same topic (its id unchanged).
     CASE WHEN rp.src_started_at_ms > pp.snapshot_at_ms AND p.log_start_offset > pp.log_start_offset
       THEN (p.log_start_offset - pp.log_start_offset) * 1000.0 / (rp.src_started_at_ms - pp.snapshot_at_ms)
@@ -451,7 +453,14 @@ SELECT judged.topic, judged.partition, ts.in_scope AS in_scope, committed_offset
     END AS margin_seconds,
   CASE WHEN nothing_to_copy THEN FALSE ELSE next_offset < src_log_start_offset END AS below_log_start,
   CASE WHEN nothing_to_copy THEN FALSE ELSE next_offset > src_high_watermark END AS past_end,
-  coalesce(next_offset, src_log_start_offset) < src_high_watermark AS behind
+  coalesce(next_offset, src_log_start_offset) < src_high_watermark AS behind,
+  src_remote_storage, src_local_log_start_offset, src_local_retention_ms,
+  -- MM2-TIER-1: the records between its next offset and the source's local log start, which
+  -- it copies next from the source's remote tier. A topic without a remote tier, or nothing
+  -- to copy: none (0); tiered with its local start unknown: unknown (null, unchecked).
+  CASE WHEN nothing_to_copy THEN 0
+    WHEN src_remote_storage THEN greatest(src_local_log_start_offset - next_offset, 0)
+    WHEN NOT src_remote_storage THEN 0 END AS remote_tier_records
 FROM judged
 LEFT JOIN {{topic_scope}} ts ON ts.topic = judged.topic
 """,
@@ -473,6 +482,14 @@ LEFT JOIN {{topic_scope}} ts ON ts.topic = judged.topic
             "a position of MirrorMaker 2 (none committed in the offsets topic of Connect and no "
             "offset sync: nothing copied yet)",
             "next_offset IS NULL",
+        ),
+        (
+            "tiered-storage config of the source topic (remote.storage.enable not read)",
+            "src_remote_storage IS NULL",
+        ),
+        (
+            "local log start of the tiered source partition (ListOffsets earliest-local not read)",
+            "src_remote_storage AND src_local_log_start_offset IS NULL",
         ),
     ),
 )

@@ -66,6 +66,7 @@ def params_row(
         "dst_share_offsets_read": share_offsets_read["destination"],
         "mm2_exactly_once": cfg.mirror.mm2.exactly_once,
         "mm2_read_committed": cfg.mirror.mm2.consumer_isolation == "read_committed",
+        "tiered_destination_fails": cfg.mirror.tiered_destination == "fail",
     }
     return [named_row("run_params", row)]
 

@@ -95,6 +95,28 @@ OUTCOMES = (
     Outcome("CM-TXN-1", "warn", "open for 10 s, 10 allowed", OPEN_10S, {"max_open_txn_seconds": 10}),
     Outcome("CM-TXN-1", "fail", "open for 10 s, 9 allowed", OPEN_10S, {"max_open_txn_seconds": 9}),
     Outcome("CM-SCOPE-1", "warn", "a Streams changelog in scope", on("src:partitions", topic=CHANGELOG)),
+    Outcome(
+        "CM-TIER-1", "fail", "tiered storage on the destination", on("dst:partitions", remote_storage=True)
+    ),
+    Outcome(
+        "CM-TIER-1",
+        "warn",
+        "tiered storage on the destination, a mirror that supports it",
+        on("dst:partitions", remote_storage=True),
+        config="mirror:\n  tiered_destination: warn\n",
+    ),
+    Outcome(
+        "CM-TIER-2",
+        "warn",
+        "the destination's end (98) below the source's local log start (99)",
+        on("src:partitions", remote_storage=True, local_log_start_offset=99),
+    ),
+    Outcome(
+        "CM-TIER-2",
+        "pass",
+        "the destination's end (98) at the source's local log start",
+        on("src:partitions", remote_storage=True, local_log_start_offset=98),
+    ),
     # -- group offsets (cm_group_offsets: g committed 90 on both sides, the clamp's 90) --------
     Outcome(
         "CM-EPOCH-3",
@@ -247,6 +269,20 @@ OUTCOMES = (
         "fail",
         "its position 80 below the source's log start 90: records deleted before it copied them",
         on("dst:mm2_positions", committed_offset=79) | on("src:partitions", log_start_offset=90),
+    ),
+    Outcome(
+        "MM2-TIER-1",
+        "warn",
+        "its position 80 below the source's local log start 90: it reads the remote tier",
+        on("dst:mm2_positions", committed_offset=79)
+        | on("src:partitions", remote_storage=True, local_log_start_offset=90),
+    ),
+    Outcome(
+        "MM2-TIER-1",
+        "pass",
+        "its position 80 at the source's local log start",
+        on("dst:mm2_positions", committed_offset=79)
+        | on("src:partitions", remote_storage=True, local_log_start_offset=80),
     ),
     Outcome(
         "MM2-POS-1",

@@ -152,3 +152,52 @@ def test_a_directory_whose_partition_number_is_past_32_bits_is_not_a_partition()
 
     assert partition_of("file:///logs/big-99999999999/00000000000000000000.log") == (None, None)
     assert partition_of("file:///logs/big-2147483647/00000000000000000000.log") == ("big", 2147483647)
+
+
+# A topic id in LocalTieredStorage's directory name: base64url, here ending in "-12", which
+# must not be read as a partition number.
+TOPIC_ID = "t-5vIW8ZRTWEfDhtAvD-12"
+SEGMENT_ID = "kGvDkfOlQtyRrcQJxOrZXg"
+
+
+def _remote_segment(directory: Path, base: int, count: int = 3, segment_id: str = SEGMENT_ID) -> None:
+    """A segment as LocalTieredStorage keeps it in the remote tier: the local segment's bytes
+    under ``<base offset>-<segment id>.log``, its indexes beside it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    batches = [batch(base + i, [(b"k", f"v{i}".encode())]) for i in range(count)]
+    (directory / f"{base:020d}-{segment_id}.log").write_bytes(b"".join(batches))
+    (directory / f"{base:020d}-{segment_id}.index").write_bytes(index([], preallocated=8))
+
+
+def test_remote_tier_segments_join_their_partition_below_the_local_log(tmp_path: Path) -> None:
+    """Tiered storage: the remote tier (LocalTieredStorage's layout) and the local log dir
+    of one partition read as one log, each batch once: the remote segments below the first
+    local one, the segments in both tiers (copied, not yet deleted locally) from the local
+    copy."""
+    remote = tmp_path / "remote" / "kafka-tiered-storage" / f"orders-0-{TOPIC_ID}"
+    _remote_segment(remote, 0)
+    _remote_segment(remote, 3)
+    _remote_segment(remote, 3, segment_id="Z" * 22)  # a copy retried: one file per base offset
+    _remote_segment(remote, 6)  # still local too
+    _segment(tmp_path / "logs" / "orders-0", base=6)
+    listing = place_segments(_listed(tmp_path / "remote") + _listed(tmp_path / "logs"), ScopeConfig())
+
+    placed = [(f.uri.rsplit("/", 1)[-1], f.topic, f.partition, f.is_last_segment) for f in listing.files]
+    assert placed == [
+        (f"{0:020d}-{SEGMENT_ID}.log", "orders", 0, False),
+        (f"{3:020d}-{SEGMENT_ID}.log", "orders", 0, False),
+        (f"{6:020d}.log", "orders", 0, True),
+    ]
+    assert listing.duplicates == []
+    rows, issues = _run_task(plan_ranges(listing, 1 << 20))
+    assert rows == 9 and issues == []  # offsets 0-8, each batch once, through the one parser
+
+
+def test_a_remote_tier_alone_is_read_and_follows_scope(tmp_path: Path) -> None:
+    remote = tmp_path / "remote" / "kafka-tiered-storage"
+    _remote_segment(remote / f"orders-0-{TOPIC_ID}", 0)
+    _remote_segment(remote / f"audit-log-2-{TOPIC_ID}", 0)
+    listing = place_segments(
+        _listed(tmp_path / "remote"), ScopeConfig(topics=PatternSet(include=("orders",)))
+    )
+    assert [(f.topic, f.partition) for f in listing.files] == [("orders", 0)]

@@ -303,6 +303,7 @@ def derived_partitions(spark: Any, staging: Path) -> tuple[Any, ...]:
                 last_stable_offset=int(first_open["base_offset"]) if first_open else int(r["high_watermark"]),
                 max_timestamp_ms=int(r["max_timestamp_ms"]) if r["max_timestamp_ms"] is not None else None,
                 open_txn_first_timestamp_ms=int(first_open["first_timestamp_ms"]) if first_open else None,
+                tier_detail="derived from log segment files, which hold no topic config",
             )
         )
     return tuple(sorted(out, key=lambda p: (p.topic, p.partition)))

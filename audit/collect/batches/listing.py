@@ -34,6 +34,16 @@ SET_ASIDE_DETAIL = {
     "stray": "a -stray directory: a replica Kafka found on a broker it is not assigned to and set "
     "aside: not the partition's current data, not read",
 }
+# Tiered storage (KIP-405): Apache Kafka's LocalTieredStorage (the remote storage manager
+# on a filesystem that Kafka's own tests and the sandbox use) keeps a partition's remote
+# segments under ``<topic>-<partition>-<topic id>`` (the id: 22 base64url characters, which
+# may hold '-', so the name is read from the right), each as ``<20-digit base offset>-<segment
+# id>.log`` beside its indexes: the same bytes as the local segment it was copied from, so
+# the same batch parser reads them. Other remote storage managers (the S3, GCS and Azure
+# plugins of Aiven, Confluent's and the vendors' own) lay out, chunk, compress or encrypt
+# their objects each their own way: their remote ranges are reported unread instead.
+REMOTE_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)-(?P<topic_id>[A-Za-z0-9_-]{22})$")
+REMOTE_SEGMENT = re.compile(r"^(?P<base>\d{20})-[A-Za-z0-9_-]{22}\.log$")
 # KRaft's metadata log sits in a log dir like a partition (``__cluster_metadata-0``) but is
 # no topic: no mirror copies it, and each cluster's differs, so it is never read.
 METADATA_LOG_TOPIC = "__cluster_metadata"
@@ -80,9 +90,17 @@ def place_segments(uris: list[str], scope: ScopeConfig | None = None) -> Listing
     for uri in uris:
         by_dir.setdefault(uri.rsplit("/", 1)[0], []).append(uri)
     by_partition: dict[tuple[str, int], list[str]] = {}
+    remote: dict[tuple[str, int], list[str]] = {}
     files: list[SegmentFile] = []
     set_aside: list[SetAside] = []
     for directory, members in sorted(by_dir.items()):
+        # Remote segments' names tell them apart (a local segment's name is its offset alone),
+        # so a topic id ending in "-<digits>" is never taken for a partition number.
+        tiered = remote_partition_of(members[0])
+        if tiered is not None and all(_remote_base(u) is not None for u in members):
+            if scope is None or scope.topic_in_scope(tiered[0]):
+                remote.setdefault(tiered, []).extend(members)
+            continue
         topic, partition = partition_of(members[0])
         if topic is None or partition is None:
             aside = set_aside_of(members[0])
@@ -99,12 +117,48 @@ def place_segments(uris: list[str], scope: ScopeConfig | None = None) -> Listing
             continue
         by_partition.setdefault((topic, partition), []).append(directory)
     duplicates: list[str] = []
-    for (topic, partition), dirs in sorted(by_partition.items()):
-        keep = max(dirs, key=lambda d: (len(by_dir[d]), d))
+    for key in sorted(set(by_partition) | set(remote)):
+        topic, partition = key
+        dirs = by_partition.get(key, [])
+        keep = max(dirs, key=lambda d: (len(by_dir[d]), d)) if dirs else None
         duplicates.extend(d for d in dirs if d != keep)
-        members = sorted(by_dir[keep], key=lambda u: u.rsplit("/", 1)[-1])
+        local = sorted(by_dir[keep], key=lambda u: u.rsplit("/", 1)[-1]) if keep else []
+        members = _below_local(remote.get(key, []), local) + local
         files.extend(SegmentFile(u, topic, partition, u == members[-1]) for u in members)
     return Listing(files, duplicates, set_aside)
+
+
+def _below_local(remote: list[str], local: list[str]) -> list[str]:
+    """A partition's remote segments that the local log no longer holds: those below its
+    first local segment (a segment copied to the remote tier stays local until local
+    retention deletes it, and both copies are the same bytes: each batch is read once).
+    One file per base offset (a copy retried after a failure may leave two)."""
+    first_local = _local_base(local[0]) if local else None
+    by_base: dict[int, str] = {}
+    for uri in sorted(remote, key=lambda u: u.rsplit("/", 1)[-1]):
+        base = _remote_base(uri)
+        if base is not None and (first_local is None or base < first_local):
+            by_base[base] = uri
+    return [by_base[b] for b in sorted(by_base)]
+
+
+def _remote_base(uri: str) -> int | None:
+    m = REMOTE_SEGMENT.match(uri.rsplit("/", 1)[-1])
+    return int(m.group("base")) if m else None
+
+
+def _local_base(uri: str) -> int | None:
+    name = uri.rsplit("/", 1)[-1].removesuffix(".log")
+    return int(name) if name.isdigit() else None
+
+
+def remote_partition_of(uri: str) -> tuple[str, int] | None:
+    """(topic, partition) of a segment in LocalTieredStorage's remote layout (see
+    ``REMOTE_PARTITION_DIR``), None when its directory is not one."""
+    m = REMOTE_PARTITION_DIR.match(_parent_name(uri))
+    if not m or int(m.group("partition")) > 2**31 - 1:
+        return None
+    return m.group("topic"), int(m.group("partition"))
 
 
 def list_segments(spark: Any, paths: list[str], scope: ScopeConfig | None = None) -> Listing:

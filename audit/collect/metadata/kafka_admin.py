@@ -266,29 +266,39 @@ class KafkaAdmin(GroupReads):
                     return None
             time.sleep(0.5)
 
-    def compaction(self, topics: Sequence[str]) -> tuple[dict[str, bool], str | None]:
-        """Per topic whether its cleanup.policy includes compact, for the topics whose
-        config could be read, and why the others could not (None: all read). A topic left
-        out is unknown: the caller says so, never "not compacted"."""
+    def topic_configs(
+        self, topics: Sequence[str], names: Sequence[str]
+    ) -> tuple[dict[str, dict[str, str | None]], str | None]:
+        """Per topic the values of the config entries ``names`` (None: the entry absent),
+        for the topics whose config could be read, and why the others could not (None: all
+        read). A topic left out is unknown: the caller says so, never assumes a default."""
         from confluent_kafka.admin import ConfigResource, ResourceType
 
-        known: dict[str, bool] = {}
+        known: dict[str, dict[str, str | None]] = {}
         why: str | None = None
         if not topics:
             return known, why
+        what = ", ".join(names)
         resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
         try:
             futures = self._admin.describe_configs(resources, request_timeout=self.timeout)
         except Exception as exc:  # refused before any answer
-            return known, f"cleanup.policy not read: {_describe(exc)}"
+            return known, f"{what} not read: {_describe(exc)}"
         for res, fut in futures.items():
             try:
-                policy = fut.result(timeout=self.timeout + 5).get("cleanup.policy")
+                entries = fut.result(timeout=self.timeout + 5)
             except Exception as exc:  # this topic's config refused (ACLs) or timed out
-                why = why or f"cleanup.policy not read: {_describe(exc)}"
+                why = why or f"{what} not read: {_describe(exc)}"
                 continue
-            known[res.name] = policy is not None and "compact" in str(policy.value)
+            known[res.name] = {n: (None if entries.get(n) is None else str(entries[n].value)) for n in names}
         return known, why
+
+    def compaction(self, topics: Sequence[str]) -> tuple[dict[str, bool], str | None]:
+        """Per topic whether its cleanup.policy includes compact, for the topics whose
+        config could be read, and why the others could not (None: all read). A topic left
+        out is unknown: the caller says so, never "not compacted"."""
+        configs, why = self.topic_configs(topics, ("cleanup.policy",))
+        return {t: "compact" in (c["cleanup.policy"] or "") for t, c in configs.items()}, why
 
     def compacted_topics(self, topics: Sequence[str]) -> frozenset[str]:
         """Topics whose cleanup.policy includes compact (``compaction``'s answer). Best

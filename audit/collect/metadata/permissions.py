@@ -29,7 +29,13 @@ AUDITOR_PERMISSIONS: tuple[Permission, ...] = (
         "records (records scan), batches over the wire (segments read: wire), the producers of "
         "open transactions",
     ),
-    Permission("topic", "*", "DESCRIBE_CONFIGS", "cleanup.policy, to tell compacted topics apart (records)"),
+    Permission(
+        "topic",
+        "*",
+        "DESCRIBE_CONFIGS",
+        "cleanup.policy, to tell compacted topics apart (records); remote.storage.enable and "
+        "local.retention.* (tiered storage: CM-TIER-*, MM2-TIER-1)",
+    ),
     Permission("group", "*", "DESCRIBE", "consumer groups and their committed offsets (CM-GROUP-*)"),
     Permission(
         "cluster",

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from audit.collect.metadata.kafka_admin import CommittedOffset, GroupInfo, KafkaAdmin, TopicInfo
 from audit.collect.metadata.mirror_state import MirrorState, read_mirror_state
 from audit.collect.metadata.mm2_topics import collect_mm2
+from audit.collect.metadata.tiers import with_tiers
 from audit.collect.metadata.transactions import collect_open_transactions, transactional_producers
 from audit.config import AuditConfig
 from audit.errors import ClusterError
@@ -89,6 +90,11 @@ def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapsh
     # other until now). The partitions' error, when both fail, is the one reported.
     groups_read = _Beside(lambda: _groups(admin, cfg.java.kafka_classpath)) if plan.reads_groups else None
     partitions, open_positions = _partitions(admin, infos)
+    if plan.reads_groups:
+        partitions, tier_note = with_tiers(admin, cluster_cfg, cfg.java.kafka_classpath, partitions)
+    else:
+        tier_note = "not read: offsets only (a drain poll)"
+        partitions = [dataclasses.replace(p, tier_detail=tier_note) for p in partitions]
     read = groups_read.result() if groups_read is not None else _GroupsRead([], {}, None, {})
     groups, committed = read.groups, read.committed
     group_rows = [GroupRecord(g.group_id, g.group_type, g.state, g.member_count) for g in groups]
@@ -101,7 +107,7 @@ def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapsh
         txns, txn_note = collect_open_transactions(role, cluster_cfg, [tp for tp in open_positions])
     else:
         txns, txn_note = None, "not read: offsets only (a drain poll)"
-    notes: dict[str, object] = {"open_transactions": txn_note, **read.notes}
+    notes: dict[str, object] = {"open_transactions": txn_note, "tiered_storage": tier_note, **read.notes}
     if not plan.reads_groups:
         notes["groups"] = "not read: offsets only (a drain poll)"
     elif not admin.may_describe_cluster():

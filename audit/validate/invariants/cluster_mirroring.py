@@ -213,6 +213,42 @@ SCOPE_1 = Invariant(
 )
 
 
+TIER_1 = Invariant(
+    "CM-TIER-1",
+    statement=(
+        "no in-scope destination topic has tiered storage enabled (remote.storage.enable): KIP-1279's "
+        "prototype moves such partitions to FAILED; mirror.tiered_destination sets the severity"
+    ),
+    needs="partitions",
+    remediation=(
+        "A KIP-1279 mirror does not write to a destination partition whose topic keeps a remote tier: it "
+        "moves the partition to FAILED, and a failover would find it behind. Turn tiered storage off on "
+        "the destination topic before the mirror reaches it (`kafka-configs --alter --entity-type topics "
+        "--entity-name T --add-config remote.storage.enable=false,remote.log.delete.on.disable=true`, "
+        "Kafka 3.9+), and turn it on again only after the failover. For a mirror whose vendor supports a "
+        "tiered destination (Confluent Cluster Linking), set mirror.tiered_destination: warn."
+    ),
+    inputs=("dst:partitions.remote_storage",),
+)
+
+
+TIER_2 = Invariant(
+    "CM-TIER-2",
+    statement=(
+        "warn when the destination's end is below the source's local log start: the mirror then reads from "
+        "the source's remote tier (slower, and through the remote storage manager's own failures)"
+    ),
+    needs="partitions",
+    remediation=(
+        "The mirror is further behind than the source keeps on its brokers' disks (local.retention.ms / "
+        "local.retention.bytes), so it fetches from the remote tier. Raise the mirror's throughput, or the "
+        "source topic's local retention until it has caught up; watch the remote storage manager's fetch "
+        "errors on the source brokers (RemoteFetchErrorsPerSec) meanwhile."
+    ),
+    inputs=("src:partitions.remote_storage",),
+)
+
+
 DATA_1 = Invariant(
     "CM-DATA-1",
     statement=(
@@ -315,6 +351,8 @@ CLUSTER_MIRRORING: tuple[Invariant, ...] = (
     GROUP_4,
     TXN_1,
     SCOPE_1,
+    TIER_1,
+    TIER_2,
     DATA_1,
     DATA_2,
     TXN_2,

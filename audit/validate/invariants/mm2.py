@@ -74,6 +74,24 @@ POS_1 = Invariant(
 )
 
 
+TIER_1 = Invariant(
+    "MM2-TIER-1",
+    statement=(
+        "warn when MirrorMaker 2's next source offset is below the source's local log start: it then reads "
+        "from the source's remote tier (tiered storage: slower, and through the remote storage manager's "
+        "own failures)"
+    ),
+    needs="mm2_positions (Kafka Connect's offsets topic: mirror.mm2.connect_offsets_topic)",
+    remediation=(
+        "MirrorMaker 2 is further behind than the source keeps on its brokers' disks (local.retention.ms / "
+        "local.retention.bytes), so its consumer fetches from the remote tier. Scale it (tasks.max), or "
+        "raise the source topic's local retention until it has caught up; watch the source brokers' "
+        "remote fetch errors (RemoteFetchErrorsPerSec) meanwhile."
+    ),
+    inputs=("src:partitions.remote_storage",),
+)
+
+
 CKPT_1 = Invariant(
     "MM2-CKPT-1",
     statement="checkpoints never go backwards",
@@ -152,7 +170,19 @@ READY_1 = Invariant(
 )
 
 
-MM2: tuple[Invariant, ...] = (SYNC_1, SKIP_1, SKIP_2, POS_1, CKPT_1, CKPT_2, CKPT_3, CKPT_4, GROUP_1, READY_1)
+MM2: tuple[Invariant, ...] = (
+    SYNC_1,
+    SKIP_1,
+    SKIP_2,
+    POS_1,
+    TIER_1,
+    CKPT_1,
+    CKPT_2,
+    CKPT_3,
+    CKPT_4,
+    GROUP_1,
+    READY_1,
+)
 
 # Record level (audit/compare/mm2_records.py): a nightly records scan of both sides.
 _DATA_NEEDS = "record_digests of both sides (records scan in mode mm2)"
