@@ -47,8 +47,8 @@ BATCH_DIFF_ROWS = TableRows(
     ),
     causes=causes(
         (
-            "the remote tier of a tiered partition (remote tier not read: the scan read the local log "
-            "only, above where both sides hold records)",
+            "the remote tier of a tiered partition (remote tier not read: the segment scan read the "
+            "local log only)",
             "batch_status IS NULL AND remote_tier_unread",
         ),
         (
@@ -176,16 +176,28 @@ def unread_partitions(src_batches: Any, dst_batches: Any, src_partitions: Any, d
 
     def holding(parts: Any, prefix: str) -> Any:
         return parts.where(F.col("high_watermark") > F.col("log_start_offset")).select(
-            "topic", "partition", F.col("log_start_offset").alias(f"{prefix}log_start")
+            "topic",
+            "partition",
+            F.col("log_start_offset").alias(f"{prefix}log_start"),
+            F.coalesce(F.col("remote_storage"), F.lit(False)).alias(f"{prefix}tiered"),
         )
 
+    src_unread, dst_unread = F.col("src_first_offset").isNull(), F.col("dst_first_offset").isNull()
     return (
         holding(src_partitions, "src_")
         .join(holding(dst_partitions, "dst_"), ["topic", "partition"])
         .join(covered_ranges(src_batches, "src_"), ["topic", "partition"], "left")
         .join(covered_ranges(dst_batches, "dst_"), ["topic", "partition"], "left")
-        .where(F.col("src_first_offset").isNull() | F.col("dst_first_offset").isNull())
-        .select("topic", "partition", F.greatest("src_log_start", "dst_log_start").alias("base_offset"))
+        .where(src_unread | dst_unread)
+        .select(
+            "topic",
+            "partition",
+            F.greatest("src_log_start", "dst_log_start").alias("base_offset"),
+            # A tiered side whose log dir held no batch: all it holds is in the remote tier.
+            ((src_unread & F.col("src_tiered")) | (dst_unread & F.col("dst_tiered"))).alias(
+                "remote_tier_unread"
+            ),
+        )
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import struct
 import time
 import uuid
@@ -227,3 +228,113 @@ def test_readiness_fails_a_tiered_destination_and_warns_a_mirror_reading_the_rem
     # The whole mirrored topic read back through the remote tier by the emulator: in sync.
     for inv_id in ("CM-OFFSET-1", "CM-EPOCH-1", "CM-TOPIC-1"):
         assert inv[inv_id]["status"] == "pass", (inv_id, inv[inv_id])
+
+
+def _plain_copy(tiered: Tiered, root: Path) -> Path:
+    """The source partition's whole log, both tiers, as one plain log directory: the remote
+    segments under their local names, then the local ones. What a byte-for-byte mirror's
+    destination holds."""
+    target = root / f"{tiered.topic}-0"
+    target.mkdir(parents=True)
+    for path in tiered.remote_dir.glob("*.log"):
+        m = REMOTE_FILE.fullmatch(path.name)
+        assert m is not None
+        shutil.copy(path, target / f"{m.group(1)}.log")
+        shutil.copy(path.with_suffix(".index"), target / f"{m.group(1)}.index")
+    for path in tiered.local_dir.glob("*.log"):
+        shutil.copy(path, target / path.name)
+        shutil.copy(path.with_suffix(".index"), target / path.with_suffix(".index").name)
+    return root
+
+
+def _scan(paths: list[Path], out: Path, role: str) -> None:
+    args = ["segments", "scan", *map(str, paths), "--out", str(out), "--role", role, "--deep"]
+    proc = run_in_process(*args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_a_segment_scan_reads_both_tiers_and_never_drops_the_remote_one_silently(
+    spark: Any, tiered: Tiered, readiness: dict[str, Any], tmp_path: Path
+) -> None:
+    """CM-DATA-2 on Spark, the source's batches read from segment files beside the live
+    snapshots (one audit, two topics):
+
+    - the fully mirrored topic, the source read from its remote tier (LocalTieredStorage's
+      layout, a copy with a byte flipped in a record of its first remote segment) and its
+      log dir, the destination a byte-for-byte copy of the whole log: every batch of the
+      retained range compared (all the same), and the flipped byte caught (CRC-32C
+      recomputed) in that remote file, at its position;
+    - the lagging topic, the source read from its log dir alone (everything it holds is in
+      the remote tier), the destination from its broker's log dir: unchecked with the cause
+      "remote tier not read", never passed."""
+    config = tmp_path / "audit.yaml"
+    scope = f"scope:\n  topics:\n    include: ['{tiered.topic}', '{tiered.lagging}']\n"
+    config.write_text(tiered.config.read_text() + scope)
+    run = tmp_path / "run"
+    for role, snapshot in readiness["snapshots"].items():
+        shutil.copytree(snapshot, run / role)
+    remote = tmp_path / "remote" / tiered.remote_dir.name
+    shutil.copytree(tiered.remote_dir, remote)
+    first = min(remote.glob("*.log"))
+    data = bytearray(first.read_bytes())
+    (batch_length,) = struct.unpack_from(">i", data, 8)
+    data[12 + batch_length - 1] ^= 0xFF  # the last byte of the first batch: a record's value
+    first.write_bytes(bytes(data))
+    _scan([remote, tiered.local_dir, tiered.lagging_local_dir], run / "source", "source")
+    dst_data = Path(tiered.state.cluster("destination").node(1).node_dir) / "data"
+    _scan(
+        [_plain_copy(tiered, tmp_path / "copy"), dst_data / f"{tiered.lagging}-0"],
+        run / "destination",
+        "destination",
+    )
+    proc = run_in_process(
+        "audit",
+        "--source",
+        str(run / "source"),
+        "--destination",
+        str(run / "destination"),
+        "--config",
+        str(config),
+        "--out",
+        str(run / "out"),
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    data2 = json.loads((run / "out" / "summary.json").read_text())["invariants"]["CM-DATA-2"]
+    assert data2["status"] == "fail", data2
+    unreadable = next(c for c in data2["checks"] if "could be read" in c["description"])
+    assert {(e["side"], e["kind"], e["topic"], e["position"]) for e in unreadable["examples"]} == {
+        ("source", "crc_mismatch", tiered.topic, 0)
+    }
+    assert {Path(e["file"]).name for e in unreadable["examples"]} == {first.name}
+    diffs = pq.read_table(run / "out" / "compare" / "batch_diffs.parquet").to_pylist()
+    full = sorted((r["base_offset"], r["batch_status"]) for r in diffs if r["topic"] == tiered.topic)
+    assert full[0] == (0, "same") and {s for _, s in full} == {"same"}
+    assert max(r["src_last_offset"] for r in diffs if r["topic"] == tiered.topic) == RECORDS - 1
+    (gap,) = data2["unchecked_gaps"]
+    assert "remote tier not read" in gap["missing"], gap
+    assert gap["first"][0]["topic"] == tiered.lagging, gap
+
+
+def test_a_remote_storage_failure_is_an_unreadable_range_with_its_cause(
+    spark: Any, tiered: Tiered, readiness: dict[str, Any], tmp_path: Path
+) -> None:
+    """The records scan reads the lagging topic's common range [0, 300) over the wire: on
+    the source all of it lies in the remote tier. With the remote storage's directory of
+    that partition gone (the storage unreachable), the broker's remote fetch fails: the range
+    is unread, with the remote tier named as the cause, never read as empty or passed.
+    Runs last: it takes the lagging topic's remote segments away."""
+    run = tmp_path / "pair" / "run"
+    for role, snapshot in readiness["snapshots"].items():
+        shutil.copytree(snapshot, run / role)
+    config = tmp_path / "audit.yaml"
+    config.write_text(tiered.config.read_text() + f"scope:\n  topics:\n    include: ['{tiered.lagging}']\n")
+    (remote,) = remote_storage_dir(tiered.state, "source").glob(f"{tiered.lagging}-0-*")
+    remote.rename(tmp_path / "unreachable")
+    proc = run_in_process("records", "scan", "--config", str(config), "--run", str(run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    ranges = pq.read_table(run / "source" / "record_chunk_ranges.parquet").to_pylist()
+    (lagging,) = (r for r in ranges if r["topic"] == tiered.lagging)
+    assert (lagging["start_offset"], lagging["read_to"], lagging["complete"]) == (0, 0, False)
+    assert lagging["detail"].startswith("remote tier read failed"), lagging["detail"]
+    manifest = json.loads((run / "source" / "manifest.json").read_text())
+    assert manifest["notes"]["records"]["unreadable_ranges"] >= 1

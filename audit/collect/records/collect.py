@@ -17,6 +17,7 @@ from typing import Any
 from audit.collect.batches.scan import BatchScan
 from audit.collect.metadata.kafka_admin import KafkaAdmin, require_reachable
 from audit.collect.metadata.snapshot import utc_now
+from audit.collect.metadata.tiers import local_starts
 from audit.collect.records.history import PartitionOutcome, RecordHistory
 from audit.collect.records.narrow import narrow
 from audit.collect.records.pairs import CHUNK_KEY, paired_chunks
@@ -47,10 +48,10 @@ def collect_records(
         "destination": cfg.cluster("destination").client_settings(),
     }
     src_parts = read_records(source, "partitions", PartitionRecord)
-    common = common_ranges(
-        src_parts, read_records(destination, "partitions", PartitionRecord), cfg.scope.topic_in_scope
-    )
+    dst_parts = read_records(destination, "partitions", PartitionRecord)
+    common = common_ranges(src_parts, dst_parts, cfg.scope.topic_in_scope)
     topic_ids = {p.topic: p.topic_id for p in src_parts}
+    tier_starts = local_starts({"source": src_parts, "destination": dst_parts})
     history = RecordHistory.load(
         output_root, (src_manifest.get("cluster_id"), dst_manifest.get("cluster_id")), full
     )
@@ -70,7 +71,9 @@ def collect_records(
             records.rows.write.partitionBy("side").mode("overwrite").parquet(str(staging / "chunks"))
         log.info("records: both sides read and checksummed in %.1fs", time.monotonic() - clock)
         problems = BatchScan(records.rows, records.issues).collected_issues()
-        read = read_range_rows(records.ranges, records.reads.value, lambda _: cfg.records.isolation)
+        read = read_range_rows(
+            records.ranges, records.reads.value, lambda _: cfg.records.isolation, tier_starts
+        )
         for side, directory in (("source", source), ("destination", destination)):
             part = staging / "chunks" / f"side={side}"
             if not part.exists():

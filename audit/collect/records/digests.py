@@ -31,6 +31,7 @@ from typing import Any
 from audit.collect.batches.scan import issue_accumulator
 from audit.collect.metadata.kafka_admin import KafkaAdmin, require_reachable
 from audit.collect.metadata.snapshot import utc_now
+from audit.collect.metadata.tiers import local_starts
 from audit.collect.records import native, readers
 from audit.collect.records.batch_reader import BatchWaves, RangeFailed
 from audit.collect.records.digest_history import DigestHistory
@@ -151,7 +152,12 @@ def collect_digests(
         with spark_progress(spark, "records scan (mm2)"), sql_conf(spark, CONCURRENT_WRITERS, "2"):
             frame.write.partitionBy("side").mode("overwrite").parquet(str(staging / "digests"))
         log.info("records (mm2): both sides read and digested in %.1fs", time.monotonic() - clock)
-        read = read_range_rows(ranges, outcomes.value, lambda side: isolation_of(side, cfg))
+        read = read_range_rows(
+            ranges,
+            outcomes.value,
+            lambda side: isolation_of(side, cfg),
+            local_starts({"source": src_parts, "destination": dst_parts}),
+        )
         for side, directory in (("source", source), ("destination", destination)):
             part = staging / "digests" / f"side={side}"
             if not part.exists():

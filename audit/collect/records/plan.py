@@ -253,12 +253,19 @@ def task_groups(ranges: list[TaskRange], tasks: int) -> list[list[TaskRange]]:
 
 
 def read_range_rows(
-    ranges: list[TaskRange], outcomes: list[tuple[Any, ...]], isolation: Callable[[str], str]
+    ranges: list[TaskRange],
+    outcomes: list[tuple[Any, ...]],
+    isolation: Callable[[str], str],
+    local_starts: dict[tuple[str, str, int], int] | None = None,
 ) -> list[tuple[str, ReadRangeRecord]]:
     """(side, its row) per planned range: read whole, or where it stopped and why, from the
     tasks' outcomes, each (side, topic, partition, start, end, read_to, detail: None when
     read whole). A range no task reported, as after a lost executor, is unread from its
-    start: what a scan did not say it read is never taken as read."""
+    start: what a scan did not say it read is never taken as read. ``local_starts``: per
+    (side, topic, partition) of a tiered topic, its local log start; a range that stopped
+    below it stopped in the remote tier, and its detail says so (tiers.remote_tier_detail)."""
+    from audit.collect.metadata.tiers import remote_tier_detail
+
     done = {(o[0], o[1], o[2], o[3]): o for o in outcomes}
     rows = []
     for side, topic, partition, start, end, compacted in ranges:
@@ -269,6 +276,9 @@ def read_range_rows(
             read_to, detail = start, "no task reported reading this range"
         else:
             read_to, detail = o[5], o[6]
+        local_start = (local_starts or {}).get((side, topic, partition))
+        if detail is not None and local_start is not None and read_to < local_start:
+            detail = remote_tier_detail(read_to, local_start, detail)
         row = ReadRangeRecord(
             topic, partition, start, end, read_to, detail is None, isolation(side), compacted, detail
         )
