@@ -315,19 +315,21 @@ def test_a_segment_scan_reads_both_tiers_and_never_drops_the_remote_one_silently
     assert gap["first"][0]["topic"] == tiered.lagging, gap
 
 
-def test_a_remote_storage_failure_is_an_unreadable_range_with_its_cause(
+def test_the_records_scan_reads_the_remote_tier_and_a_remote_storage_failure_is_its_own_cause(
     spark: Any, tiered: Tiered, readiness: dict[str, Any], tmp_path: Path
 ) -> None:
-    """The records scan reads the lagging topic's common range [0, 300) over the wire: on
-    the source all of it lies in the remote tier. With the remote storage's directory of
-    that partition gone (the storage unreachable), the broker's remote fetch fails: the range
-    is unread, with the remote tier named as the cause, never read as empty or passed.
+    """The records scan over the wire, both topics' common ranges, on the source all in the
+    remote tier: the fully mirrored topic is verified over its whole range [0, RECORDS)
+    (the broker reads its remote tier); the lagging topic's remote storage directory taken
+    away (the storage unreachable), the broker's remote fetch fails, and its range [0, 300)
+    is unread with the remote tier named as the cause, never read as empty or passed.
     Runs last: it takes the lagging topic's remote segments away."""
     run = tmp_path / "pair" / "run"
     for role, snapshot in readiness["snapshots"].items():
         shutil.copytree(snapshot, run / role)
     config = tmp_path / "audit.yaml"
-    config.write_text(tiered.config.read_text() + f"scope:\n  topics:\n    include: ['{tiered.lagging}']\n")
+    scope = f"scope:\n  topics:\n    include: ['{tiered.topic}', '{tiered.lagging}']\n"
+    config.write_text(tiered.config.read_text() + scope)
     (remote,) = remote_storage_dir(tiered.state, "source").glob(f"{tiered.lagging}-0-*")
     remote.rename(tmp_path / "unreachable")
     proc = run_in_process("records", "scan", "--config", str(config), "--run", str(run))
@@ -336,5 +338,10 @@ def test_a_remote_storage_failure_is_an_unreadable_range_with_its_cause(
     (lagging,) = (r for r in ranges if r["topic"] == tiered.lagging)
     assert (lagging["start_offset"], lagging["read_to"], lagging["complete"]) == (0, 0, False)
     assert lagging["detail"].startswith("remote tier read failed"), lagging["detail"]
-    manifest = json.loads((run / "source" / "manifest.json").read_text())
-    assert manifest["notes"]["records"]["unreadable_ranges"] >= 1
+    note = json.loads((run / "source" / "manifest.json").read_text())["notes"]["records"]
+    assert note["unreadable_ranges"] >= 1
+    coverage = {p["topic"]: p["ranges"] for p in note["coverage"]["partitions"]}
+    assert coverage[tiered.topic] == [{"start": 0, "end": RECORDS, "state": "verified"}]
+    # An unreadable range stays in the history's list of ranges to verify again: never verified.
+    assert [(r["start"], r["end"]) for r in coverage[tiered.lagging]] == [(0, MIRRORED_BEFORE)]
+    assert coverage[tiered.lagging][0]["state"] != "verified"
