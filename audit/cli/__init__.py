@@ -16,7 +16,14 @@ import sys
 from collections.abc import Callable, Sequence
 
 from audit import __version__
-from audit.cli import audit_commands, check_commands, failover_commands, sandbox_commands, scan_commands
+from audit.cli import (
+    audit_commands,
+    check_commands,
+    failover_commands,
+    init_commands,
+    sandbox_commands,
+    scan_commands,
+)
 from audit.cli.output import print_outcome
 from audit.display import visible
 from audit.errors import AuditError, ExitCode, UnexpectedError, os_error_message
@@ -57,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         "elsewhere a log line every SECONDS (default 30; 0: none)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    init_commands.add_commands(sub)
     audit_commands.add_commands(sub)
     check_commands.add_commands(sub)
     failover_commands.add_commands(sub)

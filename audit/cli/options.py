@@ -30,7 +30,8 @@ def add_config(p: argparse.ArgumentParser, required: bool = False) -> None:
         metavar="FILE",
         type=path_arg,
         required=required,
-        help="YAML configuration (see conf/audit.example.yaml)",
+        help="YAML configuration (start one with 'mirror-audit init'; every key: "
+        "'mirror-audit init --reference')",
     )
 
 

@@ -76,6 +76,21 @@ def test_the_installed_package_runs_outside_the_checkout(installed: Path) -> Non
     assert Path(module).is_relative_to(installed.parent) and not Path(module).is_relative_to(REPO)
     assert Path(suites).is_relative_to(installed.parent)  # the suites shipped in the wheel
     assert (Path(suites) / "cm_partitions.json").is_file()
+    # The example configurations ship too: `mirror-audit init` writes a config that loads.
+    fresh = installed.parent / "fresh.yaml"
+    init = _run(
+        [str(installed / "mirror-audit"), "init", "--mode", "mm2", "--out", str(fresh)], cwd=installed
+    )
+    assert init.returncode == 0, init.stderr
+    loads = _run(
+        [
+            str(installed / "python"),
+            "-c",
+            f"from audit.config_file import load_config; print(load_config({str(fresh)!r}).mode)",
+        ],
+        cwd=installed,
+    )
+    assert (loads.returncode, loads.stdout.strip()) == (0, "mm2"), loads.stderr
 
 
 @pytest.mark.parametrize("command", ["audit", "readiness"])
