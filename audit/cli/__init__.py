@@ -10,10 +10,12 @@ place that maps expected errors to exit code 2 and a one-line message.
 from __future__ import annotations
 
 import argparse
+import itertools
 import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from audit import __version__
 from audit.cli import (
@@ -38,8 +40,35 @@ Handler = Callable[[argparse.Namespace], int]
 __all__ = ["build_parser", "main", "print_outcome"]
 
 
+class _UsageExit(SystemExit):
+    """argparse's refusal of a command line: exit 2 as argparse exits, its message kept so
+    that ``main`` can also give it as ``--output json``'s error object."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(int(ExitCode.ERROR))
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser (its subcommands' parsers are of this class too), whose refusal
+    says what argparse says and is then answered by ``main`` like any other exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        text = f"{self.prog}: error: {message}"
+        print(text, file=sys.stderr)
+        raise _UsageExit(text)
+
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    args = list(argv)
+    return "--output=json" in args or any(
+        a == "--output" and b == "json" for a, b in itertools.pairwise(args)
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="mirror-audit",
         description="Audit Kafka cross-cluster mirroring: snapshot both clusters, reconcile offsets, "
         "epochs, data and group offsets with Spark, validate the mirror's invariants, report.",
@@ -77,7 +106,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     _complete(parser)
-    args = parser.parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser.parse_args(given)
+    except _UsageExit as exc:
+        if _wants_json(given):
+            from audit.cli.output import print_json
+
+            print_json({"outcome": "error", "exit_code": int(ExitCode.ERROR), "error": exc.message})
+        return ExitCode.ERROR
     setup_logging(args.verbose, args.log_format)
     set_progress_every(args.progress_every)
     handler: Handler = args.handler
@@ -102,7 +139,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception:
         return _internal_error()
     # An error may name a group id or a client's message: escaped, so it stays one inert line.
-    print(f"mirror-audit: error: {visible(mask_secrets(message))}", file=sys.stderr)
+    line = visible(mask_secrets(message))
+    print(f"mirror-audit: error: {line}", file=sys.stderr)
+    if getattr(args, "output", "text") == "json":  # stdout keeps its promise of an object
+        from audit.cli.output import print_json
+
+        print_json({"outcome": "error", "exit_code": int(ExitCode.ERROR), "error": line})
     return ExitCode.ERROR
 
 

@@ -103,8 +103,9 @@ def add_output(p: argparse.ArgumentParser) -> None:
         choices=("text", "json"),
         default="text",
         help="what goes to stdout: 'text' (the short table a person reads; the default) or 'json' "
-        "(one object: outcome - PASS, WARN, FAIL, GO, NO-GO or 'not drained' -, exit_code, run_dir, "
-        "report and the run's summary.json; the exit codes stay 0, 1, 2)",
+        "(one object on one line: outcome - PASS, WARN, FAIL, GO, NO-GO, 'not drained', or 'error' "
+        "with the error on exit 2 -, exit_code, run_dir, report and the run's summary.json; the exit "
+        "codes stay 0, 1, 2)",
     )
 
 

@@ -21,13 +21,19 @@ if TYPE_CHECKING:
     from audit.api import NotDrained, Result
 
 
+def print_json(obj: dict[str, object]) -> None:
+    """``--output json``: one compact object on one line, so that whatever reads the last
+    line of stdout (an Airflow BashOperator's XCom) gets all of it."""
+    print(json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str))
+
+
 def print_result(result: Result | NotDrained, output: str = "text") -> int:
     """A job's result on stdout, as text (``print_outcome``) or as one JSON object
     (``--output json``); returns its exit code."""
     from audit.api import NotDrained
 
     if output == "json":
-        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2, default=str))
+        print_json(result.to_json())
     elif isinstance(result, NotDrained):
         print_not_drained(result)
     else:

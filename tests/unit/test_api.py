@@ -107,7 +107,8 @@ def test_output_json_is_one_object_with_the_outcome_and_summary(tmp_path: Path) 
     argv = ["readiness", "--source", str(src), "--destination", str(dst), "--out", str(tmp_path / "run")]
     proc = run_in_process(*argv, "--engine", "local", "--output", "json")
     assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+    (line,) = proc.stdout.splitlines()  # one line: what a BashOperator pushes to XCom is all of it
+    out = json.loads(line)
     assert (out["outcome"], out["exit_code"], out["readiness"]) == ("GO", 0, "GO")
     assert out["summary"] == json.loads((tmp_path / "run" / "summary.json").read_text())
     assert out["report"] == str(tmp_path / "run" / "report" / "index.html")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -18,10 +19,34 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as info:
-        main(["audit"])  # --out is required
-    assert info.value.code == 2
-    assert "--out" in capsys.readouterr().err
+    assert main(["audit"]) == 2  # --out is required
+    out, err = capsys.readouterr()
+    assert "the following arguments are required: --out" in err
+    assert out == ""  # text output: nothing on stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (
+            ["audit", "--output", "json"],
+            "mirror-audit audit: error: the following arguments are required: --out",
+        ),
+        (["readiness", "--output=json"], "readiness needs --config FILE naming both clusters"),
+        (["readiness", "--config", "/nonexistent/audit.yaml", "--output", "json"], "does not exist"),
+    ],
+)
+def test_output_json_prints_the_error_as_one_object_on_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str], error: str
+) -> None:
+    """Whatever reads stdout (a scheduler's XCom, jq) gets an object on exit 2 too: a refused
+    command line or a bad configuration, beside the one line on stderr."""
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    (line,) = out.splitlines()
+    obj = json.loads(line)
+    assert (obj["outcome"], obj["exit_code"]) == ("error", 2)
+    assert error in obj["error"] and error in err
 
 
 @pytest.mark.parametrize(
