@@ -78,7 +78,13 @@ def print_outcome(summary: dict[str, object], report: Path) -> None:
         if v["status"] in ("fail", "warn")
     ]
     if "readiness" in summary:
-        print(f"readiness: {summary['readiness']}")
+        # The GO / NO-GO of the job that answers one, named by it: failover verify's and
+        # failback readiness's are their own answers, not a pre-failover readiness.
+        run = summary.get("run")
+        job = run.get("job") if isinstance(run, dict) else None
+        print(
+            f"{job if isinstance(job, str) and job != 'readiness' else 'readiness'}: {summary['readiness']}"
+        )
         for reason in _listed(summary.get("readiness_reasons")):
             print(f"  {visible(str(reason))}")
         for line in _listed(summary.get("accepted_unchecked")):

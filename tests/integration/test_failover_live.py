@@ -116,6 +116,7 @@ def test_drain_stop_and_verify_with_the_commands_a_runbook_uses(
         str(tmp_path / "v"),
     )
     assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert "failover verify: GO" in verify.stdout and "readiness:" not in verify.stdout
     summary = _summary(tmp_path / "v")
     assert _statuses(summary) == {"CM-FAILOVER-1": "pass", "CM-FAILOVER-2": "pass", "CM-FAILOVER-3": "pass"}
     assert summary["failover"]["realized_loss_records"] == 0

@@ -241,3 +241,25 @@ def test_shell_completion_offers_commands_options_and_choices(tmp_path: Path) ->
     assert {"readiness", "records", "failover", "check"} <= set(_complete("mirror-audit ", tmp_path))
     assert "--wait-drained" in _complete("mirror-audit readiness --wa", tmp_path)
     assert set(_complete("mirror-audit readiness --output ", tmp_path)) == {"text", "json"}
+
+
+@pytest.mark.parametrize(
+    ("job", "label"),
+    [
+        ("readiness", "readiness"),
+        ("failover verify", "failover verify"),
+        ("failback readiness", "failback readiness"),
+    ],
+)
+def test_the_go_line_names_the_job_that_answers_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, job: str, label: str
+) -> None:
+    """failover verify's GO / NO-GO is its own answer (the failover went as predicted), not a
+    pre-failover readiness: it printed "readiness: NO-GO" beside "verdict: WARN"."""
+    from audit.cli.output import print_outcome
+
+    summary = {"run": {"job": job}, "readiness": "NO-GO", "verdict": "WARN", "invariants": {}}
+    print_outcome(summary, tmp_path / "report" / "index.html")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"{label}: NO-GO"
+    assert "verdict: WARN" in lines
