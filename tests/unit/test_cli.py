@@ -258,7 +258,12 @@ def test_the_go_line_names_the_job_that_answers_it(
     pre-failover readiness: it printed "readiness: NO-GO" beside "verdict: WARN"."""
     from audit.cli.output import print_outcome
 
-    summary = {"run": {"job": job}, "readiness": "NO-GO", "verdict": "WARN", "invariants": {}}
+    summary: dict[str, object] = {
+        "run": {"job": job},
+        "readiness": "NO-GO",
+        "verdict": "WARN",
+        "invariants": {},
+    }
     print_outcome(summary, tmp_path / "report" / "index.html")
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"{label}: NO-GO"
