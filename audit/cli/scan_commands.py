@@ -176,12 +176,15 @@ def add_commands(sub: Any) -> None:
     )
     add_config(p, required=True)
     p.add_argument(
+        "--out",
         "--run",
+        dest="run",
         metavar="RUN_DIR",
         type=path_arg,
         required=True,
-        help="the run directory holding source/ and destination/ snapshots (from 'mirror-audit snapshot'); "
-        "its parent keeps the incremental history",
+        help="the run directory holding source/ and destination/ snapshots (from 'mirror-audit snapshot "
+        "--out RUN_DIR'), to which the scan adds its tables; its parent keeps the incremental history. "
+        "--run is the old spelling, still taken",
     )
     p.add_argument("--full", action="store_true", help="verify everything, ignoring the incremental history")
     p.set_defaults(handler=cmd_records_scan)

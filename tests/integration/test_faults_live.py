@@ -211,7 +211,7 @@ def test_a_broker_killed_during_a_records_scan_names_what_it_could_not_read(
     run = tmp_path / "reports" / "run"
     _snapshot(config, run)
     with _Paused(spark, tmp_path, "records.wave", killer("source")) as paused:
-        proc = run_in_process("records", "scan", "--config", str(config), "--run", str(run))
+        proc = run_in_process("records", "scan", "--config", str(config), "--out", str(run))
     assert paused.fired
     assert proc.returncode == 0, proc.stderr[-3000:]
     unread = {line for line in proc.stdout.splitlines() if "could not read" in line}
@@ -289,7 +289,7 @@ def test_a_leader_moving_mid_read_is_never_a_divergence(
 
     with _Paused(spark, tmp_path, point, move) as paused:
         if command == "records":
-            proc = run_in_process("records", "scan", "--config", str(config), "--run", str(run))
+            proc = run_in_process("records", "scan", "--config", str(config), "--out", str(run))
         else:
             config.write_text(config.read_text() + "segments:\n  split_offsets: 100\n")
             proc = run_in_process(

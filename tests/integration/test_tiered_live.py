@@ -332,7 +332,7 @@ def test_the_records_scan_reads_the_remote_tier_and_a_remote_storage_failure_is_
     config.write_text(tiered.config.read_text() + scope)
     (remote,) = remote_storage_dir(tiered.state, "source").glob(f"{tiered.lagging}-0-*")
     remote.rename(tmp_path / "unreachable")
-    proc = run_in_process("records", "scan", "--config", str(config), "--run", str(run))
+    proc = run_in_process("records", "scan", "--config", str(config), "--out", str(run))
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     ranges = pq.read_table(run / "source" / "record_chunk_ranges.parquet").to_pylist()
     (lagging,) = (r for r in ranges if r["topic"] == tiered.lagging)

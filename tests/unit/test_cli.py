@@ -268,3 +268,17 @@ def test_the_go_line_names_the_job_that_answers_it(
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"{label}: NO-GO"
     assert "verdict: WARN" in lines
+
+
+@pytest.mark.parametrize("spelling", ["--out", "--run"])
+def test_records_scan_takes_out_like_every_command_and_still_its_old_run(
+    spelling: str, tmp_path: Path
+) -> None:
+    from audit.cli import build_parser
+
+    config = tmp_path / "audit.yaml"
+    config.write_text("mode: cluster-mirroring\n")
+    args = build_parser().parse_args(
+        ["records", "scan", "--config", str(config), spelling, str(tmp_path / "r")]
+    )
+    assert args.run == tmp_path / "r"
