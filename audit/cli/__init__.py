@@ -26,6 +26,7 @@ from audit.cli import (
     sandbox_commands,
     scan_commands,
 )
+from audit.cli.examples import add_examples
 from audit.cli.output import print_outcome
 from audit.display import visible
 from audit.errors import AuditError, ExitCode, UnexpectedError, os_error_message
@@ -100,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     sandbox_commands.add_demo(sub)
     scan_commands.add_commands(sub)
     sandbox_commands.add_sandbox(sub)
+    add_examples(parser)
     return parser
 
 

@@ -32,8 +32,6 @@ def add_commands(sub: Any) -> None:
         "and, for mode mm2, how MirrorMaker 2 names things, each with its comments, from the examples "
         "shipped with mirror-audit. Never replaces an existing file (exit 2). '--reference' prints "
         "every key with its default instead.",
-        epilog="example: mirror-audit init --mode mm2 --login scram --out audit.yaml && "
-        "mirror-audit check --config audit.yaml",
     )
     p.add_argument("--mode", choices=MODES, default="cluster-mirroring", help="the kind of mirror audited")
     p.add_argument(

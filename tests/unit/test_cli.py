@@ -282,3 +282,23 @@ def test_records_scan_takes_out_like_every_command_and_still_its_old_run(
         ["records", "scan", "--config", str(config), spelling, str(tmp_path / "r")]
     )
     assert args.run == tmp_path / "r"
+
+
+def test_every_command_shows_an_example_that_parses() -> None:
+    """Each command's help ends with an example command line, and the example is one its
+    parser takes (an option renamed or removed fails here, not in a reader's terminal)."""
+    import shlex
+
+    from audit.cli import build_parser
+    from audit.cli.examples import EXAMPLES, commands
+
+    parser = build_parser()
+    leaves = commands(parser)
+    assert set(leaves) == set(EXAMPLES), set(leaves) ^ set(EXAMPLES)
+    for name, sub in leaves.items():
+        example = EXAMPLES[name]
+        assert f"example:\n  {example}\n" in sub.format_help(), name
+        argv = shlex.split(example)
+        assert argv[0] == "mirror-audit" and " ".join(argv[1 : 1 + len(name.split())]) == name
+        args = parser.parse_args(argv[1:])
+        assert args.handler is not None, name
