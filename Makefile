@@ -11,7 +11,7 @@ NATIVE_STAMP := $(VENV)/.native-installed
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: help venv test unit lint typecheck browser malloc demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-mm2-records bench-readers bench-scan-breakdown kcat bench-scale bench-validation fuzz image image-base container-tools clean
+.PHONY: help venv test unit lint typecheck browser malloc demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-mm2-records bench-readers bench-scan-breakdown kcat system-packages bench-scale bench-validation fuzz image image-base container-tools clean
 
 help:
 	@echo "make demo   - run the audit demo on the local Kafka sandbox"
@@ -70,8 +70,26 @@ malloc:
 # use one, every other module a unit of its own, the longest first (tests/conftest.py's
 # scheduler). The slowest 30 tests are printed at the end and every test's time is kept in
 # build/junit.xml (docs/contributing.md, "Tiers").
-test: lint typecheck jars browser malloc container-tools kcat
+#
+# The system packages the suite uses (Chromium, mimalloc, podman/runc/mmdebstrap, kcat) are
+# installed from Debian's packages with apt-get where missing, as root or through sudo:
+# system-packages says which first. SYSTEM_PACKAGES=skip leaves the system alone (a test
+# that needs a missing one then fails naming it).
+SYSTEM_PACKAGES ?= install
+SYSTEM_PACKAGE_STEPS := $(if $(filter skip,$(SYSTEM_PACKAGES)),,system-packages browser malloc container-tools kcat)
+test: lint typecheck jars $(SYSTEM_PACKAGE_STEPS)
 	$(BIN)/pytest -n 2 --junitxml=build/junit.xml $(PYTEST_ARGS)
+
+system-packages:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	/sbin/ldconfig -p 2>/dev/null | grep -q 'libmimalloc\.so\.2 ' || missing="$$missing libmimalloc2.0"; \
+	for tool in podman runc mmdebstrap; do command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
+	command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1 || missing="$$missing kcat"; \
+	if [ -n "$$missing" ]; then \
+	  echo "make test installs these Debian packages with apt-get (as root, or through sudo):$$missing"; \
+	  echo "  (SYSTEM_PACKAGES=skip leaves the system alone: the tests that need them then fail)"; \
+	fi
 
 unit: $(STAMP) $(NATIVE_STAMP)
 	$(BIN)/pytest -m unit $(PYTEST_ARGS)
