@@ -462,3 +462,63 @@ def test_verify_reads_a_readiness_run_of_another_version_where_its_columns_suffi
     message = str(refused.value)
     assert "is format 0 of table 'partitions' (written before format versions were recorded)" in message
     assert f"writes format {comparison_format('partitions')} and needs its column lag_records" in message
+
+
+def _after_a_stop_of_state(root: Path, records: tuple[Any, ...]) -> Path:
+    """The destination after the stop (``_after_stop``'s, source's end unknown), its mirror
+    state the records given."""
+    _, dst = write_pair(
+        root / "after",
+        [],
+        [
+            part("orders", 0, high_watermark=91, last_stable_offset=91, leader_epoch=9),
+            part("orders", 1, high_watermark=51, last_stable_offset=51, leader_epoch=9),
+        ],
+        dst_groups=[group("g1"), group("g2"), group("g3")],
+        dst_offsets=[offset("g1", 90), offset("g2", 40, partition=1), offset("g3", 30, partition=1)],
+        dst_mirror=list(records),
+    )
+    return dst
+
+
+# What KIP-1279's CLI rows say of the same stop: state and last mirrored offset, no epoch.
+KIP_1279_ROWS = [
+    {"mirror": "link-1", "topic": "orders", "partition": 0, "state": "STOPPED", "lastMirrorOffset": 90},
+    {"mirror": "link-1", "topic": "orders", "partition": 1, "state": "STOPPED", "lastMirrorOffset": 50},
+]
+
+
+@pytest.mark.parametrize("fixture", ["rest_mirrors_stopped.json", "cli_describe_stopped.json"])
+def test_cluster_linkings_state_drives_failover_verify_as_the_equivalent_kip_1279_state(
+    tmp_path: Path, fixture: str
+) -> None:
+    """A promoted Cluster Linking mirror topic (the REST API's or the CLI's JSON) gives
+    failover verify the answers KIP-1279's state of the same stop gives: the loss realized
+    (10, as predicted) and where groups resume, measured against the same last mirrored
+    offsets; the stop's epoch check unchecked, naming the LastMirrorEpoch neither reports,
+    never passed."""
+    from audit.collect.metadata.mirror_state import parse_mirror_state, read_mirror_state
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "cluster_linking"
+    outcomes = {}
+    for name, state in (
+        ("cluster-linking", read_mirror_state(fixtures / fixture)),
+        ("kip-1279", parse_mirror_state(KIP_1279_ROWS, "rows.json")),
+    ):
+        before = _readiness_run(tmp_path / name)
+        dst = _after_a_stop_of_state(tmp_path / name, state.records)
+        outcomes[name] = failover_verify(
+            CFG, before, tmp_path / name / "verify", destination=dst, engine="local"
+        )
+    linked, kip = outcomes["cluster-linking"].summary, outcomes["kip-1279"].summary
+    assert _statuses(linked) == _statuses(kip)
+    assert linked["failover"] == kip["failover"]
+    assert (linked["readiness"], outcomes["cluster-linking"].exit_code) == (
+        kip["readiness"],
+        outcomes["kip-1279"].exit_code,
+    )
+    assert linked["failover"]["realized_loss_records"] == 10
+    assert linked["readiness"] == "NO-GO"  # over a gap: GO only over full coverage
+    assert _statuses(linked)["CM-FAILOVER-1"] not in ("pass", "skipped")
+    (gap,) = {g["missing"] for g in linked["invariants"]["CM-FAILOVER-1"]["unchecked_gaps"]}
+    assert gap == "mirror state field LastMirrorEpoch"

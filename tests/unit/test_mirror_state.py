@@ -167,3 +167,112 @@ def test_a_file_that_is_not_json_or_missing_is_named(tmp_path: Path) -> None:
 def test_the_emulators_shape_reads_back_as_written() -> None:
     records = parse_mirror_state(RESPONSE).records
     assert parse_mirror_state(describe_response(list(records))).records == records
+
+
+# Confluent Cluster Linking (audit/collect/metadata/cluster_linking.py); the fixtures' sources
+# are in tests/fixtures/cluster_linking/SOURCES.md.
+CLUSTER_LINKING = Path(__file__).resolve().parents[1] / "fixtures" / "cluster_linking"
+
+
+@pytest.mark.parametrize(
+    ("name", "shape"),
+    [
+        ("rest_mirrors_stopped.json", "cluster-linking-rest"),
+        ("cli_describe_stopped.json", "cluster-linking-cli"),
+    ],
+)
+def test_cluster_linkings_mirror_topics_read_as_mirror_state(name: str, shape: str) -> None:
+    """A promoted (STOPPED) mirror topic: the state, and last_source_fetch_offset (replicated
+    up to, exclusive) as the last mirrored offset; the epoch and the source's end, which
+    Cluster Linking does not report, named missing."""
+    state = read_mirror_state(CLUSTER_LINKING / name)
+    assert state.shape == shape
+    assert state.records == (
+        MirrorPartitionRecord("link-1", "orders", 0, "STOPPED", None, None, None, 90, None),
+        MirrorPartitionRecord("link-1", "orders", 1, "STOPPED", None, None, None, 50, None),
+    )
+    assert set(state.missing_fields) == {"SourceOffset", "DestinationOffset", "LastMirrorEpoch"}
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "state", "message"),
+    [
+        ("ACTIVE", "", "MIRRORING", None),
+        ("ACTIVE", "NO_ERROR", "MIRRORING", None),
+        ("PAUSED", None, "PAUSED", None),
+        ("STOPPED", "", "STOPPED", None),
+        ("LINK_PAUSED", None, "PAUSED", "Cluster Linking status LINK_PAUSED"),
+        ("PENDING_STOPPED", None, "STOPPING", "Cluster Linking status PENDING_STOPPED"),
+        ("PENDING_SYNCHRONIZE", None, "STOPPING", "Cluster Linking status PENDING_SYNCHRONIZE"),
+        (
+            "FAILED",
+            "SOURCE_TOPIC_ID_CHANGED",
+            "FAILED",
+            "Cluster Linking status FAILED: SOURCE_TOPIC_ID_CHANGED",
+        ),
+        ("LINK_FAILED", None, "FAILED", "Cluster Linking status LINK_FAILED"),
+        ("SOURCE_UNAVAILABLE", None, "FAILED", "Cluster Linking status SOURCE_UNAVAILABLE"),
+        ("PENDING_MIRROR", None, "LOG_ALIGNMENT", "Cluster Linking status PENDING_MIRROR"),
+        ("PENDING_RESTORE", None, "LOG_ALIGNMENT", "Cluster Linking status PENDING_RESTORE"),
+        (
+            "PENDING_SETUP_FOR_RESTORE",
+            None,
+            "LOG_ALIGNMENT",
+            "Cluster Linking status PENDING_SETUP_FOR_RESTORE",
+        ),
+        ("SOMETHING_NEW", None, "UNKNOWN", "Cluster Linking status SOMETHING_NEW (not known to this reader)"),
+    ],
+)
+def test_each_cluster_linking_status_maps_to_a_state_and_keeps_its_name(
+    status: str, error: str | None, state: str, message: str | None
+) -> None:
+    """Never a status read as mirroring that is not ACTIVE: the failing and unreachable ones
+    are FAILED, one this reader does not know is UNKNOWN, and the status stays in the message."""
+    row = {"link_name": "l", "mirror_topic_name": "t", "mirror_status": status, "partition": 0}
+    if error is not None:
+        row["mirror_topic_error"] = error
+    (record,) = parse_mirror_state([row], "rows.json").records
+    assert (record.state, record.error_message) == (state, message)
+
+
+def test_cluster_linking_offsets_not_fetched_yet_and_list_rows_read_as_unknown() -> None:
+    rest = {
+        "kind": "KafkaMirrorData",
+        "link_name": "l",
+        "mirror_topic_name": "t",
+        "mirror_status": "PENDING_MIRROR",
+        "mirror_lags": [{"partition": 0, "lag": 0, "last_source_fetch_offset": -1}],
+    }
+    (record,) = parse_mirror_state(rest, "one.json").records
+    assert record.last_mirror_offset is None  # -1: not fetched yet
+    # `confluent kafka mirror list -o json`: a row per topic, its states alone.
+    listed = [{"link_name": "l", "mirror_topic_name": "t", "mirror_status": "ACTIVE", "num_partition": 2}]
+    state = parse_mirror_state(listed, "list.json")
+    assert [(r.partition, r.state, r.last_mirror_offset) for r in state.records] == [
+        (0, "MIRRORING", None),
+        (1, "MIRRORING", None),
+    ]
+    assert "LastMirrorOffset" in state.missing_fields
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"kind": "KafkaMirrorDataList", "data": "x"}, "data is not a list of mirror topics"),
+        (
+            {"kind": "KafkaMirrorData", "mirror_topic_name": "t", "mirror_status": "ACTIVE"},
+            "mirror_lags is missing",
+        ),
+        (
+            [{"mirror_topic_name": "t", "partition": 0}],
+            "mirror_status None is not a Cluster Linking mirror status",
+        ),
+        ([{"mirror_topic_name": "t", "mirror_status": "ACTIVE", "partition": "0"}], "partition '0' is not"),
+        ([{"mirror_topic_name": "t", "mirror_status": "ACTIVE"}], "neither a partition nor num_partition"),
+    ],
+)
+def test_a_cluster_linking_file_that_cannot_be_used_is_an_input_error_naming_it(
+    data: object, message: str
+) -> None:
+    with pytest.raises(InputError, match=message):
+        parse_mirror_state(data, "cl.json")

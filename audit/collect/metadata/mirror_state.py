@@ -16,6 +16,10 @@ prototype's tools print, in either of two shapes:
   "partition", "state", "sourceOffset", "destinationOffset", ...}]``, one per partition, or
   one per topic that lists its partitions (``"partitions": [0, 1, 2]``).
 
+Confluent Cluster Linking's mirror topics (its REST API's, or ``confluent kafka mirror
+describe -o json``) are read too, their statuses and offsets mapped onto these fields
+(``cluster_linking``), so that its users get the same failover checks.
+
 The prototype is unreleased and its formats may change, so this module is the one place
 that reads them. Every row needs its topic, partition and state; a row without them is an
 input error naming the field. Fields a shape does not carry (the CLI rows have no last
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from audit.collect.metadata import cluster_linking
 from audit.errors import InputError
 from audit.fsutil import json_loads
 
@@ -66,7 +71,7 @@ class MirrorPartitionRecord:
 @dataclass(frozen=True)
 class MirrorState:
     records: tuple[MirrorPartitionRecord, ...]
-    shape: str  # "describe-cluster-mirrors" | "cli-rows"
+    shape: str  # "describe-cluster-mirrors" | "cli-rows" | "cluster-linking-rest" | "cluster-linking-cli"
     # Optional fields no row of the file carries: the checks needing them are skipped.
     missing_fields: tuple[str, ...]
 
@@ -99,11 +104,18 @@ def read_mirror_state(path: Path) -> MirrorState:
 def parse_mirror_state(data: Any, origin: str = "<mirror state>") -> MirrorState:
     if isinstance(data, dict) and _get(data, "Mirrors") is not None:
         return _unique(_from_response(data, origin), origin)
+    if cluster_linking.is_rest(data):
+        rows = cluster_linking.rest_partitions(data, origin)
+        return _unique(_from_cluster_linking(rows, "cluster-linking-rest", origin), origin)
+    if isinstance(data, list) and cluster_linking.is_cli(data):
+        rows = cluster_linking.cli_partitions(data, origin)
+        return _unique(_from_cluster_linking(rows, "cluster-linking-cli", origin), origin)
     if isinstance(data, list):
         return _unique(_from_rows(data, origin), origin)
     raise InputError(
-        f"{origin}: neither a DescribeClusterMirrors response (an object with Mirrors) nor "
-        "'kafka-cluster-mirrors.sh --describe --json' rows (a list)"
+        f"{origin}: neither a DescribeClusterMirrors response (an object with Mirrors), "
+        "'kafka-cluster-mirrors.sh --describe --json' rows (a list), nor Cluster Linking's mirror "
+        "topics (the REST API's KafkaMirrorDataList, or 'confluent kafka mirror describe -o json' rows)"
     )
 
 
@@ -270,6 +282,33 @@ def _from_rows(rows: list[Any], origin: str) -> MirrorState:
                 )
             )
     return MirrorState(tuple(records), "cli-rows", _missing(seen, records))
+
+
+def _from_cluster_linking(rows: list[dict[str, Any]], shape: str, origin: str) -> MirrorState:
+    """Cluster Linking's partitions (``cluster_linking``'s plain rows) as mirror state."""
+    records: list[MirrorPartitionRecord] = []
+    has_offsets = False
+    for i, row in enumerate(rows):
+        where = f"{origin}: partition row {i}"
+        topic = _required(row, ("mirror_topic_name",), "the mirror topic", where)
+        state, message = cluster_linking.state_of(row, where)
+        has_offsets = has_offsets or "last_source_fetch_offset" in row
+        link = row.get("link_name")
+        records.append(
+            MirrorPartitionRecord(
+                mirror=None if link is None else str(link),
+                topic=str(topic),
+                partition=_partition(row.get("partition"), where),
+                state=state,
+                source_offset=None,
+                destination_offset=None,
+                last_mirror_epoch=None,
+                last_mirror_offset=_known(row.get("last_source_fetch_offset")),
+                error_message=message,
+            )
+        )
+    carried = set(cluster_linking.CARRIED) - (set() if has_offsets else {"LastMirrorOffset"})
+    return MirrorState(tuple(records), shape, _missing(carried, records))
 
 
 def _missing(seen: set[str], records: list[MirrorPartitionRecord]) -> tuple[str, ...]:
