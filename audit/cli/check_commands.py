@@ -18,6 +18,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from audit.preflight import check, problems
 
     findings = check(config_of(args))
+    if args.output == "json":
+        return _json(findings, problems(findings))
     for f in findings:
         fix = f" -> {f.fix}" if f.fix and f.status != "ok" else ""
         # A finding may carry a client's message or a topic name: escaped, one inert line.
@@ -37,6 +39,29 @@ def cmd_check(args: argparse.Namespace) -> int:
     return ExitCode.ERROR
 
 
+def _json(findings: list[Any], failed: list[Any]) -> int:
+    """``--output json``: one object, every finding with its status and fix; ``outcome``
+    "ready" (exit 0) or "not ready" (exit 2, ``error`` the first problem's line)."""
+    from audit.cli.output import print_json
+
+    code = ExitCode.ERROR if failed else ExitCode.OK
+    obj: dict[str, object] = {
+        "outcome": "not ready" if failed else "ready",
+        "exit_code": int(code),
+        "findings": [
+            {"where": f.where, "status": f.status, "text": mask_secrets(f.text), "fix": mask_secrets(f.fix)}
+            for f in findings
+        ],
+    }
+    if failed:
+        first = failed[0]
+        error = mask_secrets(f"{first.where}: {first.text}" + (f"; {first.fix}" if first.fix else ""))
+        obj["error"] = error
+        print(f"mirror-audit: error: check found {len(failed)} problem(s): {visible(error)}", file=sys.stderr)
+    print_json(obj)
+    return code
+
+
 def add_commands(sub: Any) -> None:
     p = sub.add_parser(
         "check",
@@ -49,4 +74,11 @@ def add_commands(sub: Any) -> None:
         "what to fix.",
     )
     add_config(p, required=True)
+    p.add_argument(
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="what goes to stdout: 'text' (a finding a line; the default) or 'json' (one object on one "
+        "line: outcome 'ready' or 'not ready', exit_code, findings, and error: the first problem)",
+    )
     p.set_defaults(handler=cmd_check)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from audit.cli import build_parser, main
+from tests.cli import run_in_process
 
 
 def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -302,3 +303,29 @@ def test_every_command_shows_an_example_that_parses() -> None:
         assert argv[0] == "mirror-audit" and " ".join(argv[1 : 1 + len(name.split())]) == name
         args = parser.parse_args(argv[1:])
         assert args.handler is not None, name
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["ready", "not-ready"])
+def test_check_output_json_is_one_object_on_success_and_on_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: bool
+) -> None:
+    """check's findings as one object (the clusters' answers stand in: the live check is
+    tests/integration's); a failure still exits 2, its first problem as ``error``."""
+    from audit import preflight
+    from audit.preflight import Finding
+
+    findings = [Finding("source", "ok", "reached, cluster id abc")]
+    if fails:
+        findings.append(Finding("destination", "fail", "Describe refused on 2 topics", "grant Describe"))
+    monkeypatch.setattr(preflight, "check", lambda cfg: findings)
+    config = tmp_path / "audit.yaml"
+    assert run_in_process("init", "--out", str(config)).returncode == 0
+    proc = run_in_process("check", "--config", str(config), "--output", "json")
+    (line,) = proc.stdout.splitlines()
+    obj = json.loads(line)
+    assert proc.returncode == obj["exit_code"] == (2 if fails else 0)
+    assert obj["outcome"] == ("not ready" if fails else "ready")
+    assert [(f["where"], f["status"]) for f in obj["findings"]] == [(f.where, f.status) for f in findings]
+    if fails:
+        assert obj["error"] == "destination: Describe refused on 2 topics; grant Describe"
+        assert "check found 1 problem(s)" in proc.stderr
