@@ -1,4 +1,4 @@
-"""summary.json (DESIGN.md): the machine-readable result of a run."""
+"""summary.json (docs/usage.md, "What a run writes"): the machine-readable result of a run."""
 
 from __future__ import annotations
 
@@ -98,11 +98,22 @@ def summary_schema() -> dict[str, Any]:
     return schema
 
 
-def schema_errors(summary: dict[str, Any]) -> list[str]:
-    """Where ``summary`` breaks the shipped schema (empty when it holds), each as path: message."""
+def output_schema() -> dict[str, Any]:
+    """The JSON Schema of what ``--output json`` prints (one object a run), shipped in the package."""
+    import json
+    from importlib import resources
+
+    text = resources.files("audit.report").joinpath("resources/output.schema.json").read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def schema_errors(summary: dict[str, Any], schema: dict[str, Any] | None = None) -> list[str]:
+    """Where ``summary`` (or another document, against ``schema``) breaks the shipped schema
+    (empty when it holds), each as path: message."""
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(summary_schema())
+    validator = jsonschema.Draft202012Validator(schema or summary_schema())
     return [
         f"{'/'.join(str(p) for p in e.absolute_path) or '(top)'}: {e.message}"
         for e in sorted(validator.iter_errors(summary), key=lambda e: list(map(str, e.absolute_path)))

@@ -109,6 +109,9 @@ def test_output_json_is_one_object_with_the_outcome_and_summary(tmp_path: Path) 
     assert proc.returncode == 0, proc.stderr
     (line,) = proc.stdout.splitlines()  # one line: what a BashOperator pushes to XCom is all of it
     out = json.loads(line)
+    from audit.report.summary import output_schema, schema_errors
+
+    assert schema_errors(out, output_schema()) == []
     assert (out["outcome"], out["exit_code"], out["readiness"]) == ("GO", 0, "GO")
     assert out["summary"] == json.loads((tmp_path / "run" / "summary.json").read_text())
     assert out["report"] == str(tmp_path / "run" / "report" / "index.html")
@@ -136,7 +139,11 @@ def test_not_drained_is_told_apart_from_a_no_go_and_a_warn(
 
     result = api.NotDrained(_lagging_status(), tmp_path)
     assert print_result(result, "json") == 1
-    out = json.loads(capsys.readouterr().out)
+    from audit.report.summary import output_schema, schema_errors
+
+    (line,) = capsys.readouterr().out.splitlines()
+    out = json.loads(line)
+    assert schema_errors(out, output_schema()) == []
     assert out["outcome"] == "not drained" and out["exit_code"] == 1
     assert out["drain"]["lagging"] == [
         {"topic": "orders", "partition": 1, "lag_records": 40, "open_transaction": True}

@@ -42,10 +42,13 @@ def test_output_json_prints_the_error_as_one_object_on_exit_2(
 ) -> None:
     """Whatever reads stdout (a scheduler's XCom, jq) gets an object on exit 2 too: a refused
     command line or a bad configuration, beside the one line on stderr."""
+    from audit.report.summary import output_schema, schema_errors
+
     assert main(argv) == 2
     out, err = capsys.readouterr()
     (line,) = out.splitlines()
     obj = json.loads(line)
+    assert schema_errors(obj, output_schema()) == []
     assert (obj["outcome"], obj["exit_code"]) == ("error", 2)
     assert error in obj["error"] and error in err
 
@@ -321,8 +324,11 @@ def test_check_output_json_is_one_object_on_success_and_on_failure(
     config = tmp_path / "audit.yaml"
     assert run_in_process("init", "--out", str(config)).returncode == 0
     proc = run_in_process("check", "--config", str(config), "--output", "json")
+    from audit.report.summary import output_schema, schema_errors
+
     (line,) = proc.stdout.splitlines()
     obj = json.loads(line)
+    assert schema_errors(obj, output_schema()) == []
     assert proc.returncode == obj["exit_code"] == (2 if fails else 0)
     assert obj["outcome"] == ("not ready" if fails else "ready")
     assert [(f["where"], f["status"]) for f in obj["findings"]] == [(f.where, f.status) for f in findings]
