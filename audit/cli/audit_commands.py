@@ -12,6 +12,7 @@ from audit.cli.options import (
     add_out,
     add_output,
     add_snapshot_dirs,
+    add_written_output,
     config_of,
     path_arg,
 )
@@ -25,7 +26,20 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
     cfg = config_of(args)
     src, dst = take_snapshots(cfg, args.out, profile_of(cfg).snapshot, args.mirror_state)
-    print(f"snapshots written: {dst} (taken first), {src}")
+    if args.output == "json":
+        from audit.cli.output import print_json
+
+        print_json(
+            {
+                "outcome": "written",
+                "exit_code": 0,
+                "out": str(args.out),
+                "source": str(src),
+                "destination": str(dst),
+            }
+        )
+    else:
+        print(f"snapshots written: {dst} (taken first), {src}")
     return ExitCode.OK
 
 
@@ -123,6 +137,7 @@ def add_commands(sub: Any) -> None:
         "or 'kafka-cluster-mirrors.sh --describe --json'), into the destination's snapshot "
         "(default: mirror.state_file)",
     )
+    add_written_output(p)
     p.set_defaults(handler=cmd_snapshot)
 
     p = sub.add_parser("audit", help="audit two snapshot directories offline")

@@ -109,6 +109,18 @@ def add_output(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_written_output(p: argparse.ArgumentParser) -> None:
+    """``--output`` of a command that collects or shows rather than judges (snapshot, the
+    scans, sandbox status): the same choice, its object described by the shipped schema."""
+    p.add_argument(
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="what goes to stdout: 'text' (the default) or 'json' (one object on one line: outcome, "
+        "exit_code and what was written or found; 'error' with the error on exit 2)",
+    )
+
+
 def int_in(low: int, high: int | None = None) -> Callable[[str], int]:
     """An argparse type for a whole number in [low, high]: a bad value is a usage error
     (exit 2) naming the value, rather than a later failure or a silent fallback."""

@@ -178,6 +178,36 @@ def print_scan(note: dict[str, Any], out: Path) -> None:
         print(f"  ignored a second copy of a partition: {d}")
 
 
+def status_json(state: object, workdir: Path) -> dict[str, object]:
+    """``sandbox status --output json``: the clusters as ``print_status`` shows them."""
+    from audit.sandbox.state import SandboxState, is_running
+
+    if state is None:
+        return {"outcome": "not running", "exit_code": 0, "workdir": str(workdir), "clusters": []}
+    assert isinstance(state, SandboxState)
+    clusters = []
+    for c in state.clusters:
+        alive = [is_running(n) for n in c.nodes]
+        clusters.append(
+            {
+                "name": c.name,
+                "bootstrap": c.bootstrap,
+                "sasl_bootstrap": c.sasl_bootstrap,
+                "cluster_id": c.cluster_id,
+                "pids": [n.pid for n in c.nodes],
+                "state": "running" if all(alive) else ("stopped" if not any(alive) else "degraded"),
+            }
+        )
+    return {
+        "outcome": "running",
+        "exit_code": 0,
+        "workdir": state.workdir,
+        "kafka_version": state.kafka_version,
+        "tiered_storage": state.tiered_storage,
+        "clusters": clusters,
+    }
+
+
 def print_status(state: object) -> None:
     from audit.sandbox.broker_config import tls_ca
     from audit.sandbox.state import SandboxState, is_running

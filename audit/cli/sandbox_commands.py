@@ -12,6 +12,7 @@ from audit.cli.options import (
     add_out,
     add_timeout,
     add_workdir,
+    add_written_output,
     int_in,
     path_arg,
     sasl_user,
@@ -123,6 +124,11 @@ def cmd_sandbox_status(args: argparse.Namespace) -> int:
 
     workdir = args.workdir or default_workdir()
     state = status(workdir)
+    if args.output == "json":
+        from audit.cli.output import print_json, status_json
+
+        print_json(status_json(state, workdir))
+        return ExitCode.OK
     if state is None:
         print(f"sandbox is not running (no state in {workdir})")
         return ExitCode.OK
@@ -266,6 +272,7 @@ def add_sandbox(sub: Any) -> None:
     _add_up(sbsub)
     p = sbsub.add_parser("status", help="show each cluster's bootstrap address, cluster id and pids")
     add_workdir(p)
+    add_written_output(p)
     p.set_defaults(handler=cmd_sandbox_status)
     p = sbsub.add_parser("down", help="stop the processes 'up' started and remove their data")
     add_workdir(p)

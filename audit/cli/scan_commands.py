@@ -8,8 +8,16 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from audit.cli.options import add_config, add_out, add_role, config_of, int_in, path_arg
-from audit.cli.output import print_scan
+from audit.cli.options import (
+    add_config,
+    add_out,
+    add_role,
+    add_written_output,
+    config_of,
+    int_in,
+    path_arg,
+)
+from audit.cli.output import print_json, print_scan
 from audit.errors import ExitCode, UsageError
 from audit.paths import hadoop_path, is_glob, is_uri, shared_state_root
 from audit.profiles import profile_of
@@ -43,8 +51,15 @@ def cmd_segments_scan(args: argparse.Namespace) -> int:
         "duplicate_copies_ignored": [redact_uri(d) for d in scanned.duplicates],
     }
     note = write_batch_scan(spark, scanned, args.out, args.role, note)
-    print_scan(note, args.out)
+    _scanned(args, note)
     return ExitCode.OK
+
+
+def _scanned(args: argparse.Namespace, note: dict[str, Any]) -> None:
+    if args.output == "json":
+        print_json({"outcome": "written", "exit_code": 0, "out": str(args.out), "batches": note})
+    else:
+        print_scan(note, args.out)
 
 
 def cmd_records_scan(args: argparse.Namespace) -> int:
@@ -72,6 +87,9 @@ def cmd_records_scan(args: argparse.Namespace) -> int:
             stack.enter_context(output_lock(root, cfg.output.lock_wait_seconds, "records scan"))
         stack.enter_context(write_errors(root, "output root"))
         note = collect_records(build_spark(cfg.spark), cfg, src, dst, root, full=args.full)
+    if args.output == "json":
+        print_json({"outcome": "written", "exit_code": 0, "out": str(run), "records": note})
+        return ExitCode.OK
     print(
         f"record chunks written to {src} and {dst}: {note['ranges']} ranges, "
         f"{note['offsets_planned']} offsets per side ({note['isolation']}, {note['reader']} reader)"
@@ -111,7 +129,7 @@ def cmd_segments_fetch(args: argparse.Namespace) -> int:
     cfg = replace(cfg, segments=seg)
     cfg.cluster(args.role)
     note = collect_batches(build_spark(cfg.spark), cfg, args.role, args.out)
-    print_scan(note, args.out)
+    _scanned(args, note)
     return ExitCode.OK
 
 
@@ -148,6 +166,7 @@ def add_commands(sub: Any) -> None:
         help="bytes of segment per Spark task (default: segments.split_bytes, 128 MiB)",
     )
     add_config(p)
+    add_written_output(p)
     p.set_defaults(handler=cmd_segments_scan)
 
     p = segsub.add_parser(
@@ -163,6 +182,7 @@ def add_commands(sub: Any) -> None:
         "that cluster's snapshot directory (from 'mirror-audit snapshot'): its offset ranges are read",
     )
     p.add_argument("--deep", action="store_true", help="recompute every batch's CRC-32C")
+    add_written_output(p)
     p.set_defaults(handler=cmd_segments_fetch)
 
     rec = sub.add_parser(
@@ -187,4 +207,5 @@ def add_commands(sub: Any) -> None:
         "--run is the old spelling, still taken",
     )
     p.add_argument("--full", action="store_true", help="verify everything, ignoring the incremental history")
+    add_written_output(p)
     p.set_defaults(handler=cmd_records_scan)

@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from audit.report.summary import output_schema, schema_errors
 from audit.sandbox.cluster import SandboxOptions, remote_storage_dir, running
 from audit.sandbox.mirror import mirror_once
 from audit.sandbox.state import SandboxState
@@ -201,6 +202,11 @@ def test_a_snapshot_of_a_tiered_partition_carries_both_log_starts(
     assert src["tier_detail"] is None
     dst = _partition(readiness["snapshots"]["destination"], tiered.topic)
     assert (dst["remote_storage"], dst["log_start_offset"], dst["local_log_start_offset"]) == (False, 0, 0)
+    status = run_in_process("sandbox", "status", "--workdir", tiered.state.workdir, "--output", "json")
+    (line,) = status.stdout.splitlines()
+    shown = json.loads(line)
+    assert schema_errors(shown, output_schema()) == []
+    assert (shown["outcome"], shown["tiered_storage"], shown["kafka_version"]) == ("running", True, "4.3.1")
     manifest = json.loads((readiness["snapshots"]["source"] / "manifest.json").read_text())
     assert "with a remote tier" in manifest["notes"]["tiered_storage"]
 
@@ -332,8 +338,10 @@ def test_the_records_scan_reads_the_remote_tier_and_a_remote_storage_failure_is_
     config.write_text(tiered.config.read_text() + scope)
     (remote,) = remote_storage_dir(tiered.state, "source").glob(f"{tiered.lagging}-0-*")
     remote.rename(tmp_path / "unreachable")
-    proc = run_in_process("records", "scan", "--config", str(config), "--out", str(run))
+    proc = run_in_process("records", "scan", "--config", str(config), "--out", str(run), "--output", "json")
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    (line,) = proc.stdout.splitlines()
+    assert schema_errors(json.loads(line), output_schema()) == []
     ranges = pq.read_table(run / "source" / "record_chunk_ranges.parquet").to_pylist()
     (lagging,) = (r for r in ranges if r["topic"] == tiered.lagging)
     assert (lagging["start_offset"], lagging["read_to"], lagging["complete"]) == (0, 0, False)

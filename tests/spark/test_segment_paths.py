@@ -80,3 +80,34 @@ def test_segments_scan_takes_each_kind_of_path_from_the_command_line(
     batches = pq.read_table(work / "snap" / "batches.parquet").to_pylist()
     assert len(batches) == 17  # what test_batch_audit's scan of the same tree finds
     assert all(r["file"].startswith(f"file://{tree}/") for r in batches)
+
+
+def test_segments_scan_output_json_says_what_it_wrote(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--output json: one object on one line, held to the shipped schema, with the scan's
+    counts (17 batches, as the text output says of the same tree)."""
+    import json
+
+    from audit.cli import main
+    from audit.report.summary import output_schema, schema_errors
+    from tests.spark.test_batch_audit import source_tree
+
+    tree = source_tree(tmp_path / "logs")
+    capsys.readouterr()
+    args = [
+        "segments",
+        "scan",
+        str(tree),
+        "--out",
+        str(tmp_path / "snap"),
+        "--role",
+        "source",
+        "--output",
+        "json",
+    ]
+    assert main(args) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    obj = json.loads(line)
+    assert schema_errors(obj, output_schema()) == []
+    assert (obj["outcome"], obj["out"], obj["batches"]["batches"]) == ("written", str(tmp_path / "snap"), 17)

@@ -335,3 +335,16 @@ def test_check_output_json_is_one_object_on_success_and_on_failure(
     if fails:
         assert obj["error"] == "destination: Describe refused on 2 topics; grant Describe"
         assert "check found 1 problem(s)" in proc.stderr
+
+
+def test_sandbox_status_output_json_when_none_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The running case is the live tests' (tests/integration/test_tiered_live.py)."""
+    from audit.report.summary import output_schema, schema_errors
+
+    assert main(["sandbox", "status", "--workdir", str(tmp_path), "--output", "json"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    obj = json.loads(line)
+    assert schema_errors(obj, output_schema()) == []
+    assert (obj["outcome"], obj["clusters"]) == ("not running", [])
