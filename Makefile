@@ -17,7 +17,7 @@ help:
 	@echo "make demo   - run the audit demo on the local Kafka sandbox"
 	@echo "make cluster-demo - the demo's nightly job by spark-submit on a local Spark standalone cluster"
 	@echo "make test   - install everything and run the whole test suite (unit, spark, integration)"
-	@echo "make image  - the container image (podman, else docker; README \"Container image\")"
+	@echo "make image  - the container image (podman, else docker; docs/operations.md, \"Running in a container\")"
 	@echo "make lint / make typecheck / make bench / make clean"
 
 $(STAMP): pyproject.toml
@@ -158,8 +158,8 @@ bench-scale: $(STAMP) $(NATIVE_STAMP) jars
 bench-validation: $(STAMP) $(NATIVE_STAMP)
 	$(BIN)/python bench/validation.py
 
-# The container image (deploy/container/Containerfile; README "Container image"): the build
-# context is staged in build/image (the wheels of this venv's exact versions, the compiled
+# The container image (deploy/container/Containerfile; docs/operations.md, "Running in a
+# container"): the build context is staged in build/image (the wheels of this venv's exact versions, the compiled
 # reader, the Kafka client's jars), then built by podman, else docker. IMAGE_BASE is any
 # Debian bookworm image (unset: the Containerfile's BASE, Debian's pinned by digest);
 # `make image-base` builds one from Debian's packages where no registry is reachable, and

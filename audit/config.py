@@ -1,5 +1,5 @@
 """Configuration: the frozen, typed sections a YAML file is validated into, with their
-defaults (DESIGN.md's) and what each section knows of itself (scope matching, redaction).
+defaults and what each section knows of itself (scope matching, redaction).
 
 Reading and validating a file is ``audit.config_file``'s.
 """
@@ -117,7 +117,7 @@ class ScopeConfig:
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Invariant thresholds; the defaults are DESIGN.md's."""
+    """Invariant thresholds and their defaults (docs/invariants.md names each invariant's)."""
 
     max_lag_records: int = 10000
     max_lag_seconds: float = 300.0

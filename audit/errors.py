@@ -12,7 +12,7 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """The process exit codes of every command (DESIGN.md: one place, three values)."""
+    """The process exit codes of every command (docs/usage.md, "Exit codes": one place, three values)."""
 
     OK = 0  # pass (warnings allowed), GO
     FAILED = 1  # an invariant failed, NO-GO

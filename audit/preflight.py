@@ -52,8 +52,8 @@ def _allows(ops: frozenset[str], operation: str) -> bool:
 
 
 def _needed(cfg: AuditConfig, resource: str) -> tuple[Permission, ...]:
-    """The README's permissions on ``resource`` the configured jobs use: DescribeConfigs
-    (compacted topics) only where records are verified."""
+    """The permissions on ``resource`` (docs/configuration.md, Permissions) the configured jobs
+    use: DescribeConfigs (compacted topics) only where records are verified."""
     return tuple(
         p
         for p in AUDITOR_PERMISSIONS
@@ -62,7 +62,10 @@ def _needed(cfg: AuditConfig, resource: str) -> tuple[Permission, ...]:
 
 
 def _grant(resource: str, operation: str) -> str:
-    return f"grant the auditor's principal {resource} {operation_word(operation)} (README, Permissions)"
+    return (
+        f"grant the auditor's principal {resource} {operation_word(operation)} "
+        "(docs/configuration.md, Permissions)"
+    )
 
 
 def check(cfg: AuditConfig) -> list[Finding]:
@@ -95,7 +98,8 @@ def cluster_findings(cfg: AuditConfig, role: Literal["source", "destination"]) -
                 "warn",
                 f"kafka-python does not connect ({probe.detail}): no batched ListOffsets, no named open "
                 "transactions, no wire fetch, no batch reader",
-                "see records.reader and the client properties kafka-python supports (README)",
+                "see records.reader and the client properties kafka-python supports "
+                "(docs/usage.md, Record-level verification)",
             )
         )
 

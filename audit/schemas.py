@@ -1,7 +1,7 @@
 """Every table's columns, declared once: Arrow schemas for writers, Spark schemas for jobs,
 pandas dtypes for the in-process engine.
 
-The snapshot tables follow DESIGN.md's ``mirror-audit-snapshot/1`` contract; other tools
+The snapshot tables follow the ``mirror-audit-snapshot/1`` contract; other tools
 read these files, so a column is added here or nowhere. The comparison tables are declared
 beside them (a derived column is declared here and computed in its comparison's query,
 nowhere else). The module is long because it is the declaration of every table the

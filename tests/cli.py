@@ -23,7 +23,7 @@ def run_cli(
 
 def submit_cli(master: str, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     """``mirror-audit`` submitted with spark-submit to ``master`` in client mode, as the
-    README's "Running on a Spark cluster" does; executors on this environment's Python."""
+    docs/operations.md's "Running on a Spark cluster" does; executors on this environment's Python."""
     from audit.sandbox import spark_cluster
     from audit.sandbox.demo_cluster import submit_command
 

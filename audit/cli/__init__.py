@@ -153,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _complete(parser: argparse.ArgumentParser) -> None:
     """Shell completion (argcomplete): answers and exits when the shell's completion hook
     called the command (it sets ``_ARGCOMPLETE``), does nothing otherwise. Enable it with
-    ``eval "$(register-python-argcomplete mirror-audit)"`` (README, "Shell completion")."""
+    ``eval "$(register-python-argcomplete mirror-audit)"`` (docs/usage.md, "Shell completion")."""
     if "_ARGCOMPLETE" in os.environ:
         import argcomplete
 

@@ -3,7 +3,7 @@
 Source traffic (keys, headers, committed and aborted transactions) is mirrored by the
 offset-preserving emulator, groups are synced with the clamp, destination leader epochs
 are bumped ahead of the source's by real leader moves, then the nightly audit runs.
-Without ``--healthy`` five faults are injected on the real brokers first:
+Without ``--healthy`` six faults are injected on the real brokers first:
 
 - payments-0: the source leader moves (a preferred election), so SLE rises above DLE (CM-EPOCH-1);
 - billing: its destination offset is set beyond the destination LEO (CM-GROUP-2, CM-GROUP-1);

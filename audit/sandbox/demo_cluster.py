@@ -3,7 +3,7 @@
 The demo's sandbox is prepared as ``make demo`` prepares it (traffic, mirror, faults);
 a master and two workers start on loopback (``spark_cluster``); the nightly job goes to
 them with ``spark-submit --master spark://127.0.0.1:PORT`` in client deploy mode, as the
-README's "Running on a Spark cluster" tells users, its configuration in a file like any
+docs/operations.md's "Running on a Spark cluster" tells users, its configuration in a file like any
 user's. The package and its compiled record reader reach the executors installed on the
 workers: a virtual environment where the wheels are installed (from a checkout, built
 first), at one path every worker sees, named by ``spark.pyspark.python``. Measured against

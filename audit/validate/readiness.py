@@ -37,7 +37,7 @@ class Figures:
     unknown: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-# Readiness (DESIGN.md): expected loss = the sum over in-scope partitions of
+# Readiness (docs/invariants.md): expected loss = the sum over in-scope partitions of
 # max(0, source LEO - destination LEO), a partition missing on the destination losing
 # everything the source still retains; expected reprocessing = the sum over synced
 # (group, partition) pairs of max(0, clamp(source committed) - destination committed);

@@ -404,15 +404,15 @@ def test_a_readiness_and_a_nightly_started_together_under_one_root_each_keep_the
         assert (d / "source" / "manifest.json").is_file() and (d / "destination" / "manifest.json").is_file()
 
 
-def test_the_readmes_python_api_example_runs_against_the_sandbox(
+def test_the_documented_python_api_example_runs_against_the_sandbox(
     sandbox: SandboxState, tmp_path: Path, monkeypatch: Any, capsys: Any
 ) -> None:
-    """README "The Python API": its example block, as it stands, on a mirrored topic of the
-    sandbox (the config path and the run's output root are this test's)."""
+    """docs/usage.md "The Python API": its example block, as it stands, on a mirrored topic
+    of the sandbox (the config path and the run's output root are this test's)."""
     import re
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    section = readme.split("### The Python API", 1)[1]
+    page = (Path(__file__).parents[2] / "docs" / "usage.md").read_text()
+    section = page.split("\n## The Python API\n", 1)[1]
     (block,) = re.findall(r"```python\n(.*?)```", section.split("\n## ", 1)[0], re.S)[:1]
     topic = f"api-{uuid.uuid4().hex[:8]}"
     _mirror_topic(sandbox, topic, 10, [[1, 2]])
@@ -420,7 +420,7 @@ def test_the_readmes_python_api_example_runs_against_the_sandbox(
     config = _config(tmp_path, sandbox, scope)
     assert '"conf/audit.yaml"' in block
     namespace: dict[str, Any] = {}
-    exec(compile(block.replace('"conf/audit.yaml"', repr(str(config))), "README.md", "exec"), namespace)
+    exec(compile(block.replace('"conf/audit.yaml"', repr(str(config))), "docs/usage.md", "exec"), namespace)
     result = namespace["result"]
     assert (result.readiness, result.exit_code, result.figures["expected_loss_records"]) == ("GO", 0, 0)
     assert result.run_dir.parent == tmp_path / "reports" and result.report.is_file()

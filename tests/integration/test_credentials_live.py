@@ -1,7 +1,7 @@
 """Credentials and permissions against real brokers: the sandbox's SASL_SSL listeners check
 the certificate and the login, Kafka's authorizer the ACLs.
 
-With the right password and certificate, and only the read-only permissions the README
+With the right password and certificate, and only the read-only permissions docs/configuration.md
 lists (``AUDITOR_PERMISSIONS``), every part of a nightly run reads both clusters over
 SASL_SSL (the admin calls, the record readers, kafka-python's transaction calls and wire
 fetches) and the password appears nowhere in what the run writes or prints. With a wrong
@@ -37,7 +37,7 @@ from tests.cli import run_cli, run_in_process
 
 @pytest.fixture(scope="module", autouse=True)
 def auditor_permissions(sandbox: SandboxState, sasl_login: tuple[str, str]) -> None:
-    """The auditor's principal gets the README's permissions on both clusters, no more."""
+    """The auditor's principal gets docs/configuration.md's permissions on both clusters, no more."""
     for name in ("source", "destination"):
         grant(sandbox.cluster(name).bootstrap, f"User:{sasl_login[0]}")
 
@@ -317,10 +317,10 @@ def test_a_principal_that_may_not_read_gets_each_range_unreadable_with_the_reaso
     assert "TopicAuthorizationFailedError" in issues[0]["detail"], issues
 
 
-def test_check_passes_with_the_readme_permissions_and_names_one_withheld(
+def test_check_passes_with_the_documented_permissions_and_names_one_withheld(
     sandbox: SandboxState, sasl_login: tuple[str, str], tmp_path: Path
 ) -> None:
-    """``mirror-audit check`` over SASL_SSL: with the README's permissions (the module's
+    """``mirror-audit check`` over SASL_SSL: with docs/configuration.md's permissions (the module's
     ``auditor``) every check passes and nothing is written; ``describer`` granted the same
     but topic Read is told exactly that, with exit 2, by what the cluster answers."""
     topic = _topic_on_both(sandbox)

@@ -4,9 +4,10 @@ The demos share one sandbox, started as a user starts one (``mirror-audit sandbo
 --brokers 2``): each runs on it, leaves it running and removes the topics and groups it made,
 so the next finds it as it was (``audit/sandbox/demo_sandbox.py``; every test here checks
 that it did). ``make demo`` and ``mirror-audit demo --healthy`` run verbatim in a fresh copy
-of the tree, the README's environment variable naming the sandbox's work dir. A demo on a
-sandbox of its own starts and stops it: tests/integration/test_versions_live.py runs the
-demos that way, and the image's test too (tests/packaging/test_image.py).
+of the tree, the sandbox's work dir named by the environment variable docs/sandbox.md
+documents. A demo on a sandbox of its own starts and stops it:
+tests/integration/test_versions_live.py runs the demos that way, and the image's test too
+(tests/packaging/test_image.py).
 """
 
 from __future__ import annotations
@@ -121,8 +122,8 @@ def fresh_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _readme_command(
     tree: Path, sandbox: tuple[Path, Footprint], argv: list[str]
 ) -> tuple[int, dict[str, Any], str, Path]:
-    """Run a README command verbatim in the tree's root; the sandbox's work dir is named by
-    the README's environment variable, not a flag."""
+    """Run a documented command (README, docs/sandbox.md) verbatim in the tree's root; the
+    sandbox's work dir is named by the documented environment variable, not a flag."""
     env = {**os.environ, "MIRROR_AUDIT_SANDBOX_DIR": str(sandbox[0])}
     proc = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, timeout=900, check=False)
     output = proc.stdout + proc.stderr

@@ -226,7 +226,7 @@ def test_share_groups_are_read_over_sasl_ssl_and_an_oidc_login_the_java_client_r
     from tests.integration.test_credentials_live import _config as sasl_config
     from tests.integration.test_credentials_live import _files, _mirrored_topic, _oidc
 
-    for name in ("source", "destination"):  # the README's permissions, as the credentials tests grant
+    for name in ("source", "destination"):  # the documented permissions, as the credentials tests grant
         grant(sandbox.cluster(name).bootstrap, f"User:{sasl_login[0]}")
     topic = _mirrored_topic(sandbox)
     group = f"sasl-share-{uuid.uuid4().hex[:8]}"

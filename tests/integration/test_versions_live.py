@@ -25,7 +25,7 @@ each other release, started here:
   4.3.1's connect-mirror (the fallback for 4.4.0's, which Maven Central lacks) and MM2 is a
   client whose protocol use does not change between these lines.
 
-README "Compatibility" lists this split.
+docs/compatibility.md lists this split.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The container image as a platform team runs it (README, "Container image").
+"""The container image as a platform team runs it (docs/operations.md, "Running in a container").
 
 ``make image`` builds it from a Debian bookworm base; no registry is reachable from the
 machines this suite runs on, so ``make image-base`` first builds that base from Debian's

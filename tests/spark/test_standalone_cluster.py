@@ -1,5 +1,5 @@
 """The audit submitted to a Spark standalone cluster (a master and two workers on loopback,
-started from pyspark's own spark-class) with spark-submit, as the README tells users:
+started from pyspark's own spark-class) with spark-submit, as docs/operations.md tells users:
 its tables and summary equal those of the same snapshots run in this process's local
 session, and spark-submit's --master wins over the configuration file's."""
 

@@ -186,7 +186,7 @@ def test_a_network_policy_lets_nothing_in_and_only_dns_the_brokers_and_the_pushg
 
 def test_the_pods_run_the_image_by_digest(rendered: list[dict[str, Any]]) -> None:
     """A tag can be moved by a later push; a digest names one image. The kustomization's
-    digest is a placeholder a deployment replaces (README, "Running on Kubernetes")."""
+    digest is a placeholder a deployment replaces (docs/operations.md, "Running on Kubernetes")."""
     for name, pod in _pods(rendered).items():
         for container in pod["spec"]["containers"]:
             repository, at, digest = container["image"].partition("@")

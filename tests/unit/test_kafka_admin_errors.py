@@ -1,5 +1,5 @@
 """What a refused admin call tells the user: a missing ACL names the permissions to grant
-(the README's Permissions list, from ``AUDITOR_PERMISSIONS``), not only that it was refused.
+(docs/configuration.md's Permissions list, from ``AUDITOR_PERMISSIONS``), not only that it was refused.
 
 The client is a real confluent-kafka AdminClient pointed at a closed loopback port: it is
 built, never answered, and ``_fail`` composes the message from the error it is given."""
@@ -29,7 +29,7 @@ def test_an_authorization_failure_names_the_permissions_to_grant(admin: KafkaAdm
     message = str(err)
     assert message.startswith("source cluster (127.0.0.1:9): list_consumer_group_offsets failed: ")
     assert "GROUP_AUTHORIZATION_FAILED" in message
-    assert "Permissions in the README" in message
+    assert "Permissions in docs/configuration.md" in message
     for p in AUDITOR_PERMISSIONS:
         assert operation_word(p.operation) in message and p.resource in message, (p, message)
     assert "\n" not in message

@@ -1,6 +1,6 @@
 """MirrorMaker 2's record layouts: decoded field for field, bad records rejected with a reason.
 
-The byte strings are built here by hand from the layout (DESIGN.md's facts); that the real
+The byte strings are built here by hand from MirrorMaker 2's layout; that the real
 MirrorMaker 2 writes exactly this is checked by tests/integration/test_mm2_sandbox.py.
 """
 

@@ -3,7 +3,7 @@
 A log segment and the records of a Fetch response have the same layout, a sequence of
 record batches back to back, so one walker serves both collectors (``segments.py`` and
 ``wire.py``). It reads only each batch's 61-byte header (layout: kafka-python's
-``DefaultRecordBase.HEADER_STRUCT``, DESIGN.md) and never decompresses, so its cost is one
+``DefaultRecordBase.HEADER_STRUCT``) and never decompresses, so its cost is one
 ``unpack`` per batch whatever the batch holds. Deep mode also reads the bytes the CRC
 covers and checks CRC-32C with the C-accelerated ``crc32c`` package. Control batches are
 small and uncompressed; their one record is decoded by kafka-python's ``DefaultRecordBatch``

@@ -150,8 +150,8 @@ class AdminBase:
         hint = "check bootstrap_servers, network and credentials"
         if "AUTHORIZATION" in detail.upper():
             hint = (
-                f"grant the auditor's principal the read-only ACLs under Permissions in the README "
-                f"({permissions_summary()})"
+                "grant the auditor's principal the read-only ACLs under Permissions in "
+                f"docs/configuration.md ({permissions_summary()})"
             )
         with self._lock:
             last, refused = self._last_error, self._auth_error

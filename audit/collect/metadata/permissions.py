@@ -2,7 +2,7 @@
 
 Kafka answers a principal that lacks a Describe permission not with an error but with less:
 topics and groups it may not describe are left out of the lists. So these are written down
-once, here, for the README's Permissions section and for the live test that grants exactly
+once, here, for docs/configuration.md's Permissions section and for the live test that grants exactly
 these on brokers with an authorizer and runs a whole nightly job over SASL. None of them
 writes: no Write, Create, Alter, Delete or group Read (joining or committing).
 """

@@ -67,7 +67,7 @@ def _nothing_in_scope(cfg: AuditConfig, bootstrap: str, listed: int) -> ClusterE
         f"source cluster ({bootstrap}): no topic in scope: the cluster lists {listed} topics to the "
         f"auditor and none is in scope.topics ({scope}; internal topics left out); check the "
         "patterns, and that the auditor's principal may Describe the topics (Kafka lists only "
-        "those): see Permissions in the README"
+        "those): see Permissions in docs/configuration.md"
     )
 
 
@@ -115,7 +115,7 @@ def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapsh
             f"only the {len(groups)} groups this principal may Describe: without Describe on the "
             "cluster, Kafka lists no other group, and the group invariants cover these only"
         )
-        log.warning("%s: %s (see Permissions in the README)", role, notes["groups"])
+        log.warning("%s: %s (see Permissions in docs/configuration.md)", role, notes["groups"])
     mm2 = collect_mm2(admin, role, cfg.mirror.mm2) if plan.reads_mm2_topics else None
     if mm2 is not None:
         notes.update(mm2.notes)

@@ -1,4 +1,4 @@
-"""The invariant catalogue (DESIGN.md): one declaration per invariant, in the module of
+"""The invariant catalogue (docs/invariants.md): one declaration per invariant, in the module of
 its mode or job (``cluster_mirroring``, ``failover``, ``mm2``), with its statement, what
 it needs, its remediation and the details the report shows; the catalogues of the jobs
 are tuples of those declarations, never positions in another job's list."""

@@ -129,8 +129,8 @@ GROUP_1 = Invariant(
         "offset sync runs and includes the group; an inactive group can be set with `kafka-consumer-groups "
         "--reset-offsets --group G --topic T:P --to-offset O --execute` on the destination, O = the "
         "expected offset in the report (a share group: `kafka-share-groups --reset-offsets`, same options). "
-        "A share group left unchecked had its start offsets unread: set java.kafka_classpath (README, "
-        "Share groups)."
+        "A share group left unchecked had its start offsets unread: set java.kafka_classpath "
+        "(docs/configuration.md, Share groups)."
     ),
     inputs=("dst:partitions",),
 )
