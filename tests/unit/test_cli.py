@@ -348,3 +348,25 @@ def test_sandbox_status_output_json_when_none_runs(
     obj = json.loads(line)
     assert schema_errors(obj, output_schema()) == []
     assert (obj["outcome"], obj["clusters"]) == ("not running", [])
+
+
+def test_the_airflow_bash_operators_command_pushes_a_whole_object_to_xcom(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/airflow.md's BashOperator runs its bash_command as written and pushes the last
+    line of stdout to XCom: that line is the whole JSON object, whatever the exit code (here
+    2: the example's config path does not exist on this machine)."""
+    import re
+    import shlex
+
+    from audit.report.summary import output_schema, schema_errors
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "airflow.md").read_text()
+    (command,) = re.findall(r'bash_command="(mirror-audit [^"]+)"', doc)
+    argv = shlex.split(command)
+    assert "--output" in argv and argv[argv.index("--output") + 1] == "json"
+    code = main(argv[1:])
+    last = capsys.readouterr().out.splitlines()[-1]
+    obj = json.loads(last)
+    assert schema_errors(obj, output_schema()) == []
+    assert obj["exit_code"] == code
