@@ -100,7 +100,11 @@ SELECT derived.*,
   -- CM-TIER-2: the records between the destination's end and the source's local log start,
   -- which the mirror copies next from the source's remote tier. A topic without a remote
   -- tier has none there (0); tiered with its local start unknown: unknown (null, unchecked).
-  CASE WHEN src_remote_storage THEN greatest(src_local_log_start_offset - dst_high_watermark, 0)
+  -- Not greatest(): it skips a null, and an unread local start would read as 0.
+  CASE WHEN src_remote_storage THEN
+      CASE WHEN src_local_log_start_offset > dst_high_watermark
+        THEN src_local_log_start_offset - dst_high_watermark
+        WHEN src_local_log_start_offset <= dst_high_watermark THEN 0 END
     WHEN NOT src_remote_storage THEN 0 END AS remote_tier_records
 FROM derived CROSS JOIN {{run_params}} p
 """,

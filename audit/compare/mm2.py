@@ -459,7 +459,10 @@ SELECT judged.topic, judged.partition, ts.in_scope AS in_scope, committed_offset
   -- it copies next from the source's remote tier. A topic without a remote tier, or nothing
   -- to copy: none (0); tiered with its local start unknown: unknown (null, unchecked).
   CASE WHEN nothing_to_copy THEN 0
-    WHEN src_remote_storage THEN greatest(src_local_log_start_offset - next_offset, 0)
+    -- Not greatest(): it skips a null, and an unread local start would read as 0.
+    WHEN src_remote_storage THEN
+      CASE WHEN src_local_log_start_offset > next_offset THEN src_local_log_start_offset - next_offset
+        WHEN src_local_log_start_offset <= next_offset THEN 0 END
     WHEN NOT src_remote_storage THEN 0 END AS remote_tier_records
 FROM judged
 LEFT JOIN {{topic_scope}} ts ON ts.topic = judged.topic

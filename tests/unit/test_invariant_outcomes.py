@@ -113,6 +113,12 @@ OUTCOMES = (
     ),
     Outcome(
         "CM-TIER-2",
+        "warn",
+        "a tiered source whose local log start was not read (earliest-local): unchecked, never passed",
+        on("src:partitions", remote_storage=True, local_log_start_offset=None),
+    ),
+    Outcome(
+        "CM-TIER-2",
         "pass",
         "the destination's end (98) at the source's local log start",
         on("src:partitions", remote_storage=True, local_log_start_offset=98),
@@ -276,6 +282,13 @@ OUTCOMES = (
         "its position 80 below the source's local log start 90: it reads the remote tier",
         on("dst:mm2_positions", committed_offset=79)
         | on("src:partitions", remote_storage=True, local_log_start_offset=90),
+    ),
+    Outcome(
+        "MM2-TIER-1",
+        "warn",
+        "a tiered source whose local log start was not read (earliest-local): unchecked, never passed",
+        on("dst:mm2_positions", committed_offset=79)
+        | on("src:partitions", remote_storage=True, local_log_start_offset=None),
     ),
     Outcome(
         "MM2-TIER-1",
