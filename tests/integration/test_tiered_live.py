@@ -24,12 +24,14 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from audit.report.summary import output_schema, schema_errors
+from audit.sandbox import mm2
 from audit.sandbox.cluster import SandboxOptions, remote_storage_dir, running
 from audit.sandbox.mirror import mirror_once
 from audit.sandbox.state import SandboxState
-from audit.sandbox.traffic import Record, create_topic, produce, scan_messages
+from audit.sandbox.traffic import Record, client_conf, create_topic, produce, scan_messages
 from tests.cli import run_in_process
 
 RECORDS = 2000
@@ -319,6 +321,76 @@ def test_a_segment_scan_reads_both_tiers_and_never_drops_the_remote_one_silently
     (gap,) = data2["unchecked_gaps"]
     assert "remote tier not read" in gap["missing"], gap
     assert gap["first"][0]["topic"] == tiered.lagging, gap
+
+
+def _high(bootstrap: str, topic: str) -> int:
+    consumer = Consumer(client_conf(bootstrap, **{"group.id": "mirror-audit-never-joined"}))
+    try:
+        return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1])
+    finally:
+        consumer.close()
+
+
+def test_mirror_maker_2_copies_a_tiered_topic_and_the_mm2_records_scan_compares_both_tiers_whole(
+    spark: Any, tiered: Tiered, readiness: dict[str, Any], tmp_path: Path
+) -> None:
+    """A real MirrorMaker 2 (its 4.3.1 connect-mirror, the tiered brokers' release) copies the
+    fully tiered topic, whose first segments its consumer can only get from the source's
+    remote tier, into a replica that tiers too; once the replica's closed segments have moved
+    to the destination's remote tier, the nightly in mode mm2 reads every record of both
+    sides over the wire, through both remote tiers: MM2-DATA-1 to -4 pass over the whole
+    range [0, RECORDS) of each side, and MM2-TIER-1 passes (MirrorMaker 2's position is past
+    the source's local log start). Needs ``readiness`` first: MirrorMaker 2's own topics
+    (on the destination only: its offset syncs too) are not the cluster-mirroring pair's."""
+    state = tiered.state
+    src, dst = state.cluster("source").bootstrap, state.cluster("destination").bootstrap
+    opts = mm2.Mm2Options(topics=tiered.topic, groups="mm2-tiered-none", offset_syncs_location="target")
+    replica = mm2.remote_topic(tiered.topic, opts)
+    create_topic(dst, replica, 1, 1, **TIERED_TOPIC)
+    try:
+        mm2.start(state, opts)
+        deadline = time.monotonic() + 120
+        while (copied := _high(dst, replica)) < RECORDS:
+            assert time.monotonic() < deadline, f"the replica holds {copied} of {RECORDS} records"
+            time.sleep(0.5)
+    finally:
+        mm2.stop(state)
+    dst_data = Path(state.cluster("destination").node(1).node_dir) / "data"
+    dst_log = state.cluster("destination").node(1).log_path
+    _wait_tiered(remote_storage_dir(state, "destination"), replica, dst_data / f"{replica}-0", dst_log)
+    config = tmp_path / "mm2.yaml"
+    config.write_text(
+        "mode: mm2\n"
+        f"source:\n  bootstrap_servers: {src}\n  timeout_seconds: 30\n"
+        f"destination:\n  bootstrap_servers: {dst}\n  timeout_seconds: 30\n"
+        "mirror:\n  mm2:\n    offset_syncs_topic_location: target\n"
+        "records:\n  enabled: true\n"
+        "spark:\n  master: local[2]\n  conf:\n    spark.sql.shuffle.partitions: '2'\n"
+        f"scope:\n  topics:\n    include: ['{tiered.topic}']\n  groups:\n    include: ['mm2-tiered-none']\n"
+    )
+    out = tmp_path / "nightly"
+    proc = run_in_process("nightly", "--config", str(config), "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    inv = summary["invariants"]
+    for inv_id in ("MM2-DATA-1", "MM2-DATA-2", "MM2-DATA-3", "MM2-DATA-4", "MM2-TIER-1", "MM2-SYNC-1"):
+        assert inv[inv_id]["status"] == "pass", (inv_id, inv[inv_id])
+    # Both sides tiered: each log starts at 0, each local log well after it.
+    for role, topic in (("source", tiered.topic), ("destination", replica)):
+        part = _partition(out / role, topic)
+        assert part["remote_storage"] and part["log_start_offset"] == 0, (role, part)
+        assert part["local_log_start_offset"] is not None and part["local_log_start_offset"] > 0, (role, part)
+        ranges = pq.read_table(out / role / "record_digest_ranges.parquet").to_pylist()
+        read = sorted((r["start_offset"], r["read_to"], r["complete"]) for r in ranges if r["topic"] == topic)
+        assert read[0][0] == 0 and read[-1][1] == RECORDS and all(done for _, _, done in read), (role, read)
+    (row,) = pq.read_table(out / "compare" / "mm2_record_partitions.parquet").to_pylist()
+    counts = ("missing_records", "unexplained_records", "duplicate_records", "order_breaks")
+    assert [row[c] for c in counts] == [0, 0, 0, 0], row
+    assert (row["compared_src_start"], row["compared_src_end"], row["compared_src_records"]) == (
+        0,
+        RECORDS,
+        RECORDS,
+    ), row
 
 
 def test_the_records_scan_reads_the_remote_tier_and_a_remote_storage_failure_is_its_own_cause(
