@@ -744,7 +744,7 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("epochs_equal", "boolean"),
         _c("epochs_must_match", "boolean"),
         # A tiered partition whose scan read the local log only: the remote tier's offsets,
-        # uncompared (an unchecked row; compare/batches.py unread_remote_tiers).
+        # uncompared (an unchecked row; compare/batches.py uncompared_partitions).
         _c("remote_tier_unread", "boolean"),
     ),
     "marker_diffs": (

@@ -165,53 +165,28 @@ def _side(batches: Any, prefix: str) -> Any:
     ).withColumn(f"{prefix}present", F.lit(True))
 
 
-def unread_partitions(src_batches: Any, dst_batches: Any, src_partitions: Any, dst_partitions: Any) -> Any:
-    """Partitions both snapshots say hold records (high watermark past the log start) of
-    which a side's scan read no batch: nothing of them was compared, so they are unchecked,
-    never passed by omission (a log dir scanned without the partition's replica, a fetch
-    that read nothing). One row each: where the comparison would have started
-    (``base_offset``: the later log start) and the destination's leader epoch. A partition
-    empty on a side has nothing to compare; what it lacks is the metadata invariants'."""
+def uncompared_partitions(
+    src_batches: Any, dst_batches: Any, src_partitions: Any, dst_partitions: Any
+) -> Any:
+    """Partitions both snapshots say hold records (high watermark past the log start) whose
+    retained offsets were not all compared, one unchecked row each, never passed by
+    omission; ``base_offset`` is where the comparison would have started (the later log
+    start):
+
+    - a side's scan read no batch of it (a log dir scanned without the partition's replica,
+      a fetch that read nothing): ``remote_tier_unread`` where that side is tiered, since
+      all its log dir holds then is in the remote tier;
+    - a tiered side's scan began above the common log start: the older offsets lie in the
+      remote tier, which a scan of the brokers' log dirs does not hold
+      (``remote_tier_unread``). Only tiered partitions: a compacted or partly scanned
+      partition may also begin above its log start, but tiered storage refuses compacted
+      topics, so there the gap is the remote tier's.
+
+    A partition empty on a side has nothing to compare; what it lacks is the metadata
+    invariants'."""
     from pyspark.sql import functions as F
 
-    def holding(parts: Any, prefix: str) -> Any:
-        return parts.where(F.col("high_watermark") > F.col("log_start_offset")).select(
-            "topic",
-            "partition",
-            F.col("log_start_offset").alias(f"{prefix}log_start"),
-            F.coalesce(F.col("remote_storage"), F.lit(False)).alias(f"{prefix}tiered"),
-        )
-
-    src_unread, dst_unread = F.col("src_first_offset").isNull(), F.col("dst_first_offset").isNull()
-    return (
-        holding(src_partitions, "src_")
-        .join(holding(dst_partitions, "dst_"), ["topic", "partition"])
-        .join(covered_ranges(src_batches, "src_"), ["topic", "partition"], "left")
-        .join(covered_ranges(dst_batches, "dst_"), ["topic", "partition"], "left")
-        .where(src_unread | dst_unread)
-        .select(
-            "topic",
-            "partition",
-            F.greatest("src_log_start", "dst_log_start").alias("base_offset"),
-            # A tiered side whose log dir held no batch: all it holds is in the remote tier.
-            ((src_unread & F.col("src_tiered")) | (dst_unread & F.col("dst_tiered"))).alias(
-                "remote_tier_unread"
-            ),
-        )
-    )
-
-
-def unread_remote_tiers(src_batches: Any, dst_batches: Any, src_partitions: Any, dst_partitions: Any) -> Any:
-    """Partitions of a tiered topic (tiered storage) whose scan on a side began above that
-    side's log start: the older offsets lie in the remote tier, which a scan of the
-    brokers' log dirs does not hold. Below the common range, both sides retain offsets
-    that neither was compared at; one unchecked row each (``remote_tier_unread``), where the
-    comparison would have started, never silently outside it. Only tiered partitions: a
-    compacted or partly scanned partition may also begin above its log start, but tiered
-    storage refuses compacted topics, so here the gap is the remote tier's."""
-    from pyspark.sql import functions as F
-
-    def side(parts: Any, batches: Any, prefix: str) -> Any:
+    def holding(parts: Any, batches: Any, prefix: str) -> Any:
         return (
             parts.where(F.col("high_watermark") > F.col("log_start_offset"))
             .select(
@@ -220,19 +195,28 @@ def unread_remote_tiers(src_batches: Any, dst_batches: Any, src_partitions: Any,
                 F.col("log_start_offset").alias(f"{prefix}log_start"),
                 F.coalesce(F.col("remote_storage"), F.lit(False)).alias(f"{prefix}tiered"),
             )
-            .join(covered_ranges(batches, prefix), ["topic", "partition"])
+            .join(covered_ranges(batches, prefix), ["topic", "partition"], "left")
         )
 
     start = F.greatest("src_log_start", "dst_log_start")
+    src_unread, dst_unread = F.col("src_first_offset").isNull(), F.col("dst_first_offset").isNull()
 
-    def gap(prefix: str) -> Any:
-        return F.col(f"{prefix}tiered") & (F.col(f"{prefix}first_offset") > start)
+    def below_remote(prefix: str) -> Any:
+        return F.coalesce(F.col(f"{prefix}tiered") & (F.col(f"{prefix}first_offset") > start), F.lit(False))
 
+    unread = src_unread | dst_unread
     return (
-        side(src_partitions, src_batches, "src_")
-        .join(side(dst_partitions, dst_batches, "dst_"), ["topic", "partition"])
-        .where(gap("src_") | gap("dst_"))
-        .select("topic", "partition", start.alias("base_offset"), F.lit(True).alias("remote_tier_unread"))
+        holding(src_partitions, src_batches, "src_")
+        .join(holding(dst_partitions, dst_batches, "dst_"), ["topic", "partition"])
+        .where(unread | below_remote("src_") | below_remote("dst_"))
+        .select(
+            "topic",
+            "partition",
+            start.alias("base_offset"),
+            F.when(unread, (src_unread & F.col("src_tiered")) | (dst_unread & F.col("dst_tiered")))
+            .otherwise(F.lit(True))
+            .alias("remote_tier_unread"),
+        )
     )
 
 
@@ -245,7 +229,8 @@ def compare_batches(
     cfg: AuditConfig,
 ) -> Any:
     """One row per batch start offset inside the common range of a partition, either side,
-    and one per partition a side's scan did not read (``unread_partitions``).
+    and one per partition whose retained offsets were not all compared
+    (``uncompared_partitions``).
 
     ``batch_status``: same | differs | missing_on_destination | extra_on_destination, or
     null where the partition was not read (unchecked); ``differing_fields`` names what
@@ -269,19 +254,13 @@ def compare_batches(
         .withColumn("dst_present", F.coalesce("dst_present", F.lit(False)))
     )
     # A batch is on one side at least; a row on neither is a partition no scan read.
-    unread = (
-        unread_partitions(src_batches, dst_batches, src_partitions, dst_partitions)
+    uncompared = (
+        uncompared_partitions(src_batches, dst_batches, src_partitions, dst_partitions)
         .join(dle, ["topic", "partition"], "left")
         .withColumn("src_present", F.lit(False))
         .withColumn("dst_present", F.lit(False))
     )
-    remote = (
-        unread_remote_tiers(src_batches, dst_batches, src_partitions, dst_partitions)
-        .join(dle, ["topic", "partition"], "left")
-        .withColumn("src_present", F.lit(False))
-        .withColumn("dst_present", F.lit(False))
-    )
-    j = j.unionByName(unread, allowMissingColumns=True).unionByName(remote, allowMissingColumns=True)
+    j = j.unionByName(uncompared, allowMissingColumns=True)
     diffs = F.concat_ws(
         ",",
         *[F.when(~F.col(f"src_{c}").eqNullSafe(F.col(f"dst_{c}")), F.lit(c)) for c in BATCH_FIELDS],
