@@ -758,6 +758,9 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("in_scope", "boolean"),
         _c("marker_status", "string"),
         _c("markers_match", "boolean"),
+        # A partition not wholly compared (its markers unchecked): its remote tier unread
+        # (compare/batches.py uncompared_partitions).
+        _c("remote_tier_unread", "boolean"),
     ),
     "txn_closure": (
         _c("side", "string"),
@@ -832,7 +835,11 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
 # meaning, so that a later run reading this one (``failover verify --before``) reads it where
 # the columns it needs are there and otherwise refuses it naming both versions. A table not
 # listed is at version 1; a run written before versions were recorded is version 0.
-COMPARISON_FORMATS: dict[str, int] = {}
+COMPARISON_FORMATS: dict[str, int] = {
+    # 2: remote_tier_unread, and a row per partition not wholly compared (tiered storage).
+    "batch_diffs": 2,
+    "marker_diffs": 2,
+}
 COMPARISON_FORMATS_FILE = "formats.json"
 
 

@@ -19,6 +19,22 @@ from audit.compare.sql import DST_EPOCH, TableRows, causes
 from audit.config import AuditConfig
 from audit.schemas import BATCH_SIDE, MARKER_SIDE
 
+# The causes of a partition not wholly compared, on both tables that leave it unchecked.
+_UNCOMPARED_REMOTE = (
+    "the remote tier of a tiered partition (remote tier not read: the segment scan read the local log only)",
+    "{status} IS NULL AND remote_tier_unread",
+)
+_UNCOMPARED = (
+    "the batches of the partition on one side (no scan read any, though both sides hold records)",
+    "{status} IS NULL",
+)
+
+
+def _uncompared(status: str) -> tuple[tuple[str, str], ...]:
+    """Why a row of a partition not wholly compared is unchecked (``status`` null there)."""
+    return tuple((why, where.format(status=status)) for why, where in (_UNCOMPARED_REMOTE, _UNCOMPARED))
+
+
 # The fields a byte-for-byte copy keeps; a difference in any is a differing batch (the
 # others of BATCH_SIDE are shown beside them: implied by the CRC or outside it).
 # How the data-level tables' rows are named (key, example columns): declared with the
@@ -45,18 +61,7 @@ BATCH_DIFF_ROWS = TableRows(
         "dst_file",
         "dst_position",
     ),
-    causes=causes(
-        (
-            "the remote tier of a tiered partition (remote tier not read: the segment scan read the "
-            "local log only)",
-            "batch_status IS NULL AND remote_tier_unread",
-        ),
-        (
-            "the batches of the partition on one side (no scan read any, though both sides hold records)",
-            "batch_status IS NULL",
-        ),
-        DST_EPOCH,
-    ),
+    causes=causes(*_uncompared("batch_status"), DST_EPOCH),
 )
 
 MARKER_DIFF_ROWS = TableRows(
@@ -71,6 +76,7 @@ MARKER_DIFF_ROWS = TableRows(
         "dst_file",
         "dst_position",
     ),
+    causes=causes(*_uncompared("marker_status")),
 )
 
 TXN_CLOSURE_ROWS = TableRows(
@@ -356,10 +362,19 @@ def compare_commit_epochs(group_offsets: Any, dst_batches: Any) -> Any:
 
 
 def compare_markers(
-    src_markers: Any, dst_markers: Any, src_batches: Any, dst_batches: Any, topic_scope: Any
+    src_markers: Any,
+    dst_markers: Any,
+    src_batches: Any,
+    dst_batches: Any,
+    src_partitions: Any,
+    dst_partitions: Any,
+    topic_scope: Any,
 ) -> Any:
     """One row per marker offset inside the common range, either side: CM-TXN-2 asks that
-    both sides have it, of the same type."""
+    both sides have it, of the same type. And one unchecked row (``marker_status`` null)
+    per partition whose retained offsets were not all compared (``uncompared_partitions``:
+    unread on a side, or a tiered side's remote tier not read): the markers there were not
+    compared either, so CM-TXN-2 cannot pass over them by their absence."""
     from pyspark.sql import functions as F
 
     ranges = common_range(src_batches, dst_batches).select("topic", "partition", "range_start", "range_end")
@@ -373,14 +388,22 @@ def compare_markers(
             .withColumn(f"{prefix}present", F.lit(True))
         )
 
+    uncompared = (
+        uncompared_partitions(src_batches, dst_batches, src_partitions, dst_partitions)
+        .withColumnRenamed("base_offset", "offset")
+        .withColumn("src_present", F.lit(False))
+        .withColumn("dst_present", F.lit(False))
+    )
     j = (
         side(src_markers, "src_")
         .join(side(dst_markers, "dst_"), ["topic", "partition", "offset"], "full_outer")
         .withColumn("src_present", F.coalesce("src_present", F.lit(False)))
         .withColumn("dst_present", F.coalesce("dst_present", F.lit(False)))
+        .unionByName(uncompared, allowMissingColumns=True)
     )
     status = (
-        F.when(~F.col("dst_present"), F.lit("missing_on_destination"))
+        F.when(~F.col("src_present") & ~F.col("dst_present"), F.lit(None).cast("string"))
+        .when(~F.col("dst_present"), F.lit("missing_on_destination"))
         .when(~F.col("src_present"), F.lit("extra_on_destination"))
         .when(~F.col("src_control_type").eqNullSafe(F.col("dst_control_type")), F.lit("type_differs"))
         .otherwise(F.lit("same"))

@@ -504,7 +504,8 @@ def data_level_tables(
                 "(both come from the same scan: rerun it)"
             )
         written.append(write("batch_diffs", compare_batches(src_b, dst_b, src_parts, dst_parts, scope, cfg)))
-        written.append(write("marker_diffs", compare_markers(src_m, dst_m, src_b, dst_b, scope)))
+        markers = compare_markers(src_m, dst_m, src_b, dst_b, src_parts, dst_parts, scope)
+        written.append(write("marker_diffs", markers))
         src_i, dst_i = optional(source, "batch_scan_issues"), optional(destination, "batch_scan_issues")
         if src_i is not None or dst_i is not None:
             written.append(write("scan_issues", compare_scan_issues(src_i, dst_i, scope)))

@@ -274,7 +274,7 @@ def test_a_segment_scan_reads_both_tiers_and_never_drops_the_remote_one_silently
       recomputed) in that remote file, at its position;
     - the lagging topic, the source read from its log dir alone (everything it holds is in
       the remote tier), the destination from its broker's log dir: unchecked with the cause
-      "remote tier not read", never passed."""
+      "remote tier not read", never passed (CM-DATA-2's batches, CM-TXN-2's markers)."""
     config = tmp_path / "audit.yaml"
     scope = f"scope:\n  topics:\n    include: ['{tiered.topic}', '{tiered.lagging}']\n"
     config.write_text(tiered.config.read_text() + scope)
@@ -321,6 +321,11 @@ def test_a_segment_scan_reads_both_tiers_and_never_drops_the_remote_one_silently
     (gap,) = data2["unchecked_gaps"]
     assert "remote tier not read" in gap["missing"], gap
     assert gap["first"][0]["topic"] == tiered.lagging, gap
+    # Nor are its transaction markers there compared: CM-TXN-2 is not passed over them either.
+    txn2 = json.loads((run / "out" / "summary.json").read_text())["invariants"]["CM-TXN-2"]
+    assert txn2["status"] != "pass", txn2
+    (gap,) = txn2["unchecked_gaps"]
+    assert "remote tier not read" in gap["missing"] and gap["first"][0]["topic"] == tiered.lagging, gap
 
 
 def _high(bootstrap: str, topic: str) -> int:

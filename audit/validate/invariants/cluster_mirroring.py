@@ -297,7 +297,7 @@ TXN_2 = Invariant(
         "differing marker."
     ),
     spark_only=True,
-    inputs=("src:markers", "dst:markers"),
+    inputs=("src:markers", "dst:markers", "src:batches", "dst:batches"),
 )
 
 
