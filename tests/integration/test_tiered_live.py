@@ -405,7 +405,8 @@ def test_the_records_scan_reads_the_remote_tier_and_a_remote_storage_failure_is_
     remote tier: the fully mirrored topic is verified over its whole range [0, RECORDS)
     (the broker reads its remote tier); the lagging topic's remote storage directory taken
     away (the storage unreachable), the broker's remote fetch fails, and its range [0, 300)
-    is unread with the remote tier named as the cause, never read as empty or passed.
+    is unread with the remote tier named as the cause, never read as empty or passed; the
+    batches fetched over the wire (``segments fetch``) fail there with the same cause.
     Runs last: it takes the lagging topic's remote segments away."""
     run = tmp_path / "pair" / "run"
     for role, snapshot in readiness["snapshots"].items():
@@ -430,3 +431,12 @@ def test_the_records_scan_reads_the_remote_tier_and_a_remote_storage_failure_is_
     # An unreadable range stays in the history's list of ranges to verify again: never verified.
     assert [(r["start"], r["end"]) for r in coverage[tiered.lagging]] == [(0, MIRRORED_BEFORE)]
     assert coverage[tiered.lagging][0]["state"] != "verified"
+    # The batches fetched over the wire (segments fetch): the same remote failure, named so.
+    fetch = run_in_process(
+        "segments", "fetch", "--config", str(config), "--role", "source", "--out", str(run / "source")
+    )
+    assert fetch.returncode == 0, fetch.stdout + fetch.stderr[-3000:]
+    issues = pq.read_table(run / "source" / "batch_scan_issues.parquet").to_pylist()
+    failed = [i for i in issues if i["topic"] == tiered.lagging and i["kind"] == "fetch_error"]
+    assert failed and all(i["detail"].startswith("remote tier read failed") for i in failed), issues
+    assert not [i for i in issues if i["topic"] == tiered.topic], issues

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from audit.collect.batches.format import ScanSink
-from audit.collect.batches.wire import FetchResult, FetchSession, fetch_range, plan_ranges
+from audit.collect.batches.wire import FetchResult, FetchSession, fetch_range, in_remote_tier, plan_ranges
 from tests.batches import batch, control_batch, walk_bytes
 
 START = 100  # a log start that is not 0, as after retention
@@ -196,6 +196,7 @@ def test_a_task_that_cannot_connect_marks_each_of_its_ranges_and_tries_once(
             "start": [0, 50, 7],
             "end": [50, 90, 9],
             "keep_from": [-1, None, -1],
+            "local_start": [None, None, None],
         }
     )
     issues = _Issues()
@@ -217,3 +218,25 @@ def test_the_hand_made_log_is_the_same_bytes_whenever_it_is_built(monkeypatch: p
     later = time.time() + 10
     monkeypatch.setattr(time, "time", lambda: later)
     assert _log() == first
+
+
+def test_a_fetch_error_below_the_local_log_start_names_the_remote_tier() -> None:
+    """Of the issues a range added, each fetch error at an offset below the tiered
+    partition's local log start is the remote tier's; one at or past it, another kind, the
+    issues before the range, and a partition without a remote tier keep their detail."""
+    sink = ScanSink()
+    sink.issue("fetch_error", "an earlier range's", "t", 0, None, 0)
+    since = len(sink.issues)
+    sink.issue("fetch_error", "Fetch at offset 10 failed: KafkaStorageError", "t", 0, None, 10)
+    sink.issue("fetch_error", "Fetch at offset 100 failed: NotLeaderForPartitionError", "t", 0, None, 100)
+    sink.issue("truncated", "the partition's last batch is cut", "t", 0, None, 20)
+    untouched = list(sink.issues)
+    in_remote_tier(sink, since, None)
+    assert sink.issues == untouched
+    in_remote_tier(sink, since, 50)
+    details = [i.detail for i in sink.issues]
+    assert details[0] == "an earlier range's"
+    below = "remote tier read failed (tiered storage: offset 10 is below the local log start 50"
+    assert details[1].startswith(below)
+    assert details[1].endswith("KafkaStorageError")
+    assert details[2:] == [untouched[2].detail, untouched[3].detail]

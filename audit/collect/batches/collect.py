@@ -339,16 +339,22 @@ def _partition_files(segment_uri: str | None) -> tuple[str | None, int | None]:
     return topic_id, epoch
 
 
-def wire_ranges(directory: Path) -> list[tuple[str, int, int, int]]:
+def wire_ranges(directory: Path) -> tuple[list[tuple[str, int, int, int]], dict[tuple[str, int], int]]:
     """(topic, partition, log start, high watermark) of every partition with records in a
-    snapshot: the ranges a fetch reads, so its batches match the snapshot's offsets."""
+    snapshot: the ranges a fetch reads, so its batches match the snapshot's offsets; and the
+    local log start of each tiered partition (where the snapshot read one), below which the
+    broker serves the fetch from its remote tier."""
+    from audit.collect.remote_tier import local_starts
     from audit.snapshot import PartitionRecord, read_records
 
-    return [
+    parts = read_records(directory, "partitions", PartitionRecord)
+    ranges = [
         (p.topic, p.partition, p.log_start_offset, p.high_watermark)
-        for p in read_records(directory, "partitions", PartitionRecord)
+        for p in parts
         if p.high_watermark > p.log_start_offset
     ]
+    tiers = {(topic, partition): start for (_, topic, partition), start in local_starts({"": parts}).items()}
+    return ranges, tiers
 
 
 def collect_batches(spark: Any, cfg: AuditConfig, role: Role, directory: Path) -> dict[str, Any]:
@@ -382,14 +388,16 @@ def collect_batches(spark: Any, cfg: AuditConfig, role: Role, directory: Path) -
         timeout_ms = int(cluster.timeout_seconds * 1000)
         taken_from = read_manifest(directory, role).get("cluster_id")
         check_reachable(role, cluster, settings, timeout_ms, taken_from)
+        ranges, tiers = wire_ranges(directory)
         scanned = fetch_batches(
             spark,
             settings,
-            wire_ranges(directory),
+            ranges,
             deep=seg.deep,
             split_offsets=seg.split_offsets,
             max_bytes=seg.fetch_max_bytes,
             timeout_ms=timeout_ms,
+            local_starts=tiers,
         )
         # How the fetch was cut, so a run can be told apart from one with other settings
         # (and a test can see that its split was the one applied).

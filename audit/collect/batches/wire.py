@@ -14,6 +14,7 @@ nothing, and reads uncommitted (isolation level 0) so aborted batches and marker
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from typing import Any
 
 from audit.collect.batches.format import ScanSink, walk
 from audit.collect.batches.scan import BatchScan, emit, issue_accumulator, scan_schema, scan_schema_arrow
+from audit.collect.remote_tier import remote_tier_detail
 from audit.config import ClusterConfig
 from audit.errors import ClusterError
 from audit.faultpoints import pause_point
@@ -267,9 +269,9 @@ def _fetch_task(
         try:
             for rb in batches:
                 cols = rb.to_pydict()
-                names = ("topic", "partition", "start", "end", "keep_from")
+                names = ("topic", "partition", "start", "end", "keep_from", "local_start")
                 ranges = zip(*(cols[n] for n in names), strict=True)
-                for topic, partition, start, end, keep_from in ranges:
+                for topic, partition, start, end, keep_from, local_start in ranges:
                     if session is None and unreachable is None:
                         try:
                             session = FetchSession(settings, timeout_ms)
@@ -279,6 +281,7 @@ def _fetch_task(
                     if session is None:
                         sink.issue("fetch_error", unreachable or "", topic, partition, None, start)
                     else:
+                        since = len(sink.issues)
                         try:
                             fetch_range(
                                 session, topic, partition, start, end, sink, deep, max_bytes, keep_from
@@ -293,6 +296,7 @@ def _fetch_task(
                                 None,
                                 start,
                             )
+                        in_remote_tier(sink, since, local_start)
                     yield from emit(sink, schema, issues)
         finally:
             if session is not None:
@@ -300,6 +304,20 @@ def _fetch_task(
         yield from emit(sink, schema, issues, final=True)
 
     return run
+
+
+def in_remote_tier(sink: ScanSink, since: int, local_start: int | None) -> None:
+    """The fetch errors a range added to ``sink`` from index ``since`` on, at an offset below
+    the partition's local log start (``local_start``: a tiered partition's, else None):
+    there the broker read its remote tier, so the detail names it ("remote tier read
+    failed"), a cause of its own, as the records scan names it."""
+    if local_start is None:
+        return
+    for i in range(since, len(sink.issues)):
+        issue = sink.issues[i]
+        if issue.kind == "fetch_error" and issue.position is not None and issue.position < local_start:
+            detail = remote_tier_detail(issue.position, local_start, issue.detail)
+            sink.issues[i] = dataclasses.replace(issue, detail=detail)
 
 
 def plan_ranges(
@@ -326,8 +344,11 @@ def fetch_batches(
     split_offsets: int,
     max_bytes: int,
     timeout_ms: int,
+    local_starts: dict[tuple[str, int], int] | None = None,
 ) -> BatchScan:
-    """The fetch, ready to run (rows lazy until written)."""
+    """The fetch, ready to run (rows lazy until written). ``local_starts``: the local log
+    start of each tiered partition (``remote_tier.local_starts``), below which a failed
+    fetch is named a remote tier's failure."""
     from pyspark.sql import types as T
 
     planned = plan_ranges(partitions, split_offsets)
@@ -335,7 +356,10 @@ def fetch_batches(
         raise ClusterError("nothing to fetch: no in-scope partition holds records")
     # A partition's first range also keeps the batch holding its log start (none before it).
     log_starts = {(topic, partition): start for topic, partition, start, _ in partitions}
-    ranges = [(t, p, s, e, -1 if log_starts[(t, p)] == s else None) for t, p, s, e in planned]
+    tiers = local_starts or {}
+    ranges = [
+        (t, p, s, e, -1 if log_starts[(t, p)] == s else None, tiers.get((t, p))) for t, p, s, e in planned
+    ]
     schema = T.StructType(
         [
             T.StructField("topic", T.StringType(), False),
@@ -343,6 +367,7 @@ def fetch_batches(
             T.StructField("start", T.LongType(), False),
             T.StructField("end", T.LongType(), False),
             T.StructField("keep_from", T.LongType(), True),
+            T.StructField("local_start", T.LongType(), True),
         ]
     )
     parallel = max(1, min(len(ranges), spark.sparkContext.defaultParallelism * 2))

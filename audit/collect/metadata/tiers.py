@@ -97,27 +97,6 @@ def earliest_local_offsets(
         return out
 
 
-def local_starts(parts_by_side: dict[str, Sequence[PartitionRecord]]) -> dict[tuple[str, str, int], int]:
-    """Per (side, topic, partition) of a tiered topic whose local log start is known: that
-    start, below which the broker serves records from the remote tier."""
-    return {
-        (side, p.topic, p.partition): p.local_log_start_offset
-        for side, parts in parts_by_side.items()
-        for p in parts
-        if p.remote_storage and p.local_log_start_offset is not None
-    }
-
-
-def remote_tier_detail(offset: int, local_start: int, why: str) -> str:
-    """Why a read stopped, where it stopped in the remote tier: a failure of the broker's
-    remote storage manager (its storage unreachable, an object missing) is its own cause, so
-    an operator looks there and not at the mirror or the network."""
-    return (
-        f"remote tier read failed (tiered storage: offset {offset} is below the local log start "
-        f"{local_start}, served by the broker's remote storage manager): {why}"
-    )[:300]
-
-
 def with_tiers(
     admin: KafkaAdmin, cluster_cfg: ClusterConfig, java_classpath: str, partitions: Sequence[PartitionRecord]
 ) -> tuple[list[PartitionRecord], str]:

@@ -17,12 +17,12 @@ from typing import Any
 from audit.collect.batches.scan import BatchScan
 from audit.collect.metadata.kafka_admin import KafkaAdmin, require_reachable
 from audit.collect.metadata.snapshot import utc_now
-from audit.collect.metadata.tiers import local_starts
 from audit.collect.records.history import PartitionOutcome, RecordHistory
 from audit.collect.records.narrow import narrow
 from audit.collect.records.pairs import CHUNK_KEY, paired_chunks
 from audit.collect.records.plan import RecordPlan, common_ranges, plan_records, read_range_rows
 from audit.collect.records.read import resolve_reader, scan_records
+from audit.collect.remote_tier import local_starts
 from audit.config import AuditConfig
 from audit.fsutil import atomic_write_json, replace_path
 from audit.progress import spark_progress

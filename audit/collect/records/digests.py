@@ -31,12 +31,12 @@ from typing import Any
 from audit.collect.batches.scan import issue_accumulator
 from audit.collect.metadata.kafka_admin import KafkaAdmin, require_reachable
 from audit.collect.metadata.snapshot import utc_now
-from audit.collect.metadata.tiers import local_starts
 from audit.collect.records import native, readers
 from audit.collect.records.batch_reader import BatchWaves, RangeFailed
 from audit.collect.records.digest_history import DigestHistory
 from audit.collect.records.plan import SIDES, TaskRange, read_range_rows, task_groups
 from audit.collect.records.read import consumer_settings, cyclic_gc_paused, task_frame
+from audit.collect.remote_tier import local_starts
 from audit.config import AuditConfig
 from audit.errors import ConfigError
 from audit.fsutil import atomic_write_json, replace_path

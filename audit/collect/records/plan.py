@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.collect.records.chunks import chunk_bounds
+from audit.collect.remote_tier import remote_tier_detail
 from audit.config import RecordsConfig
 from audit.snapshot import ReadRangeRecord
 
@@ -263,8 +264,7 @@ def read_range_rows(
     read whole). A range no task reported, as after a lost executor, is unread from its
     start: what a scan did not say it read is never taken as read. ``local_starts``: per
     (side, topic, partition) of a tiered topic, its local log start; a range that stopped
-    below it stopped in the remote tier, and its detail says so (tiers.remote_tier_detail)."""
-    from audit.collect.metadata.tiers import remote_tier_detail
+    below it stopped in the remote tier, and its detail says so (remote_tier.remote_tier_detail)."""
 
     done = {(o[0], o[1], o[2], o[3]): o for o in outcomes}
     rows = []
