@@ -98,7 +98,7 @@ def cmd_records_scan(args: argparse.Namespace) -> int:
     if cov:
         print(
             f"  coverage: {cov['verified']} offsets verified, {cov['mismatched']} mismatched, "
-            f"{cov['not_verified']} not yet verified"
+            f"{cov.get('unreadable', 0)} unreadable, {cov['not_verified']} not yet verified"
         )
     for issue in note["issues"][:5]:
         where = f"{issue['topic']}-{issue['partition']} at {issue['position']}"

@@ -151,12 +151,18 @@ def _svg_positions(rows: tuple[dict[str, Any], ...]) -> Markup:
     return Markup("".join(parts))
 
 
-_COVERAGE_COLORS = {"verified": "#1f8a4c", "mismatched": "#c62f2f", "not_verified": "#cfd8e3"}
+_COVERAGE_COLORS = {
+    "verified": "#1f8a4c",
+    "mismatched": "#c62f2f",
+    "unreadable": "#c98a00",
+    "not_verified": "#cfd8e3",
+}
 
 
 def _svg_coverage(coverage: dict[str, Any] | None) -> Markup:
-    """Per partition, its common offset range as a bar: verified (green), mismatched (red)
-    and not yet verified (grey) stretches, from the record verification history."""
+    """Per partition, its common offset range as a bar: verified (green), mismatched (red),
+    unreadable (amber) and not yet verified (grey) stretches, from the record verification
+    history."""
     rows = (coverage or {}).get("partitions") or []
     if not rows:
         return Markup("")

@@ -1,5 +1,5 @@
 """What a record scan's mismatches do to the incremental history: which chunks hold
-``verified_through`` back and which are listed as mismatched."""
+``verified_through`` back and which are listed as mismatched or unreadable."""
 
 from __future__ import annotations
 
@@ -41,6 +41,8 @@ def test_compacted_chunks_narrowed_to_compaction_only_are_verified_and_unnarrowe
             ("comp", 0, 200, 300, True),  # not narrowed: unverified, not mismatched
             ("comp", 0, 400, 500, True),  # payload differs on a compacted topic: a mismatch
             ("tidy", 0, 0, 100, True),  # compaction_only only: nothing holds it back
+            ("cut", 0, 0, 100, False),  # differs where both sides were read: a mismatch
+            ("cut", 0, 500, 600, False),  # differs where the source stopped short: unreadable
         ],
         f"{KEYS}, compacted boolean",
     )
@@ -54,12 +56,17 @@ def test_compacted_chunks_narrowed_to_compaction_only_are_verified_and_unnarrowe
         ],
     )
     plan = RecordPlan(
-        ranges=tuple(RecordRange(t, 0, 0, 600, "new") for t in ("plain", "comp", "tidy", "clean")),
+        ranges=tuple(RecordRange(t, 0, 0, 600, "new") for t in ("plain", "comp", "tidy", "clean", "cut")),
     )
-    out = _outcomes(spark, plan, mismatches, narrowed, [])
+    out = _outcomes(spark, plan, mismatches, narrowed, [], {("cut", 0): [(550, 600)]})
     assert out[("plain", 0)].first_bad == 100
     assert out[("plain", 0)].mismatched == ((100, 200), (300, 400))
     assert out[("comp", 0)].first_bad == 200  # the unverified chunk, not the tolerated one at 0
     assert out[("comp", 0)].mismatched == ((400, 500),)
     assert out[("tidy", 0)].first_bad is None and out[("tidy", 0)].mismatched == ()
     assert out[("clean", 0)].first_bad is None and out[("clean", 0)].new_range == (0, 600)
+    # A chunk that differs because a side did not read it is unreadable, never mismatched.
+    assert out[("cut", 0)].first_bad == 0
+    assert out[("cut", 0)].mismatched == ((0, 100),)
+    assert out[("cut", 0)].unreadable == ((550, 600),)
+    assert out[("plain", 0)].unreadable == ()

@@ -10,13 +10,15 @@ from typing import Any, TypeGuard
 import pytest
 
 from audit.collect.records.chunks import Headers, RangeChunker, chunk_bounds
+from audit.collect.records.collect import _coverage, unread_spans
 from audit.collect.records.digest_history import DigestHistory
 from audit.collect.records.history import PartitionOutcome, RecordHistory
 from audit.collect.records.narrow import describe_record, first_divergence
-from audit.collect.records.plan import plan_records, task_groups
+from audit.collect.records.plan import RecordPlan, plan_records, task_groups
 from audit.collect.records.read import cyclic_gc_paused, partition_runs
 from audit.config import RecordsConfig, TopicRecordScope
 from audit.errors import InputError
+from audit.snapshot import ReadRangeRecord
 
 
 class Msg:
@@ -367,6 +369,53 @@ def test_history_moves_verified_through_and_pulls_it_back_on_a_mismatch(tmp_path
     # A re-checked old chunk that now differs pulls the partition back to it.
     again.record({("orders", 0): PartitionOutcome(None, 20, ((20, 30),))})
     assert again.partitions()[("orders", 0)]["verified_through"] == 20
+
+
+def _read(topic: str, partition: int, start: int, end: int, read_to: int) -> tuple[str, ReadRangeRecord]:
+    detail = None if read_to == end else "remote tier read failed (...): KafkaStorageError"
+    row = ReadRangeRecord(topic, partition, start, end, read_to, detail is None, "x", False, detail)
+    return "source", row
+
+
+def test_what_a_side_could_not_read_is_shown_unreadable_never_mismatched(tmp_path: Path) -> None:
+    """A range that stopped short leaves [read_to, end) unread; the spans of a partition are
+    merged, and kept in the history apart from its mismatched chunks, so the coverage shows
+    them as unreadable (the chunks there differ because a side was not read, not because
+    its records do)."""
+    spans = unread_spans(
+        [
+            _read("orders", 0, 0, 100, 100),  # read whole
+            _read("orders", 0, 100, 200, 150),
+            _read("orders", 0, 200, 300, 200),  # adjacent: merged with [150, 200)
+            _read("orders", 1, 0, 50, 0),
+        ]
+    )
+    assert spans == {("orders", 0): [(150, 300)], ("orders", 1): [(0, 50)]}
+    h = RecordHistory.load(tmp_path)
+    h.record(
+        {
+            ("orders", 0): PartitionOutcome((0, 300), 20, ((20, 30),), tuple(spans[("orders", 0)])),
+            ("orders", 1): PartitionOutcome((0, 50), 0, (), tuple(spans[("orders", 1)])),
+            ("orders", 2): PartitionOutcome((0, 10), None),
+        }
+    )
+    plan = RecordPlan((), {("orders", 0): (0, 300), ("orders", 1): (0, 50), ("orders", 2): (0, 10)})
+    coverage = _coverage(h.partitions(), plan)
+    by = {
+        (r["topic"], r["partition"]): [(g["start"], g["end"], g["state"]) for g in r["ranges"]]
+        for r in coverage["partitions"]
+    }
+    assert by[("orders", 0)] == [
+        (0, 20, "verified"),
+        (20, 30, "mismatched"),
+        (30, 150, "not_verified"),
+        (150, 300, "unreadable"),
+    ]
+    assert by[("orders", 1)] == [(0, 50, "unreadable")]
+    assert by[("orders", 2)] == [(0, 10, "verified")]
+    assert coverage["totals"] == {"verified": 30, "mismatched": 10, "unreadable": 200, "not_verified": 120}
+    # The partitions with something to look at come first.
+    assert [(r["topic"], r["partition"]) for r in coverage["partitions"]][-1] == ("orders", 2)
 
 
 def test_a_history_of_other_clusters_or_a_recreated_topic_proves_nothing(tmp_path: Path) -> None:

@@ -26,7 +26,14 @@ from audit.collect.remote_tier import local_starts
 from audit.config import AuditConfig
 from audit.fsutil import atomic_write_json, replace_path
 from audit.progress import spark_progress
-from audit.snapshot import PartitionRecord, read_manifest, read_records, read_table, write_table
+from audit.snapshot import (
+    PartitionRecord,
+    ReadRangeRecord,
+    read_manifest,
+    read_records,
+    read_table,
+    write_table,
+)
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +99,7 @@ def collect_records(
             _empty(spark, "record_divergences", divergences)
         replace_path(divergences, destination / "record_divergences.parquet")
         narrowed = spark.read.parquet(str(destination / "record_divergences.parquet"))
-        outcomes = _outcomes(spark, plan, mismatches, narrowed, problems)
+        outcomes = _outcomes(spark, plan, mismatches, narrowed, problems, unread_spans(read))
     history.record(outcomes, topic_ids)
     history.save()
     note = {
@@ -154,11 +161,41 @@ def _mismatching_chunks(spark: Any, source: Path, destination: Path) -> Any:
     return pairs.where("NOT agree").select(*CHUNK_KEY, "compacted")
 
 
+def unread_spans(read: list[tuple[str, ReadRangeRecord]]) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    """Per partition, the offsets either side's scan did not read ([read_to, end) of each
+    range that stopped short), merged and in order."""
+    spans: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for _, r in read:
+        if not r.complete and r.read_to < r.end_offset:
+            spans.setdefault((r.topic, r.partition), []).append((r.read_to, r.end_offset))
+    merged: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for tp, found in spans.items():
+        out: list[tuple[int, int]] = []
+        for a, b in sorted(found):
+            if out and a <= out[-1][1]:
+                out[-1] = (out[-1][0], max(out[-1][1], b))
+            else:
+                out.append((a, b))
+        merged[tp] = out
+    return merged
+
+
+def _overlaps(chunk: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
+    return any(chunk[0] < b and a < chunk[1] for a, b in spans)
+
+
 def _outcomes(
-    spark: Any, plan: RecordPlan, mismatches: Any, narrowed: Any, problems: list[Any]
+    spark: Any,
+    plan: RecordPlan,
+    mismatches: Any,
+    narrowed: Any,
+    problems: list[Any],
+    unread: dict[tuple[str, int], list[tuple[int, int]]],
 ) -> dict[tuple[str, int], PartitionOutcome]:
     """Per partition: its new range, the first mismatching, unverified or unreadable
-    offset, and the mismatched chunks (a partition's worth of chunk bounds: metadata-sized).
+    offset, the mismatched chunks (a partition's worth of chunk bounds: metadata-sized) and
+    the ``unread`` spans. A chunk that differs where a side's scan stopped short differs
+    because it was not read: it is unreadable, not mismatched.
 
     On a compacted topic a differing chunk narrowed to ``compaction_only`` is verified
     (the cleaners kept different offsets, nothing else), and one left un-narrowed by the
@@ -185,7 +222,11 @@ def _outcomes(
     for r in rows:
         tp = (r["topic"], r["partition"])
         stops[tp] = r["chunks"][0]["chunk_start"]
-        bad[tp] = [(c["chunk_start"], c["chunk_end"]) for c in r["chunks"] if not c["unverified"]]
+        bad[tp] = [
+            (c["chunk_start"], c["chunk_end"])
+            for c in r["chunks"]
+            if not c["unverified"] and not _overlaps((c["chunk_start"], c["chunk_end"]), unread.get(tp, []))
+        ]
     failed: dict[tuple[str, int], int] = {}
     for p in problems:
         tp = (p.topic, p.partition)
@@ -197,31 +238,37 @@ def _outcomes(
     for tp in touched:
         starts = [stops[tp]] if tp in stops else []
         starts += [failed[tp]] if tp in failed else []
-        out[tp] = PartitionOutcome(new.get(tp), min(starts) if starts else None, tuple(bad.get(tp, [])))
+        out[tp] = PartitionOutcome(
+            new.get(tp), min(starts) if starts else None, tuple(bad.get(tp, [])), tuple(unread.get(tp, []))
+        )
     return out
 
 
 def _coverage(
     parts: dict[tuple[str, int], dict[str, Any]], plan: RecordPlan, limit: int = 50
 ) -> dict[str, Any]:
-    """Per partition: verified, mismatched and not-yet-verified ranges of the common range
-    (the partitions with mismatches first, at most ``limit``), and totals."""
+    """Per partition: verified, mismatched, unreadable (a side's scan stopped short there)
+    and not-yet-verified ranges of the common range (the partitions with mismatched or
+    unreadable ranges first, at most ``limit``), and totals."""
     rows: list[dict[str, Any]] = []
-    totals = {"verified": 0, "mismatched": 0, "not_verified": 0}
+    totals = {"verified": 0, "mismatched": 0, "unreadable": 0, "not_verified": 0}
     for tp, (lo, hi) in sorted(plan.common.items()):
         entry = parts.get(tp, {})
         through = min(max(int(entry.get("verified_through", lo)), lo), hi)
-        listed: list[list[int]] = list(entry.get("mismatched") or [])
-        mismatched = [(max(lo, a), min(hi, b)) for a, b in listed if b > lo and a < hi]
+        listed = [(a, b, state) for state in ("mismatched", "unreadable") for a, b in entry.get(state) or []]
+        found = sorted((max(lo, a), min(hi, b), state) for a, b, state in listed if b > lo and a < hi)
         ranges: list[dict[str, Any]] = []
         cursor = lo
-        for a, b in sorted(mismatched):
+        for first, b, state in found:
+            a = max(first, cursor)
+            if a >= b:
+                continue
             if a > cursor:
                 ranges.append(
                     {"start": cursor, "end": a, "state": "verified" if a <= through else "not_verified"}
                 )
-            ranges.append({"start": a, "end": b, "state": "mismatched"})
-            cursor = max(cursor, b)
+            ranges.append({"start": a, "end": b, "state": state})
+            cursor = b
         if cursor < through:
             ranges.append({"start": cursor, "end": through, "state": "verified"})
             cursor = through
@@ -231,6 +278,10 @@ def _coverage(
             totals[r["state"]] += r["end"] - r["start"]
         rows.append({"topic": tp[0], "partition": tp[1], "ranges": ranges})
     rows.sort(
-        key=lambda r: (not any(x["state"] == "mismatched" for x in r["ranges"]), r["topic"], r["partition"])
+        key=lambda r: (
+            not any(x["state"] in ("mismatched", "unreadable") for x in r["ranges"]),
+            r["topic"],
+            r["partition"],
+        )
     )
     return {"totals": totals, "partitions": rows[:limit], "partitions_total": len(rows)}

@@ -2,9 +2,10 @@
 
 One small JSON file, ``<output root>/record-verification.json``: per partition the offset
 up to which every chunk was verified equal (``verified_through``), the ranges last found
-mismatched, and a counter for the round robin of re-checks. A nightly run scans only what
-lies past ``verified_through`` plus a few older chunks; ``--full`` ignores the file. It is
-written atomically; an unreadable file is an input error, never silently a fresh start.
+mismatched and those last unreadable, and a counter for the round robin of re-checks. A
+nightly run scans only what lies past ``verified_through`` plus a few older chunks;
+``--full`` ignores the file. It is written atomically; an unreadable file is an input
+error, never silently a fresh start.
 """
 
 from __future__ import annotations
@@ -31,11 +32,14 @@ def _key(topic: str, partition: int) -> str:
 @dataclass(frozen=True)
 class PartitionOutcome:
     """One partition's result in a run: the new range it read, where the first mismatching
-    chunk or unreadable range began (None: none), and the mismatched chunks."""
+    chunk or unreadable range began (None: none), the mismatched chunks, and the offsets a
+    side could not read (a chunk there differs because it was not read, not because its
+    records do: it is shown unreadable, never mismatched)."""
 
     new_range: tuple[int, int] | None
     first_bad: int | None
     mismatched: tuple[tuple[int, int], ...] = ()
+    unreadable: tuple[tuple[int, int], ...] = ()
 
 
 def stamp() -> str:
@@ -138,6 +142,7 @@ class RecordHistory:
                 through = min(through, out.first_bad)
             entry["verified_through"] = through
             entry["mismatched"] = [list(m) for m in out.mismatched[:100]]
+            entry["unreadable"] = [list(u) for u in out.unreadable[:100]]
             entry["updated_at"] = now
         self.data["runs"] = self.runs + 1
 
