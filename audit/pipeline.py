@@ -153,6 +153,7 @@ def audit_snapshots(
         figures = loss if job_queries is prof.figures else compute_figures(compared, job_queries)
     plan = _failover_plan(prof, compared, run_dir, cfg) if job.answers_go else None
     data = collect_report_data(compared, prof.slices, results)
+    lag = compute_figures(compared, (prof.slices.total_lag,))
     clock.done("figures")
     run_info = {
         "job": job.name,
@@ -165,14 +166,14 @@ def audit_snapshots(
         "source_snapshot_at": src_manifest.get("started_at"),
         "destination_snapshot_at": dst_manifest.get("started_at"),
         "data_docs": docs,
-        TOTAL_LAG.name: data.totals[TOTAL_LAG.name],
+        TOTAL_LAG.name: lag.values[TOTAL_LAG.name],
         **{f.name: data.extremes.get(f.name) for f in (MAX_LAG_SECONDS, MIN_EPOCH_HEADROOM)},
         **loss.values,
         "thresholds": cfg.redacted()["thresholds"],
         **(run_extra or {}),
     }
-    if loss.unknown:
-        run_info["unknown_figures"] = loss.unknown
+    if loss.unknown or lag.unknown:
+        run_info["unknown_figures"] = {**loss.unknown, **lag.unknown}
     if untracked:
         run_info["violations_not_kept"] = untracked
     run_info.update(compared.tables.run_info())

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.compare.run import Compared
+from audit.validate.figures import TOTAL_LAG, Sum
 from audit.validate.invariants import cluster_mirroring as cm
 from audit.validate.results import InvariantResult
 
@@ -31,7 +32,8 @@ class ReportData:
     failback: tuple[dict[str, Any], ...] = ()
     # max_lag_seconds, min_epoch_headroom (None where the mode or the data has none).
     extremes: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    # Per topic in scope: lag_records (summed), lag_seconds (the largest); one row per topic.
+    # Per topic in scope: lag_records (summed; None where a partition's lag is unknown),
+    # lag_seconds (the largest); one row per topic.
     topic_lag: tuple[dict[str, Any], ...] = ()
     # Mode mm2: the partitions with records known lost (MM2-SKIP-1), most first.
     lost: tuple[dict[str, Any], ...] = ()
@@ -40,11 +42,13 @@ class ReportData:
 @dataclass(frozen=True)
 class ReportSlices:
     """The report's queries over a mode's comparison tables: one row of totals
-    (partitions, total_lag_records, mirrored_partitions, group_partitions) and the worst
-    rows per chart, each bounded by ``CHART_ROWS``; a chart the mode has not is None."""
+    (partitions, mirrored_partitions, group_partitions), the run's total lag (a figure:
+    unknown where a partition's lag is, never the sum of the known ones alone) and the
+    worst rows per chart, each bounded by ``CHART_ROWS``; a chart the mode has not is None."""
 
     totals: str
     lag: str
+    total_lag: Sum
     epochs: str | None = None
     # The invariants whose checks colour each chart's bars (a bar is red where a failing
     # check of theirs rejects the row, amber where a warning one does): the suites decide,
@@ -60,16 +64,54 @@ class ReportSlices:
     lost: str | None = None
 
 
+# The run's total lag per mode: records behind, summed over the partitions in scope, a
+# partition ahead counting 0 (CM-OFFSET-1 judges that). Not greatest(0, lag): it skips a
+# null, and a partition whose lag is unknown would count 0, understating the total.
+_CM_LAG = Sum(
+    figure=TOTAL_LAG,
+    table="partitions",
+    term="CASE WHEN data_lag_records < 0 THEN 0 ELSE data_lag_records END",
+    where="in_scope",
+    rows="in-scope partitions",
+    unknown_because="a high watermark (source or destination)",
+    missing=(("NOT dst_present", "the destination partition"),),
+)
+# Mode mm2: records not yet replicated, from the latest offset sync; a partition holding
+# no record has none to replicate, synced or not.
+_MM2_LAG = Sum(
+    figure=TOTAL_LAG,
+    table="mm2_partitions",
+    term=(
+        "CASE WHEN src_high_watermark <= src_log_start_offset THEN 0 "
+        "WHEN unreplicated_records < 0 THEN 0 ELSE unreplicated_records END"
+    ),
+    where="in_scope",
+    rows="in-scope partitions",
+    unknown_because="a high watermark",
+    missing=(
+        ("NOT dst_present", "the replica partition"),
+        ("NOT has_sync", "an offset sync (MirrorMaker 2 has not synced the partition yet)"),
+    ),
+)
+
+
+def _topic_sum(lag: Sum) -> str:
+    """A topic's lag: the sum of its partitions', null where one of them is unknown."""
+    return (
+        f"CASE WHEN count(*) = count({lag.term}) "
+        f"THEN coalesce(sum(CAST({lag.term} AS DECIMAL(38, 0))), 0) END"
+    )
+
+
 CLUSTER_MIRRORING_SLICES = ReportSlices(
     # Lag: too much (CM-LAG-1) or the destination ahead (CM-OFFSET-1); epochs: DLE below
     # SLE (CM-EPOCH-1) or short of headroom (CM-EPOCH-2).
     lag_judged_by=(cm.LAG_1.id, cm.OFFSET_1.id),
     epochs_judged_by=(cm.EPOCH_1.id, cm.EPOCH_2.id),
+    total_lag=_CM_LAG,
     totals="""
 SELECT
   (SELECT count(*) FROM {partitions} WHERE in_scope) AS partitions,
-  (SELECT coalesce(sum(CAST(greatest(0, data_lag_records) AS DECIMAL(38, 0))), 0) FROM {partitions}
-    WHERE in_scope) AS total_lag_records,
   (SELECT coalesce(sum(CAST(dst_present AS BIGINT)), 0) FROM {partitions} WHERE in_scope)
     AS mirrored_partitions,
   (SELECT count(*) FROM {group_offsets} WHERE topic_in_scope) AS group_partitions
@@ -97,10 +139,9 @@ ORDER BY abs(coalesce(sync_delta, 0)) DESC, group_id, topic, partition LIMIT {CH
 SELECT CAST(max(lag_seconds) AS DOUBLE) AS max_lag_seconds, min(epoch_headroom) AS min_epoch_headroom
 FROM {partitions} WHERE in_scope AND dst_present
 """,
-    topic_lag="""
-SELECT topic, coalesce(sum(CAST(greatest(0, data_lag_records) AS DECIMAL(38, 0))), 0) AS lag_records,
-  CAST(max(lag_seconds) AS DOUBLE) AS lag_seconds
-FROM {partitions} WHERE in_scope GROUP BY topic ORDER BY topic
+    topic_lag=f"""
+SELECT topic, {_topic_sum(_CM_LAG)} AS lag_records, CAST(max(lag_seconds) AS DOUBLE) AS lag_seconds
+FROM {{partitions}} WHERE in_scope GROUP BY topic ORDER BY topic
 """,
 )
 
@@ -109,11 +150,10 @@ FROM {partitions} WHERE in_scope GROUP BY topic ORDER BY topic
 MM2_SLICES = ReportSlices(
     lag_judged_by=(cm.LAG_1.id,),
     lag_table="mm2_partitions",
+    total_lag=_MM2_LAG,
     totals="""
 SELECT
   (SELECT count(*) FROM {mm2_partitions} WHERE in_scope) AS partitions,
-  (SELECT coalesce(sum(CAST(greatest(0, unreplicated_records) AS DECIMAL(38, 0))), 0)
-    FROM {mm2_partitions} WHERE in_scope) AS total_lag_records,
   (SELECT coalesce(sum(CAST(dst_present AS BIGINT)), 0) FROM {mm2_partitions} WHERE in_scope)
     AS mirrored_partitions,
   (SELECT count(*) FROM {mm2_group_offsets} WHERE in_scope) AS group_partitions
@@ -124,10 +164,9 @@ SELECT topic, partition, unreplicated_records AS lag_records, CAST(NULL AS DOUBL
 FROM {{mm2_partitions}} WHERE in_scope AND has_sync
 ORDER BY unreplicated_records DESC NULLS LAST, topic, partition LIMIT {CHART_ROWS}
 """,
-    topic_lag="""
-SELECT topic, coalesce(sum(CAST(greatest(0, unreplicated_records) AS DECIMAL(38, 0))), 0) AS lag_records,
-  CAST(NULL AS DOUBLE) AS lag_seconds
-FROM {mm2_partitions} WHERE in_scope GROUP BY topic ORDER BY topic
+    topic_lag=f"""
+SELECT topic, {_topic_sum(_MM2_LAG)} AS lag_records, CAST(NULL AS DOUBLE) AS lag_seconds
+FROM {{mm2_partitions}} WHERE in_scope GROUP BY topic ORDER BY topic
 """,
     # Known loss by partition and since when: the first gap lies between its two syncs'
     # times (the loss happened after the one and was there by the other). Ordered by the
@@ -209,7 +248,10 @@ def collect_report_data(
         failback=optional(slices.failback),
         extremes=extremes,
         # Summed as decimals (no 64-bit overflow over many partitions): as ints from here on.
-        topic_lag=tuple({**r, "lag_records": int(r["lag_records"])} for r in optional(slices.topic_lag)),
+        topic_lag=tuple(
+            {**r, "lag_records": None if r["lag_records"] is None else int(r["lag_records"])}
+            for r in optional(slices.topic_lag)
+        ),
         # Not computed where the offset syncs were not read: no rows, the figure unknown.
         lost=optional(slices.lost) if compared.tables.has("mm2_syncs") else (),
     )

@@ -23,7 +23,7 @@ from markupsafe import Markup, escape
 from audit.display import visible
 from audit.fsutil import atomic_write_text
 from audit.report.data import ReportData
-from audit.validate.figures import EXPECTED_LOSS, TOTAL_LAG, present
+from audit.validate.figures import EXPECTED_LOSS, TOTAL_LAG, present, shown
 from audit.validate.gaps import row_label
 from audit.validate.invariants import ALL, with_details
 from audit.validate.invariants import cluster_mirroring as cm
@@ -356,12 +356,12 @@ class _Tile:
 
 
 def _tiles(summary: dict[str, Any]) -> list[_Tile]:
-    """The figures' tiles, as declared (audit.validate.figures): the run's total lag where
-    it was computed, then the job's summed figures (an unknown one says why)."""
+    """The figures' tiles, as declared (audit.validate.figures): the run's total lag, then
+    the job's summed figures (an unknown one says why)."""
     tiles = []
-    lag = (summary.get("run") or {}).get(TOTAL_LAG.name)
-    if lag is not None:
-        tiles.append(_Tile(f"{TOTAL_LAG.label} ({TOTAL_LAG.unit})", str(lag)))
+    run = summary.get("run") or {}
+    if TOTAL_LAG.name in run:
+        tiles.append(_Tile(f"{TOTAL_LAG.label} ({TOTAL_LAG.unit})", shown(run, TOTAL_LAG.name)))
     for s in present(summary):
         tiles.append(_Tile(f"{s.figure.label} ({s.figure.unit})", s.text))
     return tiles

@@ -259,3 +259,31 @@ def test_a_readiness_check_writes_data_docs_only_where_asked(tmp_path: Path) -> 
     assert (tmp_path / "docs" / "validation" / "data_docs" / "index.html").is_file()
     assert docs.summary["run"]["data_docs"] is True
     assert 'href="../validation/data_docs/index.html"' in docs.report.read_text(encoding="utf-8")
+
+
+def test_the_total_lag_is_unknown_where_a_partitions_lag_is_not_the_known_ones_sum(tmp_path: Path) -> None:
+    """A partition in scope absent from the destination has no lag to add: the run's total
+    lag, its topic's lag and their metrics are unknown, with the reason, where they used to
+    be the sum of the partitions that had one; the report's tile says so. With every
+    partition present the total is the sum, a partition ahead counting 0."""
+    src_parts = [part("orders", 0, high_watermark=100), part("orders", 1), part("audit", 0)]
+    dst_parts = [part("orders", 0, high_watermark=70), part("orders", 1, high_watermark=120)]
+    src, dst = write_pair(tmp_path / "snaps", src_parts, dst_parts)
+    outcome = audit_snapshots(src, dst, tmp_path / "run", CFG, engine="local")
+    run = outcome.summary["run"]
+    assert run["total_lag_records"] is None
+    unknown = run["unknown_figures"]["total_lag_records"]
+    assert (unknown["rows_unknown"], unknown["rows"], unknown["known_part"]) == (1, 3, 30)
+    assert unknown["missing_inputs"] == {"the destination partition": 1}
+    by_topic = {t["topic"]: t["lag_records"] for t in outcome.summary["lag_by_topic"]}
+    assert by_topic == {"audit": None, "orders": 30}
+    metrics = (outcome.run_dir / "metrics.prom").read_text()
+    assert "\nmirror_audit_lag_records" not in metrics
+    topic_lines = [ln for ln in metrics.splitlines() if ln.startswith("mirror_audit_topic_lag_records{")]
+    assert [ln.rsplit(",", 1)[1] for ln in topic_lines] == ['topic="orders"} 30.0']  # audit's: unknown
+    assert "total lag (records)" in outcome.report.read_text()
+    assert "unknown (unknown for 1 of 3 in-scope partitions" in outcome.report.read_text()
+
+    src, dst = write_pair(tmp_path / "whole", src_parts[:2], dst_parts)
+    run = audit_snapshots(src, dst, tmp_path / "run-whole", CFG, engine="local").summary["run"]
+    assert run["total_lag_records"] == 30 and "total_lag_records" not in run.get("unknown_figures", {})
