@@ -129,7 +129,7 @@ def ensure_mm2_jars(broker_version: str, root: Path | None = None) -> tuple[str,
     root = root or cache_root()
     version, target = _first_resolving(
         root,
-        mm2_candidates(broker_version),
+        releases_at_or_below(broker_version),
         lambda v: f"mm2-{v}",
         lambda v, out: _maven_copy(
             f"MirrorMaker 2 (connect-mirror {v})",
@@ -188,7 +188,7 @@ def ensure_tiered_storage_jar(broker_version: str, root: Path | None = None) -> 
     root = root or cache_root()
     version, target = _first_resolving(
         root,
-        mm2_candidates(broker_version),
+        releases_at_or_below(broker_version),
         lambda v: f"tiered-storage-{v}",
         lambda v, out: _maven_artifact(
             f"LocalTieredStorage (kafka-storage {v} test jar)",
@@ -208,7 +208,7 @@ def ensure_tiered_storage_jar(broker_version: str, root: Path | None = None) -> 
     return version, next(target.glob("kafka-storage-*-test.jar"))
 
 
-def mm2_candidates(broker_version: str) -> list[str]:
+def releases_at_or_below(broker_version: str) -> list[str]:
     """``broker_version`` itself, then every release of ``KAFKA_RELEASES`` below it, newest
     first, down to the oldest supported line."""
     own = version_tuple(broker_version)

@@ -167,12 +167,14 @@ ALL: tuple[Figure, ...] = (*RUN_FIGURES, *TOP_LEVEL, *FAILOVER)
 
 
 def shown(summary_part: dict[str, Any], name: str) -> str:
-    """A figure as a person reads it: the number, or ``unknown (why)``."""
+    """A figure as a person reads it: the number, or ``unknown (why)``; a reason that says
+    "unknown for ..." already (a sum with unknown rows) is shown as it is, not as
+    "unknown (unknown for ...)"."""
     value = summary_part.get(name)
     if value is not None:
         return str(value)
     why = ((summary_part.get("unknown_figures") or {}).get(name) or {}).get("reason", "not computed")
-    return f"unknown ({why})"
+    return why if why.startswith("unknown ") else f"unknown ({why})"
 
 
 @dataclass(frozen=True)

@@ -282,7 +282,9 @@ def test_the_total_lag_is_unknown_where_a_partitions_lag_is_not_the_known_ones_s
     topic_lines = [ln for ln in metrics.splitlines() if ln.startswith("mirror_audit_topic_lag_records{")]
     assert [ln.rsplit(",", 1)[1] for ln in topic_lines] == ['topic="orders"} 30.0']  # audit's: unknown
     assert "total lag (records)" in outcome.report.read_text()
-    assert "unknown (unknown for 1 of 3 in-scope partitions" in outcome.report.read_text()
+    assert "unknown for 1 of 3 in-scope partitions: the destination partition is missing for 1" in (
+        outcome.report.read_text()
+    )
 
     src, dst = write_pair(tmp_path / "whole", src_parts[:2], dst_parts)
     run = audit_snapshots(src, dst, tmp_path / "run-whole", CFG, engine="local").summary["run"]

@@ -127,7 +127,14 @@ def test_the_terminal_shows_each_figure_as_declared_and_an_unknown_one_with_its_
         print_outcome(summary, Path("report/index.html"))
     text = out.getvalue()
     assert re.search(r"\n  expected loss: +12 records \(unmirrored\)\n", text)
-    assert re.search(r"\n  expected reprocessing: +unknown \(unknown for 1 of 2 rows\)", text)
+    assert re.search(r"\n  expected reprocessing: +unknown for 1 of 2 rows ", text)
+    assert "unknown (unknown" not in text
     assert re.search(r"\nfailover:\n  loss realized: +3 records \(at the stop\)\n", text)
     # Absent from the summary: not shown at all (not computed by this job), never as 0.
     assert declared.EXPECTED_UNSEEN.label not in text
+    # A reason that does not say "unknown" itself is wrapped once; one that does, never twice.
+    not_computed = "group_offsets was not computed (its inputs were not collected)"
+    reasons = {"x": {"reason": not_computed}, "y": {"reason": "unknown for 1 of 2 rows"}}
+    part = {"x": None, "y": None, "unknown_figures": reasons}
+    assert declared.shown(part, "x") == f"unknown ({not_computed})"
+    assert declared.shown(part, "y") == "unknown for 1 of 2 rows"

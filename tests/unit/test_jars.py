@@ -78,12 +78,12 @@ def test_a_bad_environment_value_is_named_as_such(monkeypatch: pytest.MonkeyPatc
 
 
 def test_mirror_maker_falls_back_through_older_releases_newest_first() -> None:
-    candidates = jars.mm2_candidates("4.4.0")
+    candidates = jars.releases_at_or_below("4.4.0")
     assert candidates[:4] == ["4.4.0", "4.3.1", "4.3.0", "4.2.0"]
     assert candidates[-1] == "3.9.0"
-    assert jars.mm2_candidates("3.9.1") == ["3.9.1", "3.9.0"]
+    assert jars.releases_at_or_below("3.9.1") == ["3.9.1", "3.9.0"]
     # A release newer than the list is tried itself, then everything the list knows.
-    assert jars.mm2_candidates("4.5.0")[:2] == ["4.5.0", "4.4.0"]
+    assert jars.releases_at_or_below("4.5.0")[:2] == ["4.5.0", "4.4.0"]
 
 
 def test_mirror_maker_runs_from_the_newest_release_that_resolves(
