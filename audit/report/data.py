@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.compare.run import Compared
-from audit.validate.figures import TOTAL_LAG, Sum
+from audit.validate.figures import Sum
 from audit.validate.invariants import cluster_mirroring as cm
+from audit.validate.readiness import CLUSTER_MIRRORING_LAG, MM2_LAG
 from audit.validate.results import InvariantResult
 
 CHART_ROWS = 40
@@ -64,37 +65,6 @@ class ReportSlices:
     lost: str | None = None
 
 
-# The run's total lag per mode: records behind, summed over the partitions in scope, a
-# partition ahead counting 0 (CM-OFFSET-1 judges that). Not greatest(0, lag): it skips a
-# null, and a partition whose lag is unknown would count 0, understating the total.
-_CM_LAG = Sum(
-    figure=TOTAL_LAG,
-    table="partitions",
-    term="CASE WHEN data_lag_records < 0 THEN 0 ELSE data_lag_records END",
-    where="in_scope",
-    rows="in-scope partitions",
-    unknown_because="a high watermark (source or destination)",
-    missing=(("NOT dst_present", "the destination partition"),),
-)
-# Mode mm2: records not yet replicated, from the latest offset sync; a partition holding
-# no record has none to replicate, synced or not.
-_MM2_LAG = Sum(
-    figure=TOTAL_LAG,
-    table="mm2_partitions",
-    term=(
-        "CASE WHEN src_high_watermark <= src_log_start_offset THEN 0 "
-        "WHEN unreplicated_records < 0 THEN 0 ELSE unreplicated_records END"
-    ),
-    where="in_scope",
-    rows="in-scope partitions",
-    unknown_because="a high watermark",
-    missing=(
-        ("NOT dst_present", "the replica partition"),
-        ("NOT has_sync", "an offset sync (MirrorMaker 2 has not synced the partition yet)"),
-    ),
-)
-
-
 def _topic_sum(lag: Sum) -> str:
     """A topic's lag: the sum of its partitions', null where one of them is unknown."""
     return (
@@ -108,7 +78,7 @@ CLUSTER_MIRRORING_SLICES = ReportSlices(
     # SLE (CM-EPOCH-1) or short of headroom (CM-EPOCH-2).
     lag_judged_by=(cm.LAG_1.id, cm.OFFSET_1.id),
     epochs_judged_by=(cm.EPOCH_1.id, cm.EPOCH_2.id),
-    total_lag=_CM_LAG,
+    total_lag=CLUSTER_MIRRORING_LAG,
     totals="""
 SELECT
   (SELECT count(*) FROM {partitions} WHERE in_scope) AS partitions,
@@ -140,7 +110,8 @@ SELECT CAST(max(lag_seconds) AS DOUBLE) AS max_lag_seconds, min(epoch_headroom) 
 FROM {partitions} WHERE in_scope AND dst_present
 """,
     topic_lag=f"""
-SELECT topic, {_topic_sum(_CM_LAG)} AS lag_records, CAST(max(lag_seconds) AS DOUBLE) AS lag_seconds
+SELECT topic, {_topic_sum(CLUSTER_MIRRORING_LAG)} AS lag_records,
+  CAST(max(lag_seconds) AS DOUBLE) AS lag_seconds
 FROM {{partitions}} WHERE in_scope GROUP BY topic ORDER BY topic
 """,
 )
@@ -150,7 +121,7 @@ FROM {{partitions}} WHERE in_scope GROUP BY topic ORDER BY topic
 MM2_SLICES = ReportSlices(
     lag_judged_by=(cm.LAG_1.id,),
     lag_table="mm2_partitions",
-    total_lag=_MM2_LAG,
+    total_lag=MM2_LAG,
     totals="""
 SELECT
   (SELECT count(*) FROM {mm2_partitions} WHERE in_scope) AS partitions,
@@ -165,7 +136,7 @@ FROM {{mm2_partitions}} WHERE in_scope AND has_sync
 ORDER BY unreplicated_records DESC NULLS LAST, topic, partition LIMIT {CHART_ROWS}
 """,
     topic_lag=f"""
-SELECT topic, {_topic_sum(_MM2_LAG)} AS lag_records, CAST(NULL AS DOUBLE) AS lag_seconds
+SELECT topic, {_topic_sum(MM2_LAG)} AS lag_records, CAST(NULL AS DOUBLE) AS lag_seconds
 FROM {{mm2_partitions}} WHERE in_scope GROUP BY topic ORDER BY topic
 """,
     # Known loss by partition and since when: the first gap lies between its two syncs'

@@ -140,6 +140,15 @@ def headers_of(msg: Message) -> tuple[tuple[str, bytes], ...]:
     return tuple((k, v if isinstance(v, bytes) else b"") for k, v in pairs)
 
 
+def high_watermark(bootstrap: str, topic: str, partition: int = 0) -> int:
+    """A partition's high watermark, read with a consumer that never joins a group."""
+    consumer = Consumer(client_conf(bootstrap, **{"group.id": "mirror-audit-never-joined"}))
+    try:
+        return int(consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)[1])
+    finally:
+        consumer.close()
+
+
 def read_partition(
     bootstrap: str, topic: str, partition: int, start: int, end: int, isolation: str = "read_uncommitted"
 ) -> list[tuple[int, Record]]:

@@ -23,6 +23,7 @@ from audit.validate.figures import (
     REALIZED_LOSS,
     REPROCESSED,
     SKIPPED,
+    TOTAL_LAG,
     UNSEEN,
     FigureQueries,
     Sum,
@@ -36,6 +37,36 @@ class Figures:
     values: dict[str, int | None]
     unknown: dict[str, dict[str, Any]] = field(default_factory=dict)
 
+
+# The run's total lag per mode: records behind, summed over the partitions in scope, a
+# partition ahead counting 0 (CM-OFFSET-1 judges that). Not greatest(0, lag): it skips a
+# null, and a partition whose lag is unknown would count 0, understating the total.
+CLUSTER_MIRRORING_LAG = Sum(
+    figure=TOTAL_LAG,
+    table="partitions",
+    term="CASE WHEN data_lag_records < 0 THEN 0 ELSE data_lag_records END",
+    where="in_scope",
+    rows="in-scope partitions",
+    unknown_because="a high watermark (source or destination)",
+    missing=(("NOT dst_present", "the destination partition"),),
+)
+# Mode mm2: records not yet replicated, from the latest offset sync; a partition holding
+# no record has none to replicate, synced or not.
+MM2_LAG = Sum(
+    figure=TOTAL_LAG,
+    table="mm2_partitions",
+    term=(
+        "CASE WHEN src_high_watermark <= src_log_start_offset THEN 0 "
+        "WHEN unreplicated_records < 0 THEN 0 ELSE unreplicated_records END"
+    ),
+    where="in_scope",
+    rows="in-scope partitions",
+    unknown_because="a high watermark",
+    missing=(
+        ("NOT dst_present", "the replica partition"),
+        ("NOT has_sync", "an offset sync (MirrorMaker 2 has not synced the partition yet)"),
+    ),
+)
 
 # Readiness (docs/invariants.md): expected loss = the sum over in-scope partitions of
 # max(0, source LEO - destination LEO), a partition missing on the destination losing

@@ -27,13 +27,13 @@ from typing import Any
 
 import pyarrow.dataset as ds
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from audit.collect.metadata.mm2_formats import decode_offset_sync
 from audit.sandbox import mm2
 from audit.sandbox.state import SandboxState
-from audit.sandbox.traffic import Record, client_conf, create_topic, produce, scan_messages
+from audit.sandbox.traffic import Record, client_conf, create_topic, high_watermark, produce, scan_messages
 from tests.cleaner import cleaner_lines, prompt_cleaner
 from tests.cli import run_in_process
 from tests.kcat import kcat_records
@@ -81,19 +81,11 @@ def _abort(bootstrap: str, topic: str, name: str) -> None:
     txn.abort_transaction(30)
 
 
-def _high(bootstrap: str, topic: str) -> int:
-    c = Consumer(client_conf(bootstrap, **{"group.id": "mirror-audit-never-joined"}))
-    try:
-        return int(c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1])
-    finally:
-        c.close()
-
-
 def _wait_replicas(sandbox: SandboxState, highs: dict[str, int], timeout: float = 120.0) -> None:
     dst = sandbox.cluster("destination").bootstrap
     deadline = time.monotonic() + timeout
     while True:
-        now = {t: _high(dst, t) for t in highs}
+        now = {t: high_watermark(dst, t) for t in highs}
         if now == highs:
             return
         assert time.monotonic() < deadline, f"replicas at {now}, expected {highs}"
@@ -103,7 +95,7 @@ def _wait_replicas(sandbox: SandboxState, highs: dict[str, int], timeout: float 
 def _syncs(bootstrap: str, topics: set[str]) -> dict[str, int]:
     """How many offset syncs of each of ``topics`` the offset-syncs topic holds now."""
     out = dict.fromkeys(topics, 0)
-    for msg in scan_messages(bootstrap, SYNCS_TOPIC, 0, 0, _high(bootstrap, SYNCS_TOPIC)):
+    for msg in scan_messages(bootstrap, SYNCS_TOPIC, 0, 0, high_watermark(bootstrap, SYNCS_TOPIC)):
         sync = decode_offset_sync(msg.key(), msg.value())
         if sync.topic in out:
             out[sync.topic] += 1

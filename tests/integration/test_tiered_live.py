@@ -24,14 +24,13 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from audit.report.summary import output_schema, schema_errors
 from audit.sandbox import mm2
 from audit.sandbox.cluster import SandboxOptions, remote_storage_dir, running
 from audit.sandbox.mirror import mirror_once
 from audit.sandbox.state import SandboxState
-from audit.sandbox.traffic import Record, client_conf, create_topic, produce, scan_messages
+from audit.sandbox.traffic import Record, create_topic, high_watermark, produce, scan_messages
 from tests.cli import run_in_process
 
 RECORDS = 2000
@@ -328,14 +327,6 @@ def test_a_segment_scan_reads_both_tiers_and_never_drops_the_remote_one_silently
     assert "remote tier not read" in gap["missing"] and gap["first"][0]["topic"] == tiered.lagging, gap
 
 
-def _high(bootstrap: str, topic: str) -> int:
-    consumer = Consumer(client_conf(bootstrap, **{"group.id": "mirror-audit-never-joined"}))
-    try:
-        return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1])
-    finally:
-        consumer.close()
-
-
 def test_mirror_maker_2_copies_a_tiered_topic_and_the_mm2_records_scan_compares_both_tiers_whole(
     spark: Any, tiered: Tiered, readiness: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -355,7 +346,7 @@ def test_mirror_maker_2_copies_a_tiered_topic_and_the_mm2_records_scan_compares_
     try:
         mm2.start(state, opts)
         deadline = time.monotonic() + 120
-        while (copied := _high(dst, replica)) < RECORDS:
+        while (copied := high_watermark(dst, replica)) < RECORDS:
             assert time.monotonic() < deadline, f"the replica holds {copied} of {RECORDS} records"
             time.sleep(0.5)
     finally:

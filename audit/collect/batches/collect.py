@@ -344,7 +344,7 @@ def wire_ranges(directory: Path) -> tuple[list[tuple[str, int, int, int]], dict[
     snapshot: the ranges a fetch reads, so its batches match the snapshot's offsets; and the
     local log start of each tiered partition (where the snapshot read one), below which the
     broker serves the fetch from its remote tier."""
-    from audit.collect.remote_tier import local_starts
+    from audit.collect.remote_tier import partition_local_starts
     from audit.snapshot import PartitionRecord, read_records
 
     parts = read_records(directory, "partitions", PartitionRecord)
@@ -353,7 +353,7 @@ def wire_ranges(directory: Path) -> tuple[list[tuple[str, int, int, int]], dict[
         for p in parts
         if p.high_watermark > p.log_start_offset
     ]
-    tiers = {(topic, partition): start for (_, topic, partition), start in local_starts({"": parts}).items()}
+    tiers = partition_local_starts(parts)
     return ranges, tiers
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from audit.collect.batches.format import ScanSink, walk
 from audit.collect.batches.scan import BatchScan, emit, issue_accumulator, scan_schema, scan_schema_arrow
-from audit.collect.remote_tier import remote_tier_detail
+from audit.collect.remote_tier import stop_detail
 from audit.config import ClusterConfig
 from audit.errors import ClusterError
 from audit.faultpoints import pause_point
@@ -315,8 +315,8 @@ def in_remote_tier(sink: ScanSink, since: int, local_start: int | None) -> None:
         return
     for i in range(since, len(sink.issues)):
         issue = sink.issues[i]
-        if issue.kind == "fetch_error" and issue.position is not None and issue.position < local_start:
-            detail = remote_tier_detail(issue.position, local_start, issue.detail)
+        if issue.kind == "fetch_error":
+            detail = stop_detail(issue.position, local_start, issue.detail)
             sink.issues[i] = dataclasses.replace(issue, detail=detail)
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.collect.records.chunks import chunk_bounds
-from audit.collect.remote_tier import remote_tier_detail
+from audit.collect.remote_tier import stop_detail
 from audit.config import RecordsConfig
 from audit.snapshot import ReadRangeRecord
 
@@ -264,7 +264,7 @@ def read_range_rows(
     read whole). A range no task reported, as after a lost executor, is unread from its
     start: what a scan did not say it read is never taken as read. ``local_starts``: per
     (side, topic, partition) of a tiered topic, its local log start; a range that stopped
-    below it stopped in the remote tier, and its detail says so (remote_tier.remote_tier_detail)."""
+    below it stopped in the remote tier, and its detail says so (remote_tier.stop_detail)."""
 
     done = {(o[0], o[1], o[2], o[3]): o for o in outcomes}
     rows = []
@@ -276,9 +276,8 @@ def read_range_rows(
             read_to, detail = start, "no task reported reading this range"
         else:
             read_to, detail = o[5], o[6]
-        local_start = (local_starts or {}).get((side, topic, partition))
-        if detail is not None and local_start is not None and read_to < local_start:
-            detail = remote_tier_detail(read_to, local_start, detail)
+        if detail is not None:
+            detail = stop_detail(read_to, (local_starts or {}).get((side, topic, partition)), detail)
         row = ReadRangeRecord(
             topic, partition, start, end, read_to, detail is None, isolation(side), compacted, detail
         )
