@@ -63,15 +63,18 @@ def _local_start(local_dir: Path) -> int | None:
     return min(offsets) if offsets else None
 
 
-def _wait_tiered(root: Path, topic: str, local_dir: Path, log_path: str, timeout: float = 60) -> Path:
+def _wait_tiered(
+    root: Path, topic: str, local_dir: Path, log_path: str, timeout: float = 60, above: int = 0
+) -> Path:
     """The partition's remote directory once every closed segment has moved to it and left
-    the local log: the local log holds the active segment alone, its start settled."""
+    the local log: the local log holds the active segment alone, its start settled (and
+    past ``above``)."""
     deadline = time.monotonic() + timeout
     while True:
         found = sorted(root.glob(f"{topic}-0-*")) if root.is_dir() else []
         local = list(local_dir.glob("*.log"))
         start = _local_start(local_dir)
-        if len(found) == 1 and any(found[0].glob("*.log")) and len(local) == 1 and start:
+        if len(found) == 1 and any(found[0].glob("*.log")) and len(local) == 1 and start and start > above:
             return found[0]
         if time.monotonic() > deadline:
             remote = sorted(str(p.relative_to(root)) for p in root.rglob("*")) if root.is_dir() else None
@@ -87,6 +90,9 @@ TIERED_TOPIC = {
     "segment.bytes": str(SEGMENT_BYTES),
     "local.retention.ms": "1000",
 }
+# Produced past MirrorMaker 2's position once it stopped: two segments and more, so the
+# segment holding that position moves to the remote tier.
+LAGGED_RECORDS = 1500
 MIRRORED_BEFORE = 300  # the lagging topic's records the mirror copied before the source moved on
 
 
@@ -336,8 +342,11 @@ def test_mirror_maker_2_copies_a_tiered_topic_and_the_mm2_records_scan_compares_
     to the destination's remote tier, the nightly in mode mm2 reads every record of both
     sides over the wire, through both remote tiers: MM2-DATA-1 to -4 pass over the whole
     range [0, RECORDS) of each side, and MM2-TIER-1 passes (MirrorMaker 2's position is past
-    the source's local log start). Needs ``readiness`` first: MirrorMaker 2's own topics
-    (on the destination only: its offset syncs too) are not the cluster-mirroring pair's."""
+    the source's local log start). Then MirrorMaker 2, stopped, lags past the source's local
+    retention: readiness warns (MM2-TIER-1) with the records between its position and the
+    source's local log start, which it would read from the remote tier. Needs ``readiness``
+    first: MirrorMaker 2's own topics (on the destination only: its offset syncs too) are not
+    the cluster-mirroring pair's."""
     state = tiered.state
     src, dst = state.cluster("source").bootstrap, state.cluster("destination").bootstrap
     opts = mm2.Mm2Options(topics=tiered.topic, groups="mm2-tiered-none", offset_syncs_location="target")
@@ -387,6 +396,25 @@ def test_mirror_maker_2_copies_a_tiered_topic_and_the_mm2_records_scan_compares_
         RECORDS,
         RECORDS,
     ), row
+
+    # MirrorMaker 2 stays stopped at RECORDS while the source moves on past its local
+    # retention: the next record it would copy is in the source's remote tier only.
+    more = (Record(str(i).encode(), _value(i)) for i in range(RECORDS, RECORDS + LAGGED_RECORDS))
+    produce(src, tiered.topic, more, partition=0)
+    src_log = state.cluster("source").node(1).log_path
+    _wait_tiered(remote_storage_dir(state, "source"), tiered.topic, tiered.local_dir, src_log, above=RECORDS)
+    local_start = _local_start(tiered.local_dir)
+    assert local_start is not None and local_start > RECORDS
+    proc = run_in_process("readiness", "--config", str(config), "--out", str(tmp_path / "lagging"))
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr[-3000:]
+    tier = json.loads((tmp_path / "lagging" / "summary.json").read_text())["invariants"]["MM2-TIER-1"]
+    assert tier["status"] == "warn", tier
+    (example,) = tier["examples"]
+    assert (example["topic"], example["next_offset"], example["remote_tier_records"]) == (
+        tiered.topic,
+        RECORDS,
+        local_start - RECORDS,
+    ), example
 
 
 def test_the_records_scan_reads_the_remote_tier_and_a_remote_storage_failure_is_its_own_cause(
