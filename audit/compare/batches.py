@@ -19,24 +19,23 @@ from audit.compare.sql import DST_EPOCH, TableRows, causes
 from audit.config import AuditConfig
 from audit.schemas import BATCH_SIDE, MARKER_SIDE
 
-# The causes of a partition not wholly compared, on both tables that leave it unchecked.
-_UNCOMPARED_REMOTE = (
-    "the remote tier of a tiered partition (remote tier not read: the segment scan read the local log only)",
-    "{status} IS NULL AND remote_tier_unread",
-)
-_UNCOMPARED = (
-    "the batches of the partition on one side (no scan read any, though both sides hold records)",
-    "{status} IS NULL",
-)
-
 
 def _uncompared(status: str) -> tuple[tuple[str, str], ...]:
-    """Why a row of a partition not wholly compared is unchecked (``status`` null there)."""
-    return tuple((why, where.format(status=status)) for why, where in (_UNCOMPARED_REMOTE, _UNCOMPARED))
+    """Why a row of a partition not wholly compared is unchecked (``status`` null there), on
+    both tables that leave such a partition unchecked."""
+    return (
+        (
+            "the remote tier of a tiered partition (remote tier not read: the segment scan read the "
+            "local log only)",
+            f"{status} IS NULL AND remote_tier_unread",
+        ),
+        (
+            "the batches of the partition on one side (no scan read any, though both sides hold records)",
+            f"{status} IS NULL",
+        ),
+    )
 
 
-# The fields a byte-for-byte copy keeps; a difference in any is a differing batch (the
-# others of BATCH_SIDE are shown beside them: implied by the CRC or outside it).
 # How the data-level tables' rows are named (key, example columns): declared with the
 # tables, as ``Comparison`` declares them for the SQL ones.
 BATCH_DIFF_ROWS = TableRows(
@@ -124,6 +123,8 @@ COMMIT_EPOCH_ROWS = TableRows(
 
 ROWS = (BATCH_DIFF_ROWS, MARKER_DIFF_ROWS, TXN_CLOSURE_ROWS, SCAN_ISSUE_ROWS, COMMIT_EPOCH_ROWS)
 
+# The fields a byte-for-byte copy keeps; a difference in any is a differing batch (the
+# others of BATCH_SIDE are shown beside them: implied by the CRC or outside it).
 BATCH_FIELDS = ("last_offset", "crc", "producer_id", "producer_epoch", "attributes")
 
 
