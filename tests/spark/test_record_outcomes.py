@@ -56,9 +56,12 @@ def test_compacted_chunks_narrowed_to_compaction_only_are_verified_and_unnarrowe
         ],
     )
     plan = RecordPlan(
-        ranges=tuple(RecordRange(t, 0, 0, 600, "new") for t in ("plain", "comp", "tidy", "clean", "cut")),
+        ranges=tuple(
+            RecordRange(t, 0, 0, 600, "new") for t in ("plain", "comp", "tidy", "clean", "cut", "stopped")
+        ),
     )
-    out = _outcomes(spark, plan, mismatches, narrowed, [], {("cut", 0): [(550, 600)]})
+    unread = {("cut", 0): [(550, 600)], ("stopped", 0): [(250, 300), (450, 600)]}
+    out = _outcomes(plan, mismatches, narrowed, unread)
     assert out[("plain", 0)].first_bad == 100
     assert out[("plain", 0)].mismatched == ((100, 200), (300, 400))
     assert out[("comp", 0)].first_bad == 200  # the unverified chunk, not the tolerated one at 0
@@ -70,3 +73,7 @@ def test_compacted_chunks_narrowed_to_compaction_only_are_verified_and_unnarrowe
     assert out[("cut", 0)].mismatched == ((0, 100),)
     assert out[("cut", 0)].unreadable == ((550, 600),)
     assert out[("plain", 0)].unreadable == ()
+    # Nothing differs, but a side's scan stopped short (a range failed, or no task reported
+    # it): verification stops where the first unread span starts.
+    assert out[("stopped", 0)].first_bad == 250 and out[("stopped", 0)].mismatched == ()
+    assert out[("stopped", 0)].unreadable == ((250, 300), (450, 600))

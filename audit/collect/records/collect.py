@@ -99,7 +99,7 @@ def collect_records(
             _empty(spark, "record_divergences", divergences)
         replace_path(divergences, destination / "record_divergences.parquet")
         narrowed = spark.read.parquet(str(destination / "record_divergences.parquet"))
-        outcomes = _outcomes(spark, plan, mismatches, narrowed, problems, unread_spans(read))
+        outcomes = _outcomes(plan, mismatches, narrowed, unread_spans(read))
     history.record(outcomes, topic_ids)
     history.save()
     note = {
@@ -185,17 +185,17 @@ def _overlaps(chunk: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
 
 
 def _outcomes(
-    spark: Any,
     plan: RecordPlan,
     mismatches: Any,
     narrowed: Any,
-    problems: list[Any],
     unread: dict[tuple[str, int], list[tuple[int, int]]],
 ) -> dict[tuple[str, int], PartitionOutcome]:
     """Per partition: its new range, the first mismatching, unverified or unreadable
     offset, the mismatched chunks (a partition's worth of chunk bounds: metadata-sized) and
-    the ``unread`` spans. A chunk that differs where a side's scan stopped short differs
-    because it was not read: it is unreadable, not mismatched.
+    the ``unread`` spans (from the ranges' read accounts, the one record of where a scan
+    stopped: a range that failed, or that no task reported). A chunk that differs where a
+    side's scan stopped short differs because it was not read: it is unreadable, not
+    mismatched.
 
     On a compacted topic a differing chunk narrowed to ``compaction_only`` is verified
     (the cleaners kept different offsets, nothing else), and one left un-narrowed by the
@@ -227,17 +227,12 @@ def _outcomes(
             for c in r["chunks"]
             if not c["unverified"] and not _overlaps((c["chunk_start"], c["chunk_end"]), unread.get(tp, []))
         ]
-    failed: dict[tuple[str, int], int] = {}
-    for p in problems:
-        tp = (p.topic, p.partition)
-        if p.position is not None:
-            failed[tp] = min(failed.get(tp, p.position), p.position)
     out = {}
     new = {(r.topic, r.partition): (r.start, r.end) for r in plan.ranges if r.purpose == "new"}
     touched = {(r.topic, r.partition) for r in plan.ranges}
     for tp in touched:
         starts = [stops[tp]] if tp in stops else []
-        starts += [failed[tp]] if tp in failed else []
+        starts += [unread[tp][0][0]] if unread.get(tp) else []
         out[tp] = PartitionOutcome(
             new.get(tp), min(starts) if starts else None, tuple(bad.get(tp, [])), tuple(unread.get(tp, []))
         )
