@@ -14,13 +14,18 @@ offset.
 The records are walked by the batch reader (kafka-python's FetchSession, the compiled
 walker keeping each record's digest), the only reader that keeps digests: a setting it
 cannot honour stops the scan with the reason, and MM2-DATA-* stay unchecked. The digests
-leave the walker after every response as Arrow buffers, so a task's memory is bounded by a
-fetch whatever the partition's size; the ranges read, failed ones with where they stopped
-and why, come back to the driver through an accumulator (a row per range).
+leave the walker after every response as Arrow buffers, which the task itself writes to
+Parquet (pyarrow's writer, a row group per ``ROW_GROUP_ROWS`` records), one file per task
+and side: a row per record never passes through Spark's JVM, whose conversion of each Arrow
+row and its own Parquet writer cost more than the read itself (bench/mm2_records.py). A
+task's memory is bounded by a row group whatever the partition's size; the ranges read,
+failed ones with where they stopped and why, come back to the driver through an
+accumulator (a row per range), and the files written as one small row per task.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import tempfile
 import time
@@ -48,12 +53,13 @@ from audit.snapshot import (
     read_records,
     write_table,
 )
-from audit.spark_session import sql_conf
 
 log = logging.getLogger(__name__)
 
 READ_COMMITTED = "read_committed"
-CONCURRENT_WRITERS = "spark.sql.maxConcurrentOutputFileWriters"
+# Records per Parquet row group of record_digests: 16 MB of offsets and digests at most in
+# a task's memory, and row groups large enough for the readers' statistics to prune.
+ROW_GROUP_ROWS = 1 << 20
 
 
 def isolation_of(side: str, cfg: AuditConfig) -> str:
@@ -142,16 +148,19 @@ def collect_digests(
     started = utc_now()
     outcomes = issue_accumulator(spark)
     groups = task_groups([r for r in ranges if r[4] > r[3]], spark.sparkContext.defaultParallelism * 2)
-    frame = task_frame(spark, groups).mapInArrow(_digest_task(settings, cfg, outcomes), _spark_schema())
     with tempfile.TemporaryDirectory(prefix=".digests.", dir=destination.parent) as tmp:
         staging = Path(tmp)
+        task = _digest_task(settings, cfg, outcomes, str(staging / "digests"))
+        frame = task_frame(spark, groups).mapInArrow(task, _written_schema())
         clock = time.monotonic()
-        # A row per record, of one side or both in a task: with a writer per side kept open,
-        # Spark writes them as they come instead of sorting every task's rows by side first
-        # (1.3x the scan's marginal rate in bench/mm2_records.py).
-        with spark_progress(spark, "records scan (mm2)"), sql_conf(spark, CONCURRENT_WRITERS, "2"):
-            frame.write.partitionBy("side").mode("overwrite").parquet(str(staging / "digests"))
-        log.info("records (mm2): both sides read and digested in %.1fs", time.monotonic() - clock)
+        with spark_progress(spark, "records scan (mm2)"):
+            written = frame.collect()  # a row per task and side: the file and its records
+        log.info(
+            "records (mm2): both sides read and digested in %.1fs (%d records in %d files)",
+            time.monotonic() - clock,
+            sum(w["records"] for w in written),
+            len(written),
+        )
         read = read_range_rows(
             ranges,
             outcomes.value,
@@ -160,10 +169,8 @@ def collect_digests(
         )
         for side, directory in (("source", source), ("destination", destination)):
             part = staging / "digests" / f"side={side}"
-            if not part.exists():
-                from audit.schemas import spark_schema
-
-                spark.createDataFrame([], spark_schema("record_digests")).write.parquet(str(part))
+            if not part.exists():  # no task read this side: an empty table, its schema kept
+                _write_empty(part)
             replace_path(part, directory / "record_digests.parquet")
             write_table(directory, "record_digest_ranges", tuple(r for s, r in read if s == side))
         write_table(source, "record_digest_cuts", tuple(cuts[k] for k in sorted(cuts)))
@@ -224,18 +231,93 @@ def _require_batch_reader(settings: dict[str, dict[str, Any]]) -> None:
         raise ConfigError(f"records in mode mm2 read with the batch reader, which cannot use {problem}")
 
 
-def _spark_schema() -> Any:
+def _written_schema() -> Any:
+    """What a task tells the driver: per side, the file it wrote and how many records."""
     from pyspark.sql import types as T
 
-    from audit.schemas import spark_schema
-
     return T.StructType(
-        [T.StructField("side", T.StringType(), False), *spark_schema("record_digests").fields]
+        [
+            T.StructField("side", T.StringType(), False),
+            T.StructField("file", T.StringType(), False),
+            T.StructField("records", T.LongType(), False),
+        ]
     )
 
 
+def _write_empty(part: Path) -> None:
+    import pyarrow.parquet as pq
+
+    part.mkdir(parents=True, exist_ok=True)
+    pq.write_table(_digests_schema().empty_table(), str(part / "part-empty.parquet"))
+
+
+class DigestFile:
+    """One task's digests of one side, as one Parquet file under ``<root>/side=<side>/``:
+    written to a name of its own, then renamed to ``part-<name>.parquet`` once closed, so a
+    file the scan keeps is whole, and a retried task (same ranges, same name) replaces its
+    earlier attempt's file rather than adding to it. Batches are held until a row group's
+    worth (``ROW_GROUP_ROWS``), then written: memory bounded by one row group."""
+
+    def __init__(self, root: str, side: str, name: str) -> None:
+        import os
+        import uuid
+
+        self._dir = os.path.join(root, f"side={side}")
+        os.makedirs(self._dir, exist_ok=True)
+        self.path = os.path.join(self._dir, f"part-{name}.parquet")
+        self._tmp = os.path.join(self._dir, f".{name}.{uuid.uuid4().hex}.tmp")
+        self._held: list[Any] = []
+        self._held_rows = 0
+        self.records = 0
+        self._writer: Any = None
+
+    def add(self, batch: Any) -> None:
+        self._held.append(batch)
+        self._held_rows += batch.num_rows
+        if self._held_rows >= ROW_GROUP_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self._tmp, _digests_schema())
+        if self._held:
+            self._writer.write_table(pa.Table.from_batches(self._held), row_group_size=self._held_rows)
+            self.records += self._held_rows
+        self._held, self._held_rows = [], 0
+
+    def close(self) -> None:
+        """Writes what is held and puts the file in place (an empty file too: its schema
+        says what a side that read nothing holds)."""
+        import os
+
+        self._flush()
+        self._writer.close()
+        os.replace(self._tmp, self.path)
+
+    def discard(self) -> None:
+        import contextlib
+        import os
+
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                self._writer.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self._tmp)
+
+
+def _file_name(side: str, ranges: list[tuple[str, int, int, int]]) -> str:
+    """A task's file name, from its side and ranges: the same on a retried attempt."""
+    import hashlib
+
+    key = repr((side, sorted(ranges))).encode()
+    return hashlib.sha1(key, usedforsecurity=False).hexdigest()[:20]
+
+
 def _digest_task(
-    settings: dict[str, dict[str, Any]], cfg: AuditConfig, outcomes: Any
+    settings: dict[str, dict[str, Any]], cfg: AuditConfig, outcomes: Any, root: str
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     timeout = cfg.records.timeout_seconds
     size = cfg.records.chunk_records
@@ -251,17 +333,36 @@ def _digest_task(
             ):
                 by_side.setdefault(side, []).append((topic, partition, start, end))
         read: list[tuple[Any, ...]] = []
+        written: list[tuple[str, str, int]] = []
         try:
             with cyclic_gc_paused():
                 for side, ranges in by_side.items():
+                    out = DigestFile(root, side, _file_name(side, ranges))
                     waves = BatchWaves(settings[side], timeout)
                     try:
                         for r in ranges:
-                            yield from _read_range(pa, waves, side, r, size, timeout, read)
+                            for batch in _read_range(pa, waves, side, r, size, timeout, read):
+                                out.add(batch)
+                        out.close()
+                    except BaseException:
+                        out.discard()
+                        raise
                     finally:
                         waves.close()
+                    written.append((side, out.path, out.records))
         finally:
             outcomes.add(read)
+        if written:
+            yield pa.RecordBatch.from_pylist(
+                [{"side": s, "file": f, "records": n} for s, f, n in written],
+                schema=pa.schema(
+                    [
+                        pa.field("side", pa.string(), False),
+                        pa.field("file", pa.string(), False),
+                        pa.field("records", pa.int64(), False),
+                    ]
+                ),
+            )
 
     return run
 
@@ -282,29 +383,35 @@ def _read_range(
     detail = None
     try:
         for _ in waves.fed(reading, r, timeout):
-            yield from _batch(pa, side, topic, partition, *reading.take_digests())
+            yield from _batch(pa, topic, partition, *reading.take_digests())
     except RangeFailed as why:
         detail = str(why)[:300]
     except Exception as exc:  # kafka-python's own errors, a lost connection: this range only
         detail = f"{type(exc).__name__}: {str(exc)[:300]}"
     if detail is not None:  # what was read before the failure still counts, up to read_to
-        yield from _batch(pa, side, topic, partition, *reading.take_digests())
+        yield from _batch(pa, topic, partition, *reading.take_digests())
     read.append((side, topic, partition, start, end, end if detail is None else reading.next, detail))
 
 
-def _batch(pa: Any, side: str, topic: str, partition: int, offsets: bytes, digests: bytes) -> Iterator[Any]:
-    """The records as one Arrow batch (none if there are none), their columns the walker's
-    buffers as they are."""
+@functools.cache
+def _digests_schema() -> Any:
+    from audit.schemas import arrow_schema
+
+    return arrow_schema("record_digests")
+
+
+def _batch(pa: Any, topic: str, partition: int, offsets: bytes, digests: bytes) -> Iterator[Any]:
+    """The records as one Arrow batch of ``record_digests`` (none if there are none), their
+    columns the walker's buffers as they are."""
     n = len(offsets) // 8
     if n == 0:
         return
     yield pa.RecordBatch.from_arrays(
         [
-            pa.repeat(side, n),
             pa.repeat(topic, n),
             pa.repeat(pa.scalar(partition, pa.int32()), n),
             pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]),
             pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(digests)]),
         ],
-        names=["side", "topic", "partition", "offset", "digest"],
+        schema=_digests_schema(),
     )
