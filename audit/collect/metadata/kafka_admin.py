@@ -51,6 +51,12 @@ __all__ = [
 ]
 
 
+def compaction(configs: dict[str, dict[str, str | None]]) -> dict[str, bool]:
+    """Per topic whose ``cleanup.policy`` was read (``KafkaAdmin.topic_configs``), whether
+    it includes compact."""
+    return {t: "compact" in (c["cleanup.policy"] or "") for t, c in configs.items()}
+
+
 class KafkaAdmin(GroupReads):
     """One cluster's reads: topics, offsets, access and records here, groups and their
     commits in ``GroupReads``, the connection and error mapping in ``AdminBase``."""
@@ -298,7 +304,7 @@ class KafkaAdmin(GroupReads):
         config could be read, and why the others could not (None: all read). A topic left
         out is unknown: the caller says so, never "not compacted"."""
         configs, why = self.topic_configs(topics, ("cleanup.policy",))
-        return {t: "compact" in (c["cleanup.policy"] or "") for t, c in configs.items()}, why
+        return compaction(configs), why
 
     def compacted_topics(self, topics: Sequence[str]) -> frozenset[str]:
         """Topics whose cleanup.policy includes compact (``compaction``'s answer). Best

@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from audit.collect.metadata.kafka_admin import CommittedOffset, GroupInfo, KafkaAdmin, TopicInfo
+from audit.collect.metadata.kafka_admin import CommittedOffset, GroupInfo, KafkaAdmin, TopicInfo, compaction
 from audit.collect.metadata.mirror_state import MirrorState, read_mirror_state
 from audit.collect.metadata.mm2_topics import collect_mm2
-from audit.collect.metadata.tiers import with_tiers
+from audit.collect.metadata.tiers import TOPIC_CONFIGS, TopicConfigs, with_tiers
 from audit.collect.metadata.transactions import collect_open_transactions, transactional_producers
 from audit.config import AuditConfig
 from audit.errors import ClusterError
@@ -90,8 +90,10 @@ def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapsh
     # other until now). The partitions' error, when both fail, is the one reported.
     groups_read = _Beside(lambda: _groups(admin, cfg.java.kafka_classpath)) if plan.reads_groups else None
     partitions, open_positions = _partitions(admin, infos)
+    configs: tuple[TopicConfigs, str | None] | None = None
     if plan.reads_groups:
-        partitions, tier_note = with_tiers(admin, cluster_cfg, cfg.java.kafka_classpath, partitions)
+        configs = admin.topic_configs(topics, TOPIC_CONFIGS)
+        partitions, tier_note = with_tiers(role, configs, cluster_cfg, cfg.java.kafka_classpath, partitions)
     else:
         tier_note = "not read: offsets only (a drain poll)"
         partitions = [dataclasses.replace(p, tier_detail=tier_note) for p in partitions]
@@ -121,7 +123,8 @@ def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapsh
         notes.update(mm2.notes)
     traits = None
     if mm2 is not None and mm2.offset_syncs is not None and role == "source":
-        traits, traits_note = _partition_traits(admin, role, cluster_cfg, mm2.offset_syncs, set(topics))
+        syncs = mm2.offset_syncs
+        traits, traits_note = _partition_traits(admin, role, cluster_cfg, syncs, configs, set(topics))
         notes["partition_traits"] = traits_note
     manifest = make_manifest(
         role,
@@ -161,14 +164,23 @@ def collect_snapshot(cfg: AuditConfig, role: Role, plan: SnapshotPlan) -> Snapsh
 
 
 def _partition_traits(
-    admin: KafkaAdmin, role: str, cluster_cfg: Any, syncs: Sequence[Any], topics: set[str]
+    admin: KafkaAdmin,
+    role: str,
+    cluster_cfg: Any,
+    syncs: Sequence[Any],
+    configs: tuple[TopicConfigs, str | None] | None,
+    topics: set[str],
 ) -> tuple[tuple[PartitionTraitRecord, ...], str]:
     """What tells a source offset MirrorMaker 2 passed over from a lost record, for every
     in-scope partition its offset syncs name (MM2-SKIP-1): compaction (the topic's
-    cleanup.policy) and its transactional producers (DescribeProducers). Unknown where the
-    cluster did not answer, with why."""
+    cleanup.policy, from the snapshot's topic ``configs`` where it read them, else asked
+    now) and its transactional producers (DescribeProducers). Unknown where the cluster did
+    not answer, with why."""
     named = sorted({(s.topic, s.partition) for s in syncs if s.topic in topics})
-    compacted, compaction_why = admin.compaction(sorted({t for t, _ in named}))
+    if configs is None:
+        compacted, compaction_why = admin.compaction(sorted({t for t, _ in named}))
+    else:
+        compacted, compaction_why = compaction(configs[0]), configs[1]
     producers, producers_why = transactional_producers(role, cluster_cfg, named)
     why = "; ".join(w for w in (compaction_why, producers_why) if w) or None
     rows = tuple(PartitionTraitRecord(t, p, compacted.get(t), producers.get((t, p)), why) for t, p in named)

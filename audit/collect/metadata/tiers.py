@@ -7,9 +7,10 @@ start reads from the remote tier, slower and through the remote storage manager'
 failures (CM-TIER-2, MM2-TIER-1).
 
 The topic's settings come from DescribeConfigs (``remote.storage.enable``,
-``local.retention.ms``, ``local.retention.bytes``), which the auditor's principal already
-needs for ``cleanup.policy``. The local log start comes from ListOffsets' earliest-local
-spec (KIP-1005), which librdkafka does not offer: it is read with Kafka's own Java Admin
+``local.retention.ms``, ``local.retention.bytes``), read in the one DescribeConfigs of the
+snapshot (``TOPIC_CONFIGS``, with ``cleanup.policy`` for mode mm2's partition traits).
+The local log start comes from ListOffsets' earliest-local spec (KIP-1005), which
+librdkafka does not offer: it is read with Kafka's own Java Admin
 (``OffsetSpec.earliestLocal()``, Kafka clients 3.9 and later, brokers 3.9 and later), in a
 JVM started only when a topic in scope has a remote tier. A topic without one has its
 local log start at its log start by definition, so nothing is asked. Whatever could not be
@@ -23,13 +24,16 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from audit.collect.metadata.kafka_admin import KafkaAdmin
 from audit.config import ClusterConfig
 from audit.snapshot import PartitionRecord
 
 log = logging.getLogger(__name__)
 
 TIER_CONFIGS = ("remote.storage.enable", "local.retention.ms", "local.retention.bytes")
+# What a snapshot reads of each topic's config, in one DescribeConfigs: the tiers, and
+# whether the topic is compacted (mode mm2's partition traits, MM2-SKIP-1).
+TOPIC_CONFIGS = (*TIER_CONFIGS, "cleanup.policy")
+TopicConfigs = dict[str, dict[str, str | None]]
 
 
 @dataclass(frozen=True)
@@ -41,11 +45,9 @@ class TopicTier:
     local_retention_bytes: int | None
 
 
-def topic_tiers(admin: KafkaAdmin, topics: Sequence[str]) -> tuple[dict[str, TopicTier], str | None]:
-    """Per topic its tiered-storage settings, for the topics whose config could be read,
-    and why the others could not (None: all read)."""
-    configs, why = admin.topic_configs(topics, TIER_CONFIGS)
-    tiers = {
+def topic_tiers(configs: TopicConfigs) -> dict[str, TopicTier]:
+    """Per topic whose config was read, its tiered-storage settings."""
+    return {
         topic: TopicTier(
             remote_storage=(c["remote.storage.enable"] or "false").lower() == "true",
             local_retention_ms=_int(c["local.retention.ms"]),
@@ -53,7 +55,6 @@ def topic_tiers(admin: KafkaAdmin, topics: Sequence[str]) -> tuple[dict[str, Top
         )
         for topic, c in configs.items()
     }
-    return tiers, why
 
 
 def _int(value: str | None) -> int | None:
@@ -98,12 +99,17 @@ def earliest_local_offsets(
 
 
 def with_tiers(
-    admin: KafkaAdmin, cluster_cfg: ClusterConfig, java_classpath: str, partitions: Sequence[PartitionRecord]
+    role: str,
+    configs: tuple[TopicConfigs, str | None],
+    cluster_cfg: ClusterConfig,
+    java_classpath: str,
+    partitions: Sequence[PartitionRecord],
 ) -> tuple[list[PartitionRecord], str]:
-    """The partitions with their tiered-storage columns filled, and the manifest's note on
-    what was read."""
+    """The partitions with their tiered-storage columns filled from their topics' configs
+    (``TOPIC_CONFIGS`` as read, and why some were not: None, all read), and the manifest's
+    note on what was read."""
     topics = sorted({p.topic for p in partitions})
-    tiers, config_why = topic_tiers(admin, topics)
+    tiers, config_why = topic_tiers(configs[0]), configs[1]
     tiered = [(p.topic, p.partition) for p in partitions if (t := tiers.get(p.topic)) and t.remote_storage]
     local = earliest_local_offsets(cluster_cfg, java_classpath, tiered)
     local_why = local if isinstance(local, str) else None
@@ -138,5 +144,5 @@ def with_tiers(
         f" ({whys})" if whys else ""
     )
     if whys:
-        log.warning("%s: tiered storage: %s", admin.role, whys)
+        log.warning("%s: tiered storage: %s", role, whys)
     return out, note
