@@ -1,0 +1,88 @@
+"""The files mode mm2's records scan writes from its tasks (audit/collect/records/digests.py,
+``DigestFile``): whole or absent, a retried task's replacing its earlier attempt's, row
+groups bounded, the table's declared schema even when empty."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+from audit.collect.records import digests
+from audit.collect.records.digests import DigestFile, _batch, _file_name
+from audit.schemas import arrow_schema
+
+
+def _records(n: int, first: int = 0) -> pa.RecordBatch:
+    offsets = pa.array(range(first, first + n), pa.int64())
+    values = pa.array([o * 31 for o in range(first, first + n)], pa.int64())
+    (batch,) = _batch(pa, "orders", 3, offsets.buffers()[1].to_pybytes(), values.buffers()[1].to_pybytes())
+    return batch
+
+
+def _rows(root: Path) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = (
+        ds.dataset(str(root), format="parquet", partitioning="hive").to_table().to_pylist()
+    )
+    return rows
+
+
+def test_a_file_is_in_place_once_closed_with_every_record_and_the_declared_schema(tmp_path: Path) -> None:
+    out = DigestFile(str(tmp_path), "source", "t1")
+    out.add(_records(3))
+    out.add(_records(2, first=3))
+    assert not Path(out.path).exists()  # not yet whole: nothing a reader could take for it
+    out.close()
+    assert out.records == 5
+    table = pq.read_table(out.path)
+    assert table.schema == arrow_schema("record_digests")
+    assert table.column("offset").to_pylist() == [0, 1, 2, 3, 4]
+    assert table.column("digest").to_pylist() == [o * 31 for o in range(5)]
+    assert {r["partition"] for r in _rows(tmp_path)} == {3}
+    assert [p.name for p in (tmp_path / "side=source").iterdir()] == ["part-t1.parquet"]  # no temporary left
+
+
+def test_a_retried_task_replaces_its_earlier_attempts_file(tmp_path: Path) -> None:
+    ranges = [("orders", 3, 0, 100), ("orders", 4, 0, 100)]
+    name = _file_name("source", ranges)
+    assert name == _file_name("source", list(reversed(ranges)))  # the same ranges, the same file
+    assert name != _file_name("destination", ranges)
+    first = DigestFile(str(tmp_path), "source", name)
+    first.add(_records(4))
+    first.close()
+    again = DigestFile(str(tmp_path), "source", name)
+    again.add(_records(4))
+    again.close()
+    assert len(_rows(tmp_path)) == 4  # once, not twice
+
+
+def test_a_failed_attempt_leaves_nothing(tmp_path: Path) -> None:
+    out = DigestFile(str(tmp_path), "source", "t2")
+    out.add(_records(3))
+    out.discard()
+    assert list((tmp_path / "side=source").iterdir()) == []
+
+
+def test_row_groups_hold_at_most_the_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(digests, "ROW_GROUP_ROWS", 10)
+    out = DigestFile(str(tmp_path), "source", "t3")
+    for first in range(0, 35, 7):  # batches of 7, as responses come
+        out.add(_records(7, first=first))
+    out.close()
+    meta = pq.ParquetFile(out.path).metadata
+    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert sum(sizes) == 35 and max(sizes) <= 14  # a group is written once it holds >= 10
+    # Each row group keeps its offset statistics (what the offset bounds check reads).
+    stats = meta.row_group(0).column(2).statistics
+    assert stats is not None and (stats.min, stats.max) == (0, sizes[0] - 1)
+
+
+def test_a_side_that_read_nothing_is_an_empty_table_of_the_declared_schema(tmp_path: Path) -> None:
+    out = DigestFile(str(tmp_path), "destination", "t4")
+    out.close()
+    assert out.records == 0
+    table = pq.read_table(out.path)
+    assert table.num_rows == 0 and table.schema == arrow_schema("record_digests")
