@@ -19,6 +19,9 @@ import pytest
 # Every summary.json the suite writes, in this process or in the CLI processes it starts
 # (they inherit the environment), is held to the schema shipped in the package.
 os.environ.setdefault("MIRROR_AUDIT_CHECK_SUMMARY", "1")
+# Every Spark JVM the suite starts, here or in a CLI run, with the client compiler and the
+# serial collector (tests/spark_conf/spark-defaults.conf says why).
+os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).parent / "spark_conf"))
 
 _FOLDER_MARKERS = {
     "unit": pytest.mark.unit,
@@ -172,7 +175,13 @@ def spark() -> Iterator[object]:
         SparkConfig(
             master="local[2]",
             app_name="kafka-mirror-audit-tests",
-            conf={"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
+            conf={
+                "spark.sql.shuffle.partitions": "2",
+                "spark.ui.enabled": "false",
+                # This JVM serves a worker's whole run: the server compiler repays its
+                # warm-up here, unlike in a CLI run's JVM (tests/spark_conf).
+                "spark.driver.extraJavaOptions": "-XX:+UseG1GC",
+            },
         )
     )
     yield session

@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from audit.errors import SandboxError
 from audit.java_runtime import find_java
 from audit.sandbox.jars import resource_path, uses_reload4j
 from audit.sandbox.state import SandboxState, process_start_ticks
@@ -21,6 +22,26 @@ log = logging.getLogger(__name__)
 
 # Popen handles of the processes this process started, so they are reaped (no zombies) on stop.
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+
+# A sandbox JVM lives for minutes on a small heap and a trickle of loopback traffic: the
+# client compiler alone and the serial collector start four brokers with about a quarter
+# less CPU (33 CPU-seconds to 25 for ``sandbox up --brokers 2`` on two cores), which the
+# suite and ``make demo`` feel. The benchmarks, which read the brokers as fast as they
+# serve, ask for the server compiler and G1 (``SANDBOX_JVM=server``), as production runs.
+SANDBOX_JVM = "MIRROR_AUDIT_SANDBOX_JVM"
+_JVM_FLAGS = {
+    "quick": ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"),
+    "server": ("-XX:+UseG1GC",),
+}
+
+
+def jvm_flags() -> tuple[str, ...]:
+    """The compiler and collector flags of the sandbox's JVMs (``$MIRROR_AUDIT_SANDBOX_JVM``:
+    ``quick``, the default, or ``server``)."""
+    choice = os.environ.get(SANDBOX_JVM, "quick")
+    if choice not in _JVM_FLAGS:
+        raise SandboxError(f"${SANDBOX_JVM} is {choice!r}: use 'quick' (the default) or 'server'")
+    return _JVM_FLAGS[choice]
 
 
 def java_cmd(
@@ -32,7 +53,7 @@ def java_cmd(
         java,
         f"-Xms{max(64, heap_mb // 2)}m",
         f"-Xmx{heap_mb}m",
-        "-XX:+UseG1GC",
+        *jvm_flags(),
         "-Djava.awt.headless=true",
         _logging_option(jars),
         "-cp",

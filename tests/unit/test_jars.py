@@ -141,3 +141,20 @@ def test_kafka_3_broker_copies_leave_log4j2_out_and_log_through_reload4j(tmp_pat
     # A 3.9 broker's tree: reload4j's binding.
     (tmp_path / "slf4j-reload4j-1.7.36.jar").write_bytes(b"")
     assert any(a.startswith("-Dlog4j.configuration=file:") for a in options())
+
+
+def test_sandbox_jvms_start_quick_unless_the_server_compiler_is_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from audit.sandbox.processes import SANDBOX_JVM, java_cmd
+
+    monkeypatch.delenv(SANDBOX_JVM, raising=False)
+    quick = java_cmd("java", str(tmp_path), 256, "M", [])
+    assert {"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"} <= set(quick)
+    assert "-XX:+UseG1GC" not in quick
+    monkeypatch.setenv(SANDBOX_JVM, "server")
+    server = java_cmd("java", str(tmp_path), 256, "M", [])
+    assert "-XX:+UseG1GC" in server and not any(a.startswith("-XX:TieredStopAtLevel") for a in server)
+    monkeypatch.setenv(SANDBOX_JVM, "fast")
+    with pytest.raises(SandboxError, match="MIRROR_AUDIT_SANDBOX_JVM is 'fast': use 'quick'"):
+        java_cmd("java", str(tmp_path), 256, "M", [])
