@@ -244,6 +244,15 @@ def server_properties(
         "share.coordinator.state.topic.replication.factor": "1",
         "share.coordinator.state.topic.min.isr": "1",
         "group.initial.rebalance.delay.ms": "0",
+        # A member of a share, streams or consumer group (the new protocol) learns its
+        # assignment at its next heartbeat: every 5 s by default, so each group a test or
+        # the demo starts waited that long for its first records. Loopback answers in
+        # milliseconds; sessions keep their 45 s.
+        **{
+            f"group.{kind}.{key}": "500"
+            for kind in ("share", "streams", "consumer")
+            for key in ("min.heartbeat.interval.ms", "heartbeat.interval.ms")
+        },
         # Leadership moves only when a test asks for it (epochs rise only then).
         "auto.leader.rebalance.enable": "false",
         "log.flush.interval.messages": "9223372036854775807",

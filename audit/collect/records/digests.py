@@ -328,8 +328,11 @@ def _file_name(side: str, ranges: list[tuple[str, int, int, int]]) -> str:
 def _digest_task(
     settings: dict[str, dict[str, Any]], cfg: AuditConfig, outcomes: Any, root: str
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
     timeout = cfg.records.timeout_seconds
     size = cfg.records.chunk_records
+    told = to_arrow_schema(_written_schema())  # the rows a task yields, as Spark declares them
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -363,14 +366,7 @@ def _digest_task(
             outcomes.add(read)
         if written:
             yield pa.RecordBatch.from_pylist(
-                [{"side": s, "file": f, "records": n} for s, f, n in written],
-                schema=pa.schema(
-                    [
-                        pa.field("side", pa.string(), False),
-                        pa.field("file", pa.string(), False),
-                        pa.field("records", pa.int64(), False),
-                    ]
-                ),
+                [{"side": s, "file": f, "records": n} for s, f, n in written], schema=told
             )
 
     return run
