@@ -112,7 +112,7 @@ def fresh_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
             shutil.copy2(src, dst)
             os.utime(dst, (OLD, OLD))
     venv = Path(sys.prefix)
-    for stamp in (".installed", ".native-installed"):
+    for stamp in (".created", ".installed", ".native-installed"):
         assert (venv / stamp).exists(), f"run the suite through make (no {venv / stamp})"
     (tree / ".venv").symlink_to(venv)
     assert not any((tree / "reports").glob("*/")), "a fresh tree has no runs"
