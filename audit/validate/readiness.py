@@ -255,18 +255,26 @@ FAILBACK_FIGURES: FigureQueries = (
 )
 
 
-def figure_sql(f: Sum) -> str:
-    """One row: the sum of the known terms, how many rows there are and how many terms are
-    null. Summed as 38-digit decimals, in both engines: each term fits 64 bits (the
-    snapshot's offsets are bounded, ``compare.run.MAX_SNAPSHOT_INTEGER``), but their sum
-    over enough partitions need not, and a 64-bit sum overflows into an error (Spark) or
-    a failed cast (DuckDB) in the middle of a run. The value reaches Python as an int."""
-    return f"""
-SELECT sum(CAST(({f.term}) AS DECIMAL(38, 0))) AS x,
-  CAST(count(*) AS BIGINT) AS n,
-  CAST(sum(CASE WHEN ({f.term}) IS NULL THEN 1 ELSE 0 END) AS BIGINT) AS unknown
-FROM {{{f.table}}} WHERE {f.where}
-"""
+def figures_sql(table: str, sums: list[Sum]) -> str:
+    """One row for all of ``sums`` over ``table`` (one pass per table, not one per figure:
+    each figure a Spark job of its own cost a nightly 2 s): per figure ``i``, the sum of
+    its known terms (``x{i}``), how many rows its ``where`` holds for (``n{i}``) and how
+    many of their terms are null (``unknown{i}``). Summed as 38-digit decimals, in both
+    engines: each term fits 64 bits (the snapshot's offsets are bounded,
+    ``compare.run.MAX_SNAPSHOT_INTEGER``), but their sum over enough partitions need not,
+    and a 64-bit sum overflows into an error (Spark) or a failed cast (DuckDB) in the
+    middle of a run. The value reaches Python as an int."""
+    columns = []
+    for i, f in enumerate(sums):
+        assert f.table == table, (f.name, f.table, table)
+        held = f"coalesce({f.where}, FALSE)"
+        columns += [
+            f"sum(CASE WHEN {held} THEN CAST(({f.term}) AS DECIMAL(38, 0)) END) AS x{i}",
+            f"CAST(coalesce(sum(CASE WHEN {held} THEN 1 ELSE 0 END), 0) AS BIGINT) AS n{i}",
+            f"CAST(coalesce(sum(CASE WHEN {held} AND ({f.term}) IS NULL THEN 1 ELSE 0 END), 0) AS BIGINT)"
+            f" AS unknown{i}",
+        ]
+    return "SELECT " + ",\n  ".join(columns) + f"\nFROM {{{table}}}\n"
 
 
 def missing_sql(f: Sum) -> str:
@@ -298,17 +306,26 @@ def figures(compared: Compared, queries: FigureQueries) -> Figures:
     table that was not computed, or with a row whose term is unknown, is unknown."""
     values: dict[str, int | None] = {}
     unknown: dict[str, dict[str, Any]] = {}
+    by_table: dict[str, list[Sum]] = {}
+    for f in queries:
+        by_table.setdefault(f.table, []).append(f)
+    counted: dict[str, tuple[Any, Any, Any]] = {}
+    for table, sums in by_table.items():
+        if compared.tables.has(table):
+            (row,) = compared.tables.rows(figures_sql(table, sums))
+            for i, f in enumerate(sums):
+                counted[f.name] = (row[f"x{i}"], row[f"n{i}"], row[f"unknown{i}"])
     for f in queries:
         name = f.name
-        if not compared.tables.has(f.table):
+        if name not in counted:
             values[name] = None
             unknown[name] = {"reason": f"{f.table} was not computed (its inputs were not collected)"}
             continue
-        (row,) = compared.tables.rows(figure_sql(f))
-        missing = int(row["unknown"] or 0)
+        total, judged, nulls = counted[name]
+        missing = int(nulls or 0)
         if missing:
             values[name] = None
-            known = int(row["x"] or 0)
+            known = int(total or 0)
             inputs = _missing_inputs(compared, f)
             lacking = (
                 "; ".join(f"{what} is missing for {n}" for what, n in inputs.items())
@@ -316,13 +333,13 @@ def figures(compared: Compared, queries: FigureQueries) -> Figures:
                 else f"{f.unknown_because} is missing"
             )
             unknown[name] = {
-                "reason": f"unknown for {missing} of {int(row['n'])} {f.rows}: {lacking}",
+                "reason": f"unknown for {missing} of {int(judged)} {f.rows}: {lacking}",
                 "rows_unknown": missing,
-                "rows": int(row["n"]),
+                "rows": int(judged),
                 "known_part": known,
             }
             if inputs:
                 unknown[name]["missing_inputs"] = inputs
         else:
-            values[name] = int(row["x"] or 0)  # the sum over no rows is 0: nothing to lose
+            values[name] = int(total or 0)  # the sum over no rows is 0: nothing to lose
     return Figures(values, unknown)
