@@ -255,18 +255,18 @@ FAILBACK_FIGURES: FigureQueries = (
 )
 
 
-def figures_sql(table: str, sums: list[Sum]) -> str:
-    """One row for all of ``sums`` over ``table`` (one pass per table, not one per figure:
-    each figure a Spark job of its own cost a nightly 2 s): per figure ``i``, the sum of
-    its known terms (``x{i}``), how many rows its ``where`` holds for (``n{i}``) and how
-    many of their terms are null (``unknown{i}``). Summed as 38-digit decimals, in both
-    engines: each term fits 64 bits (the snapshot's offsets are bounded,
+def figures_sql(sums: list[Sum]) -> str:
+    """One row for all of ``sums``, figures over one table (one pass per table, where each
+    figure was a Spark job of its own): per figure ``i``, the sum of its known terms
+    (``x{i}``), how many rows its ``where`` holds for (``n{i}``) and how many of their
+    terms are null (``unknown{i}``). Summed as 38-digit decimals, in both engines: each
+    term fits 64 bits (the snapshot's offsets are bounded,
     ``compare.run.MAX_SNAPSHOT_INTEGER``), but their sum over enough partitions need not,
     and a 64-bit sum overflows into an error (Spark) or a failed cast (DuckDB) in the
     middle of a run. The value reaches Python as an int."""
+    (table,) = {f.table for f in sums}
     columns = []
     for i, f in enumerate(sums):
-        assert f.table == table, (f.name, f.table, table)
         held = f"coalesce({f.where}, FALSE)"
         columns += [
             f"sum(CASE WHEN {held} THEN CAST(({f.term}) AS DECIMAL(38, 0)) END) AS x{i}",
@@ -312,7 +312,7 @@ def figures(compared: Compared, queries: FigureQueries) -> Figures:
     counted: dict[str, tuple[Any, Any, Any]] = {}
     for table, sums in by_table.items():
         if compared.tables.has(table):
-            (row,) = compared.tables.rows(figures_sql(table, sums))
+            (row,) = compared.tables.rows(figures_sql(sums))
             for i, f in enumerate(sums):
                 counted[f.name] = (row[f"x{i}"], row[f"n{i}"], row[f"unknown{i}"])
     for f in queries:
