@@ -26,8 +26,8 @@ from audit.snapshot import SnapshotPair, read_pair
 from audit.validate.figures import MAX_LAG_SECONDS, MIN_EPOCH_HEADROOM, TOTAL_LAG
 
 if TYPE_CHECKING:
-    from audit.validate.gx import SuiteFile
     from audit.validate.readiness import Figures
+    from audit.validate.suites import SuiteFile
 
 log = logging.getLogger(__name__)
 
@@ -205,12 +205,12 @@ def audit_snapshots(
 def _accepted_loss(results: list[Any], cfg: AuditConfig) -> list[str]:
     """The known loss the configuration accepts (``readiness.accept_lost``), as a line said
     on every run: MM2-SKIP-1's gaps on those topics warn instead of failing."""
-    from audit.validate.invariants import mm2 as mm2_invariants
+    from audit.validate.invariants import named
 
     if not cfg.readiness.accept_lost:
         return []
     for r in results:
-        if r.id != mm2_invariants.SKIP_1.id:
+        if r.id != named.MM2_SKIP_1:
             continue
         gaps = sum(c.unexpected for c in r.checks if c.severity == "warn" and not c.success)
         if gaps:

@@ -14,7 +14,7 @@ from typing import Any
 
 from audit.compare.run import Compared
 from audit.validate.figures import Sum
-from audit.validate.invariants import cluster_mirroring as cm
+from audit.validate.invariants import named
 from audit.validate.readiness import CLUSTER_MIRRORING_LAG, MM2_LAG
 from audit.validate.results import InvariantResult
 
@@ -76,8 +76,8 @@ def _topic_sum(lag: Sum) -> str:
 CLUSTER_MIRRORING_SLICES = ReportSlices(
     # Lag: too much (CM-LAG-1) or the destination ahead (CM-OFFSET-1); epochs: DLE below
     # SLE (CM-EPOCH-1) or short of headroom (CM-EPOCH-2).
-    lag_judged_by=(cm.LAG_1.id, cm.OFFSET_1.id),
-    epochs_judged_by=(cm.EPOCH_1.id, cm.EPOCH_2.id),
+    lag_judged_by=(named.CM_LAG_1, named.CM_OFFSET_1),
+    epochs_judged_by=(named.CM_EPOCH_1, named.CM_EPOCH_2),
     total_lag=CLUSTER_MIRRORING_LAG,
     totals="""
 SELECT
@@ -119,7 +119,7 @@ FROM {{partitions}} WHERE in_scope GROUP BY topic ORDER BY topic
 # Mode mm2: the lag chart shows unreplicated records per partition (from the offset
 # syncs); there are no leader-epoch or group-position charts under translation.
 MM2_SLICES = ReportSlices(
-    lag_judged_by=(cm.LAG_1.id,),
+    lag_judged_by=(named.CM_LAG_1,),
     lag_table="mm2_partitions",
     total_lag=MM2_LAG,
     totals="""

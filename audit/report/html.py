@@ -25,8 +25,7 @@ from audit.fsutil import atomic_write_text
 from audit.report.data import ReportData
 from audit.validate.figures import EXPECTED_LOSS, TOTAL_LAG, present, shown
 from audit.validate.gaps import row_label
-from audit.validate.invariants import ALL, with_details
-from audit.validate.invariants import cluster_mirroring as cm
+from audit.validate.invariants import ALL, named, with_details
 
 
 def _resource(name: str) -> str:
@@ -418,7 +417,7 @@ def render_report(
         ),
         # Which details each invariant shows (Invariant.details): the template renders by kind.
         shows={inv_id: inv.details for inv_id, inv in ALL.items()},
-        epoch_ids=(cm.EPOCH_1.id, cm.EPOCH_2.id),  # the epoch chart's caption
+        epoch_ids=(named.CM_EPOCH_1, named.CM_EPOCH_2),  # the epoch chart's caption
         history=trend_rows,
         recent=trend_rows[-10:],
         changes=summary.get("changes") or {},

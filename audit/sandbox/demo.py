@@ -36,7 +36,7 @@ from audit.sandbox.mirror import SourceRecord, mirror_once, sync_group_offsets, 
 from audit.sandbox.share_groups import share_groups_supported, start_share_consumer, sync_share_group_offsets
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, client_conf, commit_offsets, produce, require_fresh_demo
-from audit.validate.invariants import cluster_mirroring as cm
+from audit.validate.invariants import named
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +53,8 @@ CORRUPTED = ("orders", 2, 42)  # the faulty demo's mirror writes this record dif
 # fault (DLE below SLE is also short of headroom), CM-OFFSET-1 and -2 as a consequence of
 # the partition missing from the destination (they cannot check it: unchecked, never passed).
 INJECTED = InjectedFaults(
-    fail=frozenset(i.id for i in (cm.TOPIC_1, cm.EPOCH_1, cm.GROUP_1, cm.GROUP_2, cm.DATA_1)),
-    warn=frozenset(i.id for i in (cm.TXN_1, cm.EPOCH_2, cm.OFFSET_1, cm.OFFSET_2)),
+    fail=frozenset({named.CM_TOPIC_1, named.CM_EPOCH_1, named.CM_GROUP_1, named.CM_GROUP_2, named.CM_DATA_1}),
+    warn=frozenset({named.CM_TXN_1, named.CM_EPOCH_2, named.CM_OFFSET_1, named.CM_OFFSET_2}),
 )
 
 

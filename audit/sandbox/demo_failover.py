@@ -43,7 +43,7 @@ from audit.sandbox.injected import InjectedFaults
 from audit.sandbox.leaders import move_leaders
 from audit.sandbox.state import SandboxState
 from audit.sandbox.traffic import Record, client_conf, commit_offsets, produce, require_fresh_demo
-from audit.validate.invariants import failover as fo
+from audit.validate.invariants import named
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +66,8 @@ TRUNCATED = {
 # What each step says of the faulty demo (the healthy one: nothing fails or warns).
 INJECTED = {
     "readiness": InjectedFaults(fail=frozenset(), warn=None),
-    "verify": InjectedFaults(fail=frozenset({fo.FAILOVER_2.id}), warn=frozenset()),
-    "failback": InjectedFaults(fail=frozenset({fo.FAILBACK_1.id, fo.FAILBACK_3.id}), warn=frozenset()),
+    "verify": InjectedFaults(fail=frozenset({named.CM_FAILOVER_2}), warn=frozenset()),
+    "failback": InjectedFaults(fail=frozenset({named.CM_FAILBACK_1, named.CM_FAILBACK_3}), warn=frozenset()),
 }
 HEALTHY = InjectedFaults(fail=frozenset(), warn=frozenset())
 

@@ -50,8 +50,7 @@ from audit.sandbox.traffic import (
     require_fresh_demo,
     retry_group_call,
 )
-from audit.validate.invariants import cluster_mirroring as cm
-from audit.validate.invariants import mm2 as mm2i
+from audit.validate.invariants import named
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +65,9 @@ OPTIONS = mm2.Mm2Options(
 )
 # What the faults above make the audit fail (warnings are not part of this demo's promise).
 INJECTED = InjectedFaults(
-    fail=frozenset({mm2i.CKPT_2.id, mm2i.READY_1.id, cm.GROUP_2.id, mm2i.DATA_1.id, mm2i.SKIP_1.id})
+    fail=frozenset(
+        {named.MM2_CKPT_2, named.MM2_READY_1, named.CM_GROUP_2, named.MM2_DATA_1, named.MM2_SKIP_1}
+    )
 )
 # The skip: records written on orders-2 while MirrorMaker 2 is stopped, and how many of
 # them its moved position makes it pass over.

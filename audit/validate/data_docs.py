@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 from audit.errors import ConfigError, OutputError
 
 if TYPE_CHECKING:
-    from audit.validate.gx import SuiteFile
     from audit.validate.results import CheckOutcome
+    from audit.validate.suites import SuiteFile
 
 log = logging.getLogger(__name__)
 

@@ -20,10 +20,11 @@ from audit.schemas import COMPARISON_TABLES
 from audit.validate import data_docs as docs_writer
 from audit.validate.coverage import collect_gaps
 from audit.validate.evaluate import CompiledCheck, compile_suite, evaluate_suites
-from audit.validate.gx import GxRunner, SuiteFile, load_suites, plain
-from audit.validate.gx import expectations_dir as find_expectations
+from audit.validate.gx import GxRunner, plain
 from audit.validate.invariants import Invariant
 from audit.validate.results import MAX_EXAMPLES, NOT_COLLECTED, CheckOutcome, InvariantResult, fold, skipped
+from audit.validate.suites import SuiteFile, load_suites
+from audit.validate.suites import expectations_dir as find_expectations
 
 log = logging.getLogger(__name__)
 

@@ -66,7 +66,7 @@ def test_the_installed_package_runs_outside_the_checkout(installed: Path) -> Non
         [
             str(installed / "python"),
             "-c",
-            "import audit; from audit.validate.gx import expectations_dir; "
+            "import audit; from audit.validate.suites import expectations_dir; "
             "print(audit.__file__); print(expectations_dir()[0])",
         ],
         cwd=installed,
@@ -125,7 +125,11 @@ def test_the_wheel_gives_the_checkouts_summary(installed: Path, workdir: Path, c
 def test_an_operators_own_suites_are_used_and_a_broken_one_is_named(installed: Path, workdir: Path) -> None:
     mine = workdir / "my-suites"
     where = _run(
-        [str(installed / "python"), "-c", "from audit.validate.gx import *; print(expectations_dir()[0])"],
+        [
+            str(installed / "python"),
+            "-c",
+            "from audit.validate.suites import *; print(expectations_dir()[0])",
+        ],
         cwd=workdir,
     )
     shutil.copytree(where.stdout.strip(), mine)

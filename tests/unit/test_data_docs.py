@@ -14,8 +14,8 @@ import pytest
 from audit.errors import ConfigError, OutputError
 from audit.validate import data_docs
 from audit.validate.evaluate import Counts, compile_suite, outcome
-from audit.validate.gx import SuiteFile, load_suite_file, shipped_expectations_dir
 from audit.validate.results import CheckOutcome
+from audit.validate.suites import SuiteFile, load_suite_file, shipped_expectations_dir
 
 pytestmark = pytest.mark.unit
 

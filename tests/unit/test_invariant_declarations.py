@@ -1,9 +1,11 @@
-"""One declaration per invariant: its ID is written once, in audit/validate/invariants/,
-and everything else (profiles, coverage, the report's details, the demos' promises) takes
-it from the declaration. An ID as a value elsewhere in the code (a key, a comparison, a
-set member, a template's condition) is a second place an invariant lives, found by nothing
-when the declaration changes. Prose that names an invariant (help text, docstrings, SQL
-comments, the report's captions) is documentation and may."""
+"""One declaration per invariant: it is declared once, in ``meta.invariants`` of the shipped
+suite that holds its checks, and everything else (profiles, coverage, the report's details,
+the demos' promises) takes it from the catalogue; the few the code names itself it names
+through audit/validate/invariants/named.py, checked at import. An ID as a value elsewhere
+in the code (a key, a comparison, a set member, a template's condition) is a second place
+an invariant lives, found by nothing when the declaration changes. Prose that names an
+invariant (help text, docstrings, SQL comments, the report's captions) is documentation
+and may."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from audit.schemas import AUX_TABLES, SNAPSHOT_TABLES
-from audit.validate.gx import shipped_expectations_dir
 from audit.validate.invariants import (
     ALL,
     CLUSTER_MIRRORING,
@@ -21,8 +24,12 @@ from audit.validate.invariants import (
     FAILOVER_VERIFY,
     MM2,
     MM2_DATA,
+    SUITES,
+    Invariant,
+    declared,
     with_details,
 )
+from audit.validate.suites import shipped_expectations_dir
 
 AUDIT = Path(__file__).resolve().parents[2] / "audit"
 DECLARATIONS = AUDIT / "validate" / "invariants"
@@ -190,3 +197,45 @@ def test_every_invariant_has_its_row_in_the_docs() -> None:
     rows = set(re.findall(r"^\| ((?:CM|MM2)-[A-Z]+-[0-9]+) \|", page, re.M))
     assert sorted(set(ALL) - rows) == [], "invariants without a row in docs/invariants.md"
     assert sorted(rows - set(ALL)) == [], "rows in docs/invariants.md of no declared invariant"
+
+
+def _shipped() -> dict[str, dict]:  # type: ignore[type-arg]
+    return {p.stem: json.loads(p.read_text()) for p in shipped_expectations_dir().glob("*.json")}
+
+
+def test_each_invariant_is_declared_in_one_suite_that_holds_one_of_its_checks() -> None:
+    homes: dict[str, list[str]] = {}
+    for name, suite in _shipped().items():
+        named = {e["meta"]["invariant"] for e in suite["expectations"]}
+        for invariant_id in suite["meta"].get("invariants", {}):
+            homes.setdefault(invariant_id, []).append(name)
+            assert invariant_id in named, f"{name} declares {invariant_id} but holds none of its checks"
+    assert {i: h for i, h in homes.items() if len(h) != 1} == {}, "declared in more than one suite"
+    assert set(homes) == set(ALL)
+
+
+def test_every_suite_that_declares_invariants_is_in_a_jobs_report_order() -> None:
+    shipped = _shipped()
+    ordered = {name for names in SUITES.values() for name in names}
+    assert ordered <= set(shipped), ordered - set(shipped)
+    declaring = {name for name, suite in shipped.items() if suite["meta"].get("invariants")}
+    assert declaring <= ordered, f"suites whose invariants no catalogue lists: {declaring - ordered}"
+
+
+def test_a_malformed_declaration_is_refused_naming_the_suite_and_the_field() -> None:
+    good = {"statement": "s", "needs": "n", "remediation": "r"}
+    assert Invariant.from_meta("CM-X-1", {**good, "inputs": ["dst:partitions"]}, "x.json").inputs == (
+        "dst:partitions",
+    )
+    with pytest.raises(ValueError, match=r"x.json: meta.invariants\['CM-X-1'\]: unknown field\(s\) remedy"):
+        Invariant.from_meta("CM-X-1", {**good, "remedy": "r"}, "x.json")
+    with pytest.raises(ValueError, match="missing needs"):
+        Invariant.from_meta("CM-X-1", {"statement": "s", "remediation": "r"}, "x.json")
+    with pytest.raises(ValueError, match="unknown kind"):
+        Invariant.from_meta("CM-X-1", {**good, "details": ["charts"]}, "x.json")
+
+
+def test_the_code_names_only_declared_invariants() -> None:
+    assert declared("CM-EPOCH-1") == "CM-EPOCH-1"
+    with pytest.raises(KeyError, match="CM-NOPE-1"):
+        declared("CM-NOPE-1")

@@ -247,7 +247,7 @@ def test_a_path_that_cannot_work_exits_2_naming_it(
 def test_the_shipped_suites_are_found_from_any_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from audit.validate.gx import expectations_dir, load_suites
+    from audit.validate.suites import expectations_dir, load_suites
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MIRROR_AUDIT_EXPECTATIONS", raising=False)

@@ -13,8 +13,8 @@ from audit.config_file import parse_config
 from audit.pipeline import compare_snapshots
 from audit.profiles import profile_of
 from audit.report.data import collect_report_data
-from audit.validate.gx import SuiteFile
 from audit.validate.run import mode_suites, run_validation
+from audit.validate.suites import SuiteFile
 from tests.snapshots import part, write_pair
 
 CFG = parse_config("{}", env={})

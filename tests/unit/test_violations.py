@@ -14,8 +14,8 @@ from audit.compare.tables import KEY_COLUMNS, ROWS
 from audit.config import Thresholds
 from audit.schemas import COMPARISON_TABLES
 from audit.validate.expectation_sql import unexpected_rows_sql
-from audit.validate.gx import shipped_expectations_dir
 from audit.validate.keys import key_sql, parse_key, row_key
+from audit.validate.suites import shipped_expectations_dir
 
 HOSTILE = [
     "plain",
