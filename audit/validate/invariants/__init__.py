@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import cache
+from typing import Any
 
 from audit.fsutil import json_loads
 from audit.validate.invariants.declaration import DETAIL_KINDS, Invariant
@@ -45,7 +46,7 @@ SUITES: dict[str, tuple[str, ...]] = {
 
 
 @cache
-def _suites() -> dict[str, dict[str, object]]:
+def _suites() -> dict[str, dict[str, Any]]:
     """The shipped suites' raw JSON by name (the file's stem)."""
     return {
         path.stem: json_loads(path.read_text(encoding="utf-8"))
@@ -54,10 +55,7 @@ def _suites() -> dict[str, dict[str, object]]:
 
 
 def _declared(suite: str) -> tuple[Invariant, ...]:
-    raw = _suites()[suite]
-    meta = raw.get("meta") or {}
-    assert isinstance(meta, dict)
-    declared = meta.get("invariants") or {}
+    declared = (_suites()[suite].get("meta") or {}).get("invariants") or {}
     return tuple(Invariant.from_meta(i, f, f"expectations/{suite}.json") for i, f in declared.items())
 
 
@@ -69,9 +67,7 @@ def checked_by(suite_names: tuple[str, ...]) -> frozenset[str]:
     """The invariant IDs the expectations of these shipped suites name."""
     found: set[str] = set()
     for name in suite_names:
-        expectations = _suites()[name].get("expectations") or []
-        assert isinstance(expectations, list)
-        found.update(e["meta"]["invariant"] for e in expectations)
+        found.update(e["meta"]["invariant"] for e in _suites()[name].get("expectations") or [])
     return frozenset(found)
 
 
