@@ -58,12 +58,33 @@ T0_MS = 1_795_219_200_000
 
 def _pair(root: Path, partitions: int) -> tuple[Path, Path]:
     per_topic = 100
-    src_parts, dst_parts = [], []
+    src_parts: list[PartitionRecord] = []
+    dst_parts: list[PartitionRecord] = []
+    # Topics without a remote tier, read as such (their local log starts at the log start):
+    # otherwise every partition's tier is unknown and CM-TIER-1/2 leave all of them
+    # unchecked, which is not the 1% this pair is about.
     for i in range(partitions):
         topic, p = f"t{i // per_topic:04d}", i % per_topic
-        src_parts.append(PartitionRecord(topic, p, f"id-{topic}", 1, 5, 0, 1000, 1000, T0_MS - 1000))
         epoch = 4 if i % 100 == 1 else (None if i % 100 == 2 else 9)
-        dst_parts.append(PartitionRecord(topic, p, f"id-{topic}", 1, epoch, 0, 990, 990, T0_MS - 2000))
+        for parts, leader_epoch, end, newest in (
+            (src_parts, 5, 1000, T0_MS - 1000),
+            (dst_parts, epoch, 990, T0_MS - 2000),
+        ):
+            parts.append(
+                PartitionRecord(
+                    topic,
+                    p,
+                    f"id-{topic}",
+                    1,
+                    leader_epoch,
+                    0,
+                    end,
+                    end,
+                    newest,
+                    remote_storage=False,
+                    local_log_start_offset=0,
+                )
+            )
     groups = [GroupRecord(f"g{g:02d}", "classic", "EMPTY", 0) for g in range(20)]
     offsets = [
         GroupOffsetRecord(f"g{i % 20:02d}", r.topic, r.partition, 900, 5, None)
