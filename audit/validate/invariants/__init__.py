@@ -15,9 +15,8 @@ import dataclasses
 from functools import cache
 from typing import Any
 
-from audit.fsutil import json_loads
 from audit.validate.invariants.declaration import DETAIL_KINDS, Invariant
-from audit.validate.suites import shipped_expectations_dir
+from audit.validate.suites import load_suites, shipped_expectations_dir
 
 # Each job's suites in report order; within a suite, the order of its ``meta.invariants``.
 # A suite that declares invariants is listed under its job (a test says so); a suite may
@@ -47,11 +46,8 @@ SUITES: dict[str, tuple[str, ...]] = {
 
 @cache
 def _suites() -> dict[str, dict[str, Any]]:
-    """The shipped suites' raw JSON by name (the file's stem)."""
-    return {
-        path.stem: json_loads(path.read_text(encoding="utf-8"))
-        for path in sorted(shipped_expectations_dir().glob("*.json"))
-    }
+    """The shipped suites' raw JSON by name, read as a run reads suites (``load_suites``)."""
+    return {suite.path.stem: suite.raw for suite in load_suites(shipped_expectations_dir(), ("*.json",))}
 
 
 def _declared(suite: str) -> tuple[Invariant, ...]:

@@ -53,18 +53,10 @@ class Invariant:
         known = {f.name for f in fields(cls)} - {"id", "not_applicable"}
         unknown = sorted(set(fields_) - known)
         missing = sorted({"statement", "needs", "remediation"} - set(fields_))
-        if unknown or missing:
-            raise ValueError(
-                f"{where}: meta.invariants[{invariant_id!r}]: "
-                + "; ".join(
-                    part
-                    for part in (
-                        f"unknown field(s) {', '.join(unknown)}" if unknown else "",
-                        f"missing {', '.join(missing)}" if missing else "",
-                    )
-                    if part
-                )
-            )
+        problems = [f"unknown field(s) {', '.join(unknown)}"] if unknown else []
+        problems += [f"missing {', '.join(missing)}"] if missing else []
+        if problems:
+            raise ValueError(f"{where}: meta.invariants[{invariant_id!r}]: {'; '.join(problems)}")
         details = tuple(fields_.get("details", ()))
         if not set(details) <= DETAIL_KINDS:
             raise ValueError(
