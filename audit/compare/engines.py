@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -41,6 +42,8 @@ class Tables(Protocol):
     # Whether it computes the data-level tables (a row per batch or record chunk: they grow
     # with the data, so only the engine that spreads work over a cluster takes them).
     data_level: bool
+    # How many comparisons it may compute at once (from as many threads; 1: in order).
+    concurrent_queries: int
 
     def run_info(self) -> dict[str, Any]:
         """What summary.json's run section says of the engine's run (empty for DuckDB)."""
@@ -94,10 +97,12 @@ class Tables(Protocol):
 class SparkTables:
     engine: EngineName = "spark"
     data_level = True
+    concurrent_queries = 3
 
     def __init__(self, spark: Any) -> None:
         self.spark = spark
         self._frames: dict[str, Any] = {}
+        self._lock = threading.Lock()
         self._loaded: set[str] = set()
 
     def collected(self, name: str) -> bool:
@@ -135,7 +140,9 @@ class SparkTables:
         self._frames[name] = self.spark.createDataFrame(rows, spark_schema(table))
 
     def query(self, sql: str) -> Any:
-        return self.spark.sql(sql, **self._frames)
+        with self._lock:  # comparisons computed from several threads add their frames
+            frames = dict(self._frames)
+        return self.spark.sql(sql, **frames)
 
     def compute(self, comparison: Comparison, path: Path) -> None:
         # Metadata-sized: one partition sorted by the key costs one shuffle, where ORDER BY
@@ -146,13 +153,14 @@ class SparkTables:
         for step in comparison.steps:
             at = path.with_name(f"{step.name}.step.parquet")  # Spark reads no path named .* or _*
             self.query(step.sql).write.mode("overwrite").parquet(str(at))
-            self._frames[step.name] = self.spark.read.parquet(str(at))
+            self._set(step.name, self.spark.read.parquet(str(at)))
             staged.append(at)
         df = self.query(comparison.declared_sql(ordered=False))
         one = df.repartition(1) if comparison.grows_with_data else df.coalesce(1)
         self.write(comparison.table, one.sortWithinPartitions(*comparison.key), path)
         for step, at in zip(comparison.steps, staged, strict=True):  # the result was read back
-            del self._frames[step.name]
+            with self._lock:
+                del self._frames[step.name]
             shutil.rmtree(at, ignore_errors=True)
 
     def write(self, table: str, df: Any, path: Path) -> None:
@@ -164,7 +172,11 @@ class SparkTables:
             [F.col(f.name).cast(f.dataType).alias(f.name) for f in spark_schema(table, "comparison").fields]
         )
         declared.write.mode("overwrite").parquet(str(path))
-        self._frames[table] = self.spark.read.parquet(str(path))
+        self._set(table, self.spark.read.parquet(str(path)))
+
+    def _set(self, name: str, df: Any) -> None:
+        with self._lock:
+            self._frames[name] = df
 
     def rows(self, sql: str) -> list[dict[str, Any]]:
         return [r.asDict() for r in self.query(sql).collect()]
@@ -202,6 +214,7 @@ class _ViewNames(dict[str, str]):
 class LocalTables:
     engine: EngineName = "local"
     data_level = False
+    concurrent_queries = 1
 
     def __init__(self, pair: SnapshotPair | None = None) -> None:
         import duckdb
