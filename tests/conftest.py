@@ -181,6 +181,10 @@ def spark() -> Iterator[object]:
                 # This JVM serves a worker's whole run: the server compiler repays its
                 # warm-up here, unlike in a CLI run's JVM (tests/spark_conf).
                 "spark.driver.extraJavaOptions": "-XX:+UseG1GC",
+                # Spark is the subject of the tests on this session: it generates code,
+                # as in production (the CLI runs' JVMs interpret: tests/spark_conf).
+                "spark.sql.codegen.wholeStage": "true",
+                "spark.sql.codegen.factoryMode": "FALLBACK",
             },
         )
     )

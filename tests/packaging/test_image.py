@@ -8,7 +8,9 @@ the healthy demo's brokers as deploy/kubernetes's pods run them: its own non-roo
 read-only root with /tmp writable, the configuration mounted read-only and the output root
 a mounted volume. The verdicts must be the healthy demo's (GO, PASS), read through the
 compiled batch reader and the Kafka Java client the image carries, and every file written
-to the volume must belong to the image's user.
+to the volume must belong to the image's user. Its configuration carries the Spark settings
+of every CLI run the suite starts (tests/spark_conf/spark-defaults.conf: the client compiler,
+expressions interpreted), which the image's own environment would not pass on.
 
 podman runs with deploy/container/containers.conf (runc, cgroupfs, no default ulimits:
 what this machine's kernel and cgroups allow)."""
@@ -30,6 +32,7 @@ from tests.dist import Built
 
 REPO = Path(__file__).resolve().parents[2]
 CONTAINERS_CONF = REPO / "deploy" / "container" / "containers.conf"
+SUITE_SPARK_DEFAULTS = REPO / "tests" / "spark_conf" / "spark-defaults.conf"
 IMAGE = "localhost/kafka-mirror-audit:suite"
 IMAGE_UID = 10001
 CONFIG_DIR = "/etc/mirror-audit"
@@ -83,6 +86,18 @@ def image(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
     _run(["podman", "image", "prune", "--force"], timeout=300)
 
 
+def _suite_spark_defaults() -> dict[str, str]:
+    """The Spark settings of every CLI run the suite starts (tests/spark_conf says why),
+    which a run in the image gets from its configuration file: the image's environment
+    is its own."""
+    found = {}
+    for line in SUITE_SPARK_DEFAULTS.read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            key, value = line.split(None, 1)
+            found[key] = value.strip()
+    return found
+
+
 @pytest.fixture(scope="module")
 def mirrored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The healthy demo's clusters, and a configuration directory naming their brokers."""
@@ -100,7 +115,8 @@ def mirrored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             "  timeout_seconds: 20\n"
             "records:\n  enabled: true\n  chunk_records: 50\n"
             "spark:\n  master: local[2]\n  conf:\n    spark.sql.shuffle.partitions: '4'\n"
-            f"output:\n  root: {OUTPUT_ROOT}\n"
+            + "".join(f"    {k}: {json.dumps(v)}\n" for k, v in _suite_spark_defaults().items())
+            + f"output:\n  root: {OUTPUT_ROOT}\n"
         )
         (config_dir / "audit.yaml").chmod(0o644)
         yield config_dir
