@@ -113,7 +113,9 @@ def print_outcome(summary: dict[str, object], report: Path) -> None:
             print(f"    {gap['invariant']}: {gap['missing']} missing for {gap['rows']} {gap['unit']}{more}")
     skipped = [k for k, v in invariants.items() if v["status"] == "skipped"]
     if skipped:
-        print(f"  skipped (nothing in scope, or not collected): {', '.join(skipped)}")
+        print(
+            f"  skipped (nothing in scope, not collected, or no suite in use checks it): {', '.join(skipped)}"
+        )
     print(f"report: {report}")
 
 

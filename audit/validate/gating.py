@@ -6,7 +6,7 @@ in-scope row. A gating invariant with unchecked rows makes the answer NO-GO with
 "cannot verify" and what is missing, unless the configuration accepts that gap by name
 (``readiness.accept_unchecked``); an accepted gap is said on every run. Jobs whose gating
 inputs must be there (verify, failback) also answer "cannot verify" for a gating invariant
-that was not collected at all.
+that was not collected at all, or that no suite in use checks.
 """
 
 from __future__ import annotations
@@ -15,7 +15,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from audit.validate.results import NOT_COLLECTED, InvariantResult
+from audit.validate.results import NOT_COLLECTED, NOT_IN_SUITES, InvariantResult
+
+# Skips that leave a gating invariant unverified where its inputs must be there: its data
+# was not collected, or no suite in use checks it.
+UNCHECKED_SKIPS = (NOT_COLLECTED, NOT_IN_SUITES)
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,7 @@ def answer(results: Sequence[InvariantResult], gates: Collection[str], need_coll
                 accepted.append(f"{line} (accepted: readiness.accept_unchecked)")
             else:
                 cannot.append(f"cannot verify: {line}")
-        if need_collected and r.status == "skipped" and (r.reason or "").startswith(NOT_COLLECTED):
+        if need_collected and r.status == "skipped" and (r.reason or "").startswith(UNCHECKED_SKIPS):
             cannot.append(f"cannot verify: {r.id}: {r.reason}")
     reasons = (*failed, *cannot)
     return Answer(not reasons, tuple(reasons), tuple(accepted), tuple(sorted(gates)))

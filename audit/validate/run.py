@@ -22,7 +22,15 @@ from audit.validate.coverage import collect_gaps
 from audit.validate.evaluate import CompiledCheck, compile_suite, evaluate_suites
 from audit.validate.gx import GxRunner, plain
 from audit.validate.invariants import Invariant
-from audit.validate.results import MAX_EXAMPLES, NOT_COLLECTED, CheckOutcome, InvariantResult, fold, skipped
+from audit.validate.results import (
+    MAX_EXAMPLES,
+    NOT_COLLECTED,
+    NOT_IN_SUITES,
+    CheckOutcome,
+    InvariantResult,
+    fold,
+    skipped,
+)
 from audit.validate.suites import SuiteFile, load_suites
 from audit.validate.suites import expectations_dir as find_expectations
 
@@ -42,6 +50,12 @@ class _Split:
             yield
         finally:
             self.seconds[part] += time.monotonic() - start
+
+
+def _suites_dir(suites: list[SuiteFile]) -> str:
+    """Where the run's suites came from, as a reason names it."""
+    dirs = sorted({str(s.path.parent) for s in suites})
+    return ", ".join(dirs) if dirs else "no suite"
 
 
 def _examples_sql(outcome: CheckOutcome, index_columns: list[str]) -> str | None:
@@ -191,6 +205,7 @@ def run_validation(
     if timings is not None:
         timings.update(clock.seconds)
     accepted = set(cfg.readiness.accept_unchecked)
+    named = {inv_id for suite in suites for inv_id in suite.invariants}
     results = []
     for inv in catalogue:
         checks = by_invariant.pop(inv.id, [])
@@ -200,7 +215,12 @@ def run_validation(
             results.append(fold(inv.id, inv.statement, checks, inv_gaps, is_accepted))
         else:
             reason = f"{NOT_COLLECTED}: needs {inv.needs}"
-            if inv.spark_only and not compared.tables.data_level:
+            if inv.id not in named:
+                reason = (
+                    f"{NOT_IN_SUITES}: no expectation in {_suites_dir(suites)} names it "
+                    "(validation.expectations_dir; the shipped suites check it)"
+                )
+            elif inv.spark_only and not compared.tables.data_level:
                 reason = (
                     f"{NOT_COLLECTED} by this engine: checked by the Spark engine only (--engine spark): "
                     f"needs {inv.needs}"

@@ -42,6 +42,11 @@ class SuiteFile:
     path: Path
     raw: dict[str, Any]
 
+    @property
+    def invariants(self) -> frozenset[str]:
+        """The invariant IDs its expectations name (each names one: ``load_suite_file``)."""
+        return frozenset(e["meta"]["invariant"] for e in self.raw.get("expectations") or [])
+
 
 def load_suite_file(path: Path) -> SuiteFile:
     try:
