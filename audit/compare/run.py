@@ -252,8 +252,8 @@ def compute_all(tables: Tables, comparisons: list[Comparison], directory: Path) 
     other run side by side. A Spark job over metadata is mostly the driver's planning and
     scheduling, and a Parquet commit, and those overlap. Measured on two cores, with the test
     suite's Spark settings: two compares of mode mm2's seven comparisons of a small pair took
-    34-36 s one at a time and 26-33 s three at a time. DuckDB has one connection, so it computes them in order. The first
-    failure stops what has not started and is raised."""
+    34-36 s one at a time and 26-33 s three at a time. DuckDB has one connection, so it
+    computes them in order. The first failure stops what has not started and is raised."""
     paths = {c.table: directory / f"{c.table}.parquet" for c in comparisons}
     if tables.concurrent_queries < 2 or len(comparisons) < 2:
         for comparison in comparisons:
