@@ -11,6 +11,7 @@ the caller fails (``running``).
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import logging
 import os
@@ -124,7 +125,9 @@ def start(
 
 
 def _wait_workers(cluster: SparkCluster, workers: int, timeout: float) -> None:
-    """Until the master's status page lists ``workers`` ALIVE workers."""
+    """Until the master's status page lists ``workers`` ALIVE workers. A page that does not
+    answer, or answers with what is not its JSON yet (an empty body while the master's web
+    server starts, seen on a busy machine), is a master not up yet, until the timeout."""
     deadline = time.monotonic() + timeout
     alive = 0
     while time.monotonic() < deadline:
@@ -134,7 +137,7 @@ def _wait_workers(cluster: SparkCluster, workers: int, timeout: float) -> None:
             alive = sum(1 for w in status.get("workers", []) if w.get("state") == "ALIVE")
             if alive >= workers:
                 return
-        except OSError:
+        except (OSError, ValueError, http.client.HTTPException):
             pass
         time.sleep(0.5)
     raise SandboxError(
