@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 from functools import cache
-from typing import Any
 
 from audit.validate.invariants.declaration import DETAIL_KINDS, Invariant
-from audit.validate.suites import load_suites, shipped_expectations_dir
+from audit.validate.suites import SuiteFile, load_suites, shipped_expectations_dir
 
 # Each job's suites in report order; within a suite, the order of its ``meta.invariants``.
 # A suite that declares invariants is listed under its job (a test says so); a suite may
@@ -45,13 +44,13 @@ SUITES: dict[str, tuple[str, ...]] = {
 
 
 @cache
-def _suites() -> dict[str, dict[str, Any]]:
-    """The shipped suites' raw JSON by name, read as a run reads suites (``load_suites``)."""
-    return {suite.path.stem: suite.raw for suite in load_suites(shipped_expectations_dir(), ("*.json",))}
+def _suites() -> dict[str, SuiteFile]:
+    """The shipped suites by name, read as a run reads suites (``load_suites``)."""
+    return {suite.path.stem: suite for suite in load_suites(shipped_expectations_dir(), ("*.json",))}
 
 
 def _declared(suite: str) -> tuple[Invariant, ...]:
-    declared = (_suites()[suite].get("meta") or {}).get("invariants") or {}
+    declared = (_suites()[suite].raw.get("meta") or {}).get("invariants") or {}
     return tuple(Invariant.from_meta(i, f, f"expectations/{suite}.json") for i, f in declared.items())
 
 
@@ -61,10 +60,7 @@ def _catalogue(job: str) -> tuple[Invariant, ...]:
 
 def checked_by(suite_names: tuple[str, ...]) -> frozenset[str]:
     """The invariant IDs the expectations of these shipped suites name."""
-    found: set[str] = set()
-    for name in suite_names:
-        found.update(e["meta"]["invariant"] for e in _suites()[name].get("expectations") or [])
-    return frozenset(found)
+    return frozenset().union(*(_suites()[name].invariants for name in suite_names))
 
 
 # An audit's catalogue, in report order; the stop's own state last (after a stop, an audit
