@@ -18,6 +18,7 @@ use std::os::raw::{c_char, c_void};
 use std::ptr;
 use std::time::{Duration, Instant};
 
+mod align;
 mod batches;
 mod chunks;
 
@@ -25,7 +26,7 @@ use chunks::{chunk_row, Chunker, Head, Range};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 use rdkafka_sys as rd;
 use rdkafka_sys::rd_kafka_resp_err_t as Err;
 
@@ -459,6 +460,130 @@ impl BatchRange {
     }
 }
 
+/// One partition's records of both sides compared as they are read (`align::Aligner`, mode
+/// mm2): the walker's digest buffers go in, the query's tally and the finding rows come
+/// out, or why this partition must be matched row by row.
+#[pyclass]
+struct Aligner {
+    inner: align::Aligner,
+    last: [i64; 2],
+}
+
+/// (offset, digest) pairs from two buffers of native-endian int64 (`take_digests`'s).
+fn digest_records(offsets: &[u8], digests: &[u8], last: &mut i64) -> PyResult<Vec<(i64, u64)>> {
+    if offsets.len() != digests.len() || !offsets.len().is_multiple_of(8) {
+        return Err(ReaderError::new_err("offsets and digests must be int64 buffers of one length"));
+    }
+    let word = |b: &[u8]| i64::from_ne_bytes(b.try_into().expect("8 bytes"));
+    let mut out = Vec::with_capacity(offsets.len() / 8);
+    for (o, d) in offsets.chunks_exact(8).zip(digests.chunks_exact(8)) {
+        let offset = word(o);
+        if offset <= *last {
+            return Err(ReaderError::new_err(format!("offset {offset} does not follow {last}")));
+        }
+        *last = offset;
+        out.push((offset, word(d) as u64));
+    }
+    Ok(out)
+}
+
+#[pymethods]
+impl Aligner {
+    /// The range as the query's `mm2_record_ranges` gives it: the newest sync read
+    /// (`end_u`, `end_d`), where each side was read from, the oldest sync read and the cut
+    /// earlier runs verified through (source, replica), if any; `window`: records per side
+    /// held unmatched before they are final.
+    #[new]
+    #[pyo3(signature = (end_u, end_d, src_read_start, dst_read_start, first_sync=None, cut=None, window=262_144))]
+    fn py_new(
+        end_u: i64,
+        end_d: i64,
+        src_read_start: i64,
+        dst_read_start: i64,
+        first_sync: Option<(i64, i64)>,
+        cut: Option<(i64, i64)>,
+        window: usize,
+    ) -> PyResult<Self> {
+        if window == 0 {
+            return Err(ReaderError::new_err("the window must hold at least one record"));
+        }
+        let p = align::Params { end_u, end_d, src_read_start, dst_read_start, first_sync, cut, window };
+        Ok(Aligner { inner: align::Aligner::new(p), last: [i64::MIN; 2] })
+    }
+
+    /// The source's next records (offsets ascending across calls).
+    fn push_src(&mut self, py: Python<'_>, offsets: &[u8], digests: &[u8]) -> PyResult<()> {
+        let records = digest_records(offsets, digests, &mut self.last[0])?;
+        let inner = &mut self.inner;
+        py.allow_threads(|| inner.push_src(records));
+        Ok(())
+    }
+
+    /// The replica's next records (offsets ascending across calls).
+    fn push_dst(&mut self, py: Python<'_>, offsets: &[u8], digests: &[u8]) -> PyResult<()> {
+        let records = digest_records(offsets, digests, &mut self.last[1])?;
+        let inner = &mut self.inner;
+        py.allow_threads(|| inner.push_dst(records));
+        Ok(())
+    }
+
+    /// Why the partition must be matched row by row, once known (None: not so far): the
+    /// caller may stop pushing.
+    #[getter]
+    fn fallback(&self) -> Option<String> {
+        self.inner.fallback().map(str::to_owned)
+    }
+
+    /// The finding rows since the last call, as four buffers: kinds (one byte each: 1
+    /// missing, 2 duplicate, 3 unexplained, 4 out of order), source offsets, replica offsets
+    /// (native-endian int64, -1 where a side has none) and digests.
+    #[allow(clippy::type_complexity)]
+    fn take_findings<'py>(
+        &mut self,
+        py: Python<'py>,
+    ) -> (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
+        let rows = self.inner.take_findings();
+        let words = |f: &dyn Fn(&(align::Kind, i64, i64, u64)) -> i64| {
+            PyBytes::new(py, &rows.iter().flat_map(|r| f(r).to_ne_bytes()).collect::<Vec<u8>>())
+        };
+        (
+            PyBytes::new(py, &rows.iter().map(|r| r.0 as u8).collect::<Vec<u8>>()),
+            words(&|r| r.1),
+            words(&|r| r.2),
+            words(&|r| r.3 as i64),
+        )
+    }
+
+    /// The partition's answer: the tally's columns, `fallback` None; or `fallback` saying
+    /// why it must be matched row by row.
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let inner = &mut self.inner;
+        let outcome = py.allow_threads(|| inner.finish());
+        let d = PyDict::new(py);
+        match outcome {
+            Err(why) => d.set_item("fallback", why)?,
+            Ok(o) => {
+                d.set_item("fallback", py.None())?;
+                d.set_item("compared_src_start", o.lo_u)?;
+                d.set_item("compared_dst_start", o.lo_d)?;
+                d.set_item("compared_src_records", o.compared_src_records)?;
+                d.set_item("compared_dst_records", o.compared_dst_records)?;
+                d.set_item("missing_records", o.missing_records)?;
+                d.set_item("first_missing_offset", o.first_missing_offset)?;
+                d.set_item("duplicate_records", o.duplicate_records)?;
+                d.set_item("first_duplicate_offset", o.first_duplicate_offset)?;
+                d.set_item("unexplained_records", o.unexplained_records)?;
+                d.set_item("first_unexplained_offset", o.first_unexplained_offset)?;
+                d.set_item("order_breaks", o.order_breaks)?;
+                d.set_item("first_order_break_offset", o.first_order_break_offset)?;
+                d.set_item("clean_src_through", o.clean_src_through)?;
+                d.set_item("clean_dst_through", o.clean_dst_through)?;
+            }
+        }
+        Ok(d)
+    }
+}
+
 /// Where the fetch after a response's records starts (`batches::resume_offset`): read from
 /// the batch headers, so the next fetch is on its way while this one's records are walked.
 #[pyfunction]
@@ -490,6 +615,7 @@ fn librdkafka_version() -> String {
 fn mirror_audit_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
     m.add_class::<BatchRange>()?;
+    m.add_class::<Aligner>()?;
     m.add_function(wrap_pyfunction!(librdkafka_version, m)?)?;
     m.add_function(wrap_pyfunction!(broker_error, m)?)?;
     m.add_function(wrap_pyfunction!(resume_offset, m)?)?;

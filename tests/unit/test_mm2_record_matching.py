@@ -52,6 +52,14 @@ def _digest(letter: str) -> int:
 
 
 def _run(cases: dict[str, Case], tmp_path: Path, exactly_once: bool = False) -> dict[str, dict[str, Any]]:
+    tables = tables_of(cases, exactly_once)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    tables.compute(RECORDS, tmp_path / "mm2_record_partitions.parquet")
+    return {r["topic"]: r for r in tables.rows("SELECT * FROM {mm2_record_partitions}")}
+
+
+def tables_of(cases: dict[str, Case], exactly_once: bool = False) -> LocalTables:
+    """The comparison's inputs for these cases, on the in-process engine."""
     tables = LocalTables()
     src_parts: list[tuple[Any, ...]] = []
     dst_parts: list[tuple[Any, ...]] = []
@@ -151,9 +159,7 @@ def _run(cases: dict[str, Case], tmp_path: Path, exactly_once: bool = False) -> 
             )
         ],
     )
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    tables.compute(RECORDS, tmp_path / "mm2_record_partitions.parquet")
-    return {r["topic"]: r for r in tables.rows("SELECT * FROM {mm2_record_partitions}")}
+    return tables
 
 
 TEN = "abcdefghij"

@@ -1,0 +1,217 @@
+"""The streaming aligner of mode mm2's records (native/src/align.rs, ``Aligner``) against
+the row-per-record query it stands in for (audit/compare/mm2_records.py), on generated
+copies: MirrorMaker 2's skips, replays after a restart, strangers written into the replica,
+swapped copies, markers and aborted records on either side, expired prefixes, incremental
+cuts with the source read again behind them.
+
+The query is the reference: with a window as large as the partition the aligner must give
+its answer exactly; with a small one it must give that answer or say it falls back, never
+another answer."""
+
+from __future__ import annotations
+
+import array
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from audit.collect.records import native
+from audit.compare.mm2_records import RECORDS
+from tests.unit.test_mm2_record_matching import Case, Side, tables_of
+
+# make venv builds and installs it: missing, these tests fail rather than skip.
+module = native.load()
+
+# The tally's columns the aligner answers, named as the query names them.
+ANSWERED = (
+    "compared_src_start",
+    "compared_dst_start",
+    "compared_src_records",
+    "compared_dst_records",
+    "missing_records",
+    "first_missing_offset",
+    "duplicate_records",
+    "first_duplicate_offset",
+    "unexplained_records",
+    "first_unexplained_offset",
+    "order_breaks",
+    "first_order_break_offset",
+    "clean_src_through",
+    "clean_dst_through",
+)
+RANGES = next(s.sql for s in RECORDS.steps if s.name == "mm2_record_ranges")
+
+
+@st.composite
+def copies(draw: st.DrawFn) -> Case:
+    """A source partition and MirrorMaker 2's copy of it, with what can go wrong."""
+    # ".": an offset without a record (a marker, an aborted record).
+    source = "".join(draw(st.lists(st.sampled_from("abcdef."), min_size=4, max_size=36)))
+    records = [(u, c) for u, c in enumerate(source) if c != "."]
+    copy: list[str] = []
+    pairs: list[tuple[int, int]] = []  # (source offset, replica offset) of each copy written
+    i = 0
+    while i < len(records):
+        step = draw(st.sampled_from(["copy"] * 8 + ["skip", "replay", "stranger", "swap", "marker"]))
+        if step == "skip":
+            i += draw(st.integers(1, 4))
+        elif step == "replay":  # a task restarted behind its last commit writes them again
+            for u, c in records[max(0, i - draw(st.integers(1, 5))) : i]:
+                pairs.append((u, len(copy)))
+                copy.append(c)
+        elif step == "stranger":  # another producer; its content may equal a source record's
+            copy.append(draw(st.sampled_from("xyza")))
+        elif step == "marker":
+            copy.append(".")
+        elif step == "swap" and i + 1 < len(records):
+            for u, c in (records[i + 1], records[i]):
+                pairs.append((u, len(copy)))
+                copy.append(c)
+            i += 2
+        else:
+            u, c = records[i]
+            pairs.append((u, len(copy)))
+            copy.append(c)
+            i += 1
+    replica = "".join(copy)
+    syncs = sorted(set(draw(st.lists(st.sampled_from(pairs), min_size=1, max_size=4)))) if pairs else []
+    if draw(st.booleans()) and replica and source:  # a sync no copy explains
+        syncs.append((draw(st.integers(0, len(source) - 1)), draw(st.integers(0, len(replica) - 1))))
+    src_start = draw(st.integers(0, min(3, len(source))))  # retention removed a prefix
+    dst_start = draw(st.integers(0, min(3, len(replica))))
+    src = Side(source[src_start:], start=src_start)
+    dst = Side(replica[dst_start:], start=dst_start)
+    cut = None
+    if draw(st.booleans()) and pairs:  # earlier runs verified through a pair
+        u, d = draw(st.sampled_from(pairs))
+        if u >= src_start and d >= dst_start:
+            cut = (u, d, src_start)
+            lookback = draw(st.integers(0, 5))
+            src.read = (max(src_start, min(u + 1 - lookback, src.end)), src.end)
+            dst.read = (min(d + 1, dst.end), dst.end)
+    return Case(src, dst, syncs, cut=cut)
+
+
+def _buffers(rows: list[dict[str, Any]]) -> tuple[bytes, bytes]:
+    return (
+        array.array("q", [r["o"] for r in rows]).tobytes(),
+        array.array("q", [r["d"] for r in rows]).tobytes(),
+    )
+
+
+def _aligned(tables: Any, topic: str, rng: dict[str, Any], window: int, chunks: list[int]) -> dict[str, Any]:
+    """The aligner over what the scan read of both sides, pushed in turns of the given
+    sizes (how the reads interleave must not change the answer)."""
+    assert module is not None
+    aligner = module.Aligner(
+        rng["end_u"],
+        rng["end_d"],
+        rng["src_read_start"],
+        rng["dst_read_start"],
+        first_sync=(rng["first_sync_u"], rng["first_sync_d"]) if rng["first_sync_u"] is not None else None,
+        cut=(rng["cut_u"], rng["cut_d"]) if rng["cut_u"] is not None else None,
+        window=window,
+    )
+    sides = [
+        tables.rows(
+            "SELECT r.offset AS o, r.digest AS d FROM {src_record_digests} r "
+            f"WHERE r.topic = '{topic}' ORDER BY r.offset"
+        ),
+        tables.rows(
+            "SELECT r.offset AS o, r.digest AS d FROM {dst_record_digests} r "
+            f"WHERE r.topic = 'source.{topic}' ORDER BY r.offset"
+        ),
+    ]
+    turn = 0
+    while sides[0] or sides[1]:
+        n = chunks[turn % len(chunks)]
+        side = turn % 2
+        taken, sides[side] = sides[side][:n], sides[side][n:]
+        (aligner.push_src if side == 0 else aligner.push_dst)(*_buffers(taken))
+        turn += 1
+    return dict(aligner.finish())
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cases=st.lists(copies(), min_size=1, max_size=8),
+    small=st.integers(1, 6),
+    chunks=st.lists(st.integers(1, 7), min_size=1, max_size=4),
+)
+def test_the_aligner_answers_as_the_query_does(
+    cases: list[Case], small: int, chunks: list[int], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # Several partitions (topics t0, t1, ...) per run of the query: its cost is per run.
+    tables = tables_of({f"t{i}": case for i, case in enumerate(cases)})
+    ranges = {r["topic"]: r for r in tables.rows(RANGES)}
+    tables.compute(RECORDS, tmp_path_factory.mktemp("mm2") / "mm2_record_partitions.parquet")
+    for want in tables.rows("SELECT * FROM {mm2_record_partitions}"):
+        rng = ranges[want["topic"]]
+        if rng["end_u"] is None:  # no range: nothing for either to judge
+            event("no range")
+            continue
+        expected = {k: want[k] for k in ANSWERED}
+        for finding in ("missing_records", "duplicate_records", "unexplained_records", "order_breaks"):
+            if expected[finding]:
+                event(finding)
+        event("after a cut" if rng["cut_u"] is not None else "from the first copy")
+        whole = _aligned(tables, want["topic"], rng, 1 << 12, chunks)
+        assert whole.pop("fallback") is None
+        assert whole == expected
+        bounded = _aligned(tables, want["topic"], rng, small, chunks)
+        if bounded.pop("fallback") is None:
+            event("a small window answered")
+            assert bounded == expected
+        else:
+            event("a small window fell back")
+
+
+def _push(aligner: Any, side: str, offsets: list[int], digests: list[int]) -> None:
+    getattr(aligner, f"push_{side}")(array.array("q", offsets).tobytes(), array.array("q", digests).tobytes())
+
+
+def test_a_gap_longer_than_the_window_falls_back_and_says_why() -> None:
+    assert module is not None
+    src = list(range(100))
+    dst = src[:10] + src[60:]  # fifty records skipped
+    for window, falls_back in ((16, True), (64, False)):
+        aligner = module.Aligner(99, 49, 0, 0, first_sync=(0, 0), window=window)
+        _push(aligner, "src", src, [1000 + d for d in src])
+        _push(aligner, "dst", list(range(len(dst))), [1000 + d for d in dst])
+        got = aligner.finish()
+        if falls_back:
+            assert "longer than 16 records" in got["fallback"]
+        else:
+            assert got["fallback"] is None
+            assert (got["missing_records"], got["first_missing_offset"]) == (50, 10)
+            assert (got["clean_src_through"], got["clean_dst_through"]) == (9, 9)
+
+
+def test_the_findings_leave_as_rows() -> None:
+    assert module is not None
+    aligner = module.Aligner(5, 5, 0, 0, first_sync=(0, 0), window=8)
+    _push(aligner, "src", [0, 1, 2, 3, 4, 5], [10, 11, 12, 13, 14, 15])
+    _push(aligner, "dst", [0, 1, 2, 3, 4, 5], [10, 12, 11, 99, 14, 15])  # 13 lost, 99 a stranger
+    got = aligner.finish()
+    kinds, src, dst, digests = aligner.take_findings()
+    rows = sorted(
+        zip(
+            kinds,
+            array.array("q", src),
+            array.array("q", dst),
+            array.array("q", digests),
+            strict=True,
+        )
+    )
+    assert rows == [(1, 3, -1, 13), (3, -1, 3, 99), (4, 1, 2, 11)]
+    assert (got["missing_records"], got["unexplained_records"], got["order_breaks"]) == (1, 1, 1)
+
+
+def test_records_out_of_offset_order_are_refused(tmp_path: Path) -> None:
+    assert module is not None
+    aligner = module.Aligner(5, 5, 0, 0, first_sync=(0, 0))
+    with pytest.raises(module.ReaderError, match="does not follow"):
+        _push(aligner, "src", [3, 2], [1, 1])
