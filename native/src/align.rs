@@ -63,7 +63,7 @@ type Set<K> = HashSet<K, BuildHasherDefault<MixHasher>>;
 /// Findings kept exactly before the aligner gives up on a partition (each finalized
 /// record's digest is remembered, to detect a later partner).
 const MAX_FINAL: usize = 1 << 20;
-/// The Bloom filter over the source's digests: 2^24 bits (2 MB), three probes.
+/// The Bloom filter over the source's digests: 2^24 bits (2 MB), three bits a digest.
 const BLOOM_BITS: u64 = 1 << 24;
 
 /// What the caller knows of the partition's compared range (the query's `mm2_record_ranges`).
@@ -188,17 +188,18 @@ impl SourceContents {
         }
     }
 
-    fn probes(digest: u64) -> [u64; 3] {
-        let a = digest.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let b = (digest ^ (digest >> 31)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        let c = a.rotate_left(21) ^ b;
-        [a >> 40, b >> 40, c >> 40]
+    /// A blocked filter: the word from the digest's high bits, three bits within it from
+    /// its low ones, so a probe costs one cache miss, not three.
+    fn probe(digest: u64) -> (usize, u64) {
+        let h = digest.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let word = (h >> 40) as usize % (BLOOM_BITS / 64) as usize;
+        let bits = (1u64 << (h & 63)) | (1u64 << ((h >> 6) & 63)) | (1u64 << ((h >> 12) & 63));
+        (word, bits)
     }
 
     fn add(&mut self, digest: u64) {
-        for p in Self::probes(digest) {
-            self.bloom[(p / 64) as usize] |= 1 << (p % 64);
-        }
+        let (word, bits) = Self::probe(digest);
+        self.bloom[word] |= bits;
         *self.counts.entry(digest).or_insert(0) += 1;
         self.recent.push_back(digest);
         if self.recent.len() > self.cap {
@@ -216,8 +217,8 @@ impl SourceContents {
         if self.counts.contains_key(&digest) {
             return Seen::Yes;
         }
-        let all = Self::probes(digest).iter().all(|p| self.bloom[(p / 64) as usize] & (1 << (p % 64)) != 0);
-        if all {
+        let (word, bits) = Self::probe(digest);
+        if self.bloom[word] & bits == bits {
             Seen::Maybe
         } else {
             Seen::No

@@ -494,7 +494,7 @@ impl Aligner {
     /// earlier runs verified through (source, replica), if any; `window`: records per side
     /// held unmatched before they are final.
     #[new]
-    #[pyo3(signature = (end_u, end_d, src_read_start, dst_read_start, first_sync=None, cut=None, window=262_144))]
+    #[pyo3(signature = (end_u, end_d, src_read_start, dst_read_start, first_sync=None, cut=None, window=65_536))]
     fn py_new(
         end_u: i64,
         end_d: i64,
