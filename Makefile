@@ -18,7 +18,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 export CARGO_TARGET_DIR ?= $(if $(MIRROR_AUDIT_CACHE),$(MIRROR_AUDIT_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kafka-mirror-audit)/native-target
 PYTEST_ARGS ?=
 
-.PHONY: help venv installed test unit lint typecheck browser malloc demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-mm2-records bench-readers bench-scan-breakdown kcat system-packages bench-scale bench-validation fuzz image image-base container-tools clean
+.PHONY: help venv installed test unit lint typecheck browser malloc demo demo-healthy cluster-demo jars bench bench-cluster bench-segments bench-records bench-mm2-records bench-mm2-align bench-readers bench-scan-breakdown kcat system-packages bench-scale bench-validation fuzz image image-base container-tools clean
 
 help:
 	@echo "make demo   - run the audit demo on the local Kafka sandbox"
@@ -147,6 +147,9 @@ bench-records: venv jars malloc kcat
 
 bench-mm2-records: venv jars malloc kcat
 	$(BIN)/python bench/mm2_records.py
+
+bench-mm2-align: venv jars
+	$(BIN)/python bench/mm2_align.py
 
 bench-readers: venv jars malloc kcat
 	$(BIN)/python bench/record_readers.py

@@ -200,6 +200,25 @@ FROM paired p
 LEFT JOIN src_contents c ON c.topic = p.topic AND c.partition = p.partition AND c.digest = p.digest
 """
 
+# The tally's columns the streaming aligner (native/src/align.rs) answers for a partition
+# without a row per record: the same names, the same values (tests/unit/test_mm2_alignment.py).
+ALIGNED_COLUMNS = (
+    "compared_src_start",
+    "compared_dst_start",
+    "compared_src_records",
+    "compared_dst_records",
+    "missing_records",
+    "first_missing_offset",
+    "duplicate_records",
+    "first_duplicate_offset",
+    "unexplained_records",
+    "first_unexplained_offset",
+    "order_breaks",
+    "first_order_break_offset",
+    "clean_src_through",
+    "clean_dst_through",
+)
+
 RECORDS = Comparison(
     "mm2_record_partitions",
     ("topic", "partition"),

@@ -19,29 +19,12 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from audit.collect.records import native
-from audit.compare.mm2_records import RECORDS
+from audit.compare.mm2_records import ALIGNED_COLUMNS, RECORDS
 from tests.unit.test_mm2_record_matching import Case, Side, tables_of
 
 # make venv builds and installs it: missing, these tests fail rather than skip.
 module = native.load()
 
-# The tally's columns the aligner answers, named as the query names them.
-ANSWERED = (
-    "compared_src_start",
-    "compared_dst_start",
-    "compared_src_records",
-    "compared_dst_records",
-    "missing_records",
-    "first_missing_offset",
-    "duplicate_records",
-    "first_duplicate_offset",
-    "unexplained_records",
-    "first_unexplained_offset",
-    "order_breaks",
-    "first_order_break_offset",
-    "clean_src_through",
-    "clean_dst_through",
-)
 RANGES = next(s.sql for s in RECORDS.steps if s.name == "mm2_record_ranges")
 
 
@@ -153,7 +136,7 @@ def test_the_aligner_answers_as_the_query_does(
         if rng["end_u"] is None:  # no range: nothing for either to judge
             event("no range")
             continue
-        expected = {k: want[k] for k in ANSWERED}
+        expected = {k: want[k] for k in ALIGNED_COLUMNS}
         for finding in ("missing_records", "duplicate_records", "unexplained_records", "order_breaks"):
             if expected[finding]:
                 event(finding)
