@@ -288,7 +288,8 @@ impl Aligner {
         }
     }
 
-    /// The source's next records, in offset order.
+    /// The source's next records, in offset order. What one side is pushed ahead of the
+    /// other is held until the other catches up: the caller pushes the two in turns.
     pub fn push_src(&mut self, records: impl IntoIterator<Item = (i64, u64)>) {
         if self.fallback.is_none() {
             self.src.input.extend(records);

@@ -511,7 +511,9 @@ impl Aligner {
         Ok(Aligner { inner: align::Aligner::new(p), last: [i64::MIN; 2] })
     }
 
-    /// The source's next records (offsets ascending across calls).
+    /// The source's next records (offsets ascending across calls). Push the two sides in
+    /// turns, a response of each: what one side is pushed ahead of the other waits in the
+    /// aligner, outside its window's bound.
     fn push_src(&mut self, py: Python<'_>, offsets: &[u8], digests: &[u8]) -> PyResult<()> {
         let records = digest_records(offsets, digests, &mut self.last[0])?;
         let inner = &mut self.inner;
