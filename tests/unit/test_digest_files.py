@@ -16,10 +16,12 @@ from audit.collect.records.digests import DigestFile, _batch, _file_name
 from audit.schemas import arrow_schema
 
 
-def _records(n: int, first: int = 0) -> pa.RecordBatch:
+def _records(n: int, first: int = 0, partition: int = 3) -> pa.RecordBatch:
     offsets = pa.array(range(first, first + n), pa.int64())
     values = pa.array([o * 31 for o in range(first, first + n)], pa.int64())
-    (batch,) = _batch(pa, "orders", 3, offsets.buffers()[1].to_pybytes(), values.buffers()[1].to_pybytes())
+    (batch,) = _batch(
+        pa, "orders", partition, offsets.buffers()[1].to_pybytes(), values.buffers()[1].to_pybytes()
+    )
     return batch
 
 
@@ -32,8 +34,8 @@ def _rows(root: Path) -> list[dict[str, object]]:
 
 def test_a_file_is_in_place_once_closed_with_every_record_and_the_declared_schema(tmp_path: Path) -> None:
     out = DigestFile(str(tmp_path), "source", "t1")
-    out.add(_records(3))
-    out.add(_records(2, first=3))
+    out.add(_records(3), ("orders", 3))
+    out.add(_records(2, first=3), ("orders", 3))
     assert not Path(out.path).exists()  # not yet whole: nothing a reader could take for it
     out.close()
     assert out.records == 5
@@ -51,17 +53,17 @@ def test_a_retried_task_replaces_its_earlier_attempts_file(tmp_path: Path) -> No
     assert name == _file_name("source", list(reversed(ranges)))  # the same ranges, the same file
     assert name != _file_name("destination", ranges)
     first = DigestFile(str(tmp_path), "source", name)
-    first.add(_records(4))
+    first.add(_records(4), ("orders", 3))
     first.close()
     again = DigestFile(str(tmp_path), "source", name)
-    again.add(_records(4))
+    again.add(_records(4), ("orders", 3))
     again.close()
     assert len(_rows(tmp_path)) == 4  # once, not twice
 
 
 def test_a_failed_attempt_leaves_nothing(tmp_path: Path) -> None:
     out = DigestFile(str(tmp_path), "source", "t2")
-    out.add(_records(3))
+    out.add(_records(3), ("orders", 3))
     out.discard()
     assert list((tmp_path / "side=source").iterdir()) == []
 
@@ -70,7 +72,7 @@ def test_row_groups_hold_at_most_the_bound(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(digests, "ROW_GROUP_ROWS", 10)
     out = DigestFile(str(tmp_path), "source", "t3")
     for first in range(0, 35, 7):  # batches of 7, as responses come
-        out.add(_records(7, first=first))
+        out.add(_records(7, first=first), ("orders", 3))
     out.close()
     meta = pq.ParquetFile(out.path).metadata
     sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
@@ -86,3 +88,17 @@ def test_a_side_that_read_nothing_is_an_empty_table_of_the_declared_schema(tmp_p
     assert out.records == 0
     table = pq.read_table(out.path)
     assert table.num_rows == 0 and table.schema == arrow_schema("record_digests")
+
+
+def test_a_row_group_holds_one_partitions_records(tmp_path: Path) -> None:
+    # The aligner finds a partition's records by the row groups' statistics: one partition
+    # per row group, however few records each holds.
+    out = DigestFile(str(tmp_path), "source", "t5")
+    for partition, n in ((0, 3), (1, 2), (2, 4)):
+        out.add(_records(n, partition=partition), ("orders", partition))
+    out.close()
+    meta = pq.ParquetFile(out.path).metadata
+    groups = [meta.row_group(i) for i in range(meta.num_row_groups)]
+    partitions = [(g.column(1).statistics.min, g.column(1).statistics.max) for g in groups if g.num_rows]
+    assert partitions == [(0, 0), (1, 1), (2, 2)]
+    assert [g.num_rows for g in groups if g.num_rows] == [3, 2, 4]

@@ -511,3 +511,26 @@ def test_task_groups_keep_one_side_per_task_and_balance_the_offsets() -> None:
     assert task_groups([], 4) == []
     # One slot: still one task per side, so a consumer never switches clusters.
     assert [len(g) for g in task_groups(ranges, 1)] == [7, 7]
+
+
+def test_task_groups_keep_a_partitions_ranges_in_one_task_in_offset_order() -> None:
+    # Mode mm2: a partition's ranges (split every 100 offsets) in one task, in offset order,
+    # so the task writes the partition's digests in the order the aligner reads them back.
+    ranges = [
+        (side, "t", p, lo, lo + 100, False)
+        for side in ("source", "destination")
+        for p, n in ((0, 5), (1, 3), (2, 1))
+        for lo in reversed(range(0, n * 100, 100))
+    ]
+    groups = task_groups(ranges, 4, whole_partitions=True)
+    assert sorted(r for g in groups for r in g) == sorted(ranges)
+    for g in groups:
+        side = g[0][0]
+        for p in {r[2] for r in g}:
+            assert [r[3] for r in g if r[2] == p] == sorted(
+                r[3] for r in ranges if r[2] == p and r[0] == side
+            )
+    assert sum(1 for g in groups for r in g if r[2] == 0) == 10  # both sides of partition 0, whole
+    assert [len({r[2] for r in g}) for g in groups] == [1, 2, 1, 2]  # 500 against 300 + 100 a side
+    # Dealt one range at a time, the split ranges are spread over the tasks.
+    assert any(len({r[2] for r in g}) == 3 for g in task_groups(ranges, 4))

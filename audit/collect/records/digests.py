@@ -156,7 +156,9 @@ def collect_digests(
         ]
     started = utc_now()
     outcomes = issue_accumulator(spark)
-    groups = task_groups([r for r in ranges if r[4] > r[3]], spark.sparkContext.defaultParallelism * 2)
+    groups = task_groups(
+        [r for r in ranges if r[4] > r[3]], spark.sparkContext.defaultParallelism * 2, whole_partitions=True
+    )
     with tempfile.TemporaryDirectory(prefix=".digests.", dir=destination.parent) as tmp:
         staging = Path(tmp)
         task = _digest_task(settings, cfg, outcomes, str(staging / "digests"))
@@ -265,7 +267,10 @@ class DigestFile:
     written to a name of its own, then renamed to ``part-<name>.parquet`` once closed, so a
     file the scan keeps is whole, and a retried task (same ranges, same name) replaces its
     earlier attempt's file rather than adding to it. Batches are held until a row group's
-    worth (``ROW_GROUP_ROWS``), then written: memory bounded by one row group."""
+    worth (``ROW_GROUP_ROWS``), then written: memory bounded by one row group. A row group
+    holds one partition's records only, so its statistics name the partition exactly and
+    the aligner reads each partition's row groups, and no other's, in offset order
+    (compare/mm2_alignment.py)."""
 
     def __init__(self, root: str, side: str, name: str) -> None:
         import os
@@ -277,10 +282,15 @@ class DigestFile:
         self._tmp = os.path.join(self._dir, f".{name}.{uuid.uuid4().hex}.tmp")
         self._held: list[Any] = []
         self._held_rows = 0
+        self._held_key: tuple[str, int] | None = None
         self.records = 0
         self._writer: Any = None
 
-    def add(self, batch: Any) -> None:
+    def add(self, batch: Any, partition: tuple[str, int]) -> None:
+        """A batch of ``partition``'s records (topic, partition)."""
+        if partition != self._held_key:
+            self._flush()
+            self._held_key = partition
         self._held.append(batch)
         self._held_rows += batch.num_rows
         if self._held_rows >= ROW_GROUP_ROWS:
@@ -354,7 +364,7 @@ def _digest_task(
                     try:
                         for r in ranges:
                             for batch in _read_range(pa, waves, side, r, size, timeout, read):
-                                out.add(batch)
+                                out.add(batch, (r[0], r[1]))
                         out.close()
                     except BaseException:
                         out.discard()
