@@ -533,6 +533,9 @@ COMPARISON_TABLES: dict[str, tuple[Column, ...]] = {
         _c("clean_src_through", "int64"),
         _c("clean_dst_through", "int64"),
         _c("verified_from", "int64"),
+        # How the range's records were matched: "aligned" as they streamed, or "row by row:"
+        # and why the aligner could not (audit/compare/mm2_alignment.py); null without a range.
+        _c("matching", "string"),
         _c("none_missing", "boolean"),
         _c("none_unexplained", "boolean"),
         _c("no_duplicates", "boolean"),
@@ -864,6 +867,28 @@ _CARRIED_SYNC = frozenset(
 )
 
 AUX_TABLES: dict[str, tuple[Column, ...]] = {
+    # Mode mm2, a step of mm2_record_partitions: per partition with a compared range, its
+    # records matched as they stream by the aligner (audit/compare/mm2_alignment.py): the
+    # tally's columns, or why the partition is matched row by row instead (``fallback``).
+    "mm2_record_alignments": (
+        _c("topic", "string", False),
+        _c("partition", "int32", False),
+        _c("fallback", "string"),
+        _c("compared_src_start", "int64"),
+        _c("compared_dst_start", "int64"),
+        _c("compared_src_records", "int64"),
+        _c("compared_dst_records", "int64"),
+        _c("missing_records", "int64"),
+        _c("first_missing_offset", "int64"),
+        _c("duplicate_records", "int64"),
+        _c("first_duplicate_offset", "int64"),
+        _c("unexplained_records", "int64"),
+        _c("first_unexplained_offset", "int64"),
+        _c("order_breaks", "int64"),
+        _c("first_order_break_offset", "int64"),
+        _c("clean_src_through", "int64"),
+        _c("clean_dst_through", "int64"),
+    ),
     "topic_scope": (
         _c("topic", "string", False),
         _c("in_scope", "boolean", False),

@@ -1,25 +1,26 @@
-"""Benchmark: matching mode mm2's records, the streaming aligner against the row-per-record
-query it would replace, side by side in one run, at two sizes for the marginal rate.
+"""Benchmark: matching mode mm2's records in the nightly's compare stage, the partitions
+streamed through the aligner against the row-per-record query, side by side in one run, at
+two sizes for the marginal rate.
 
 Mode mm2's records scan keeps a digest per record of both sides (bench/mm2_records.py
-measures the reading); the nightly then matches them in Spark with the query of
-audit/compare/mm2_records.py: shuffles and windows over a row per record. The aligner of
-issue 58 (native/src/align.rs) is to match them as they are read instead, so its cost adds
-to the scan's. This measures both over the same digests, without brokers: 8 partitions of
-random 64-bit digests on each side, the replica a copy of the source with what MirrorMaker
-2 leaves behind (a skipped run, a replay after a restart, strangers), synced at its first
-and last record.
+measures the reading); the compare stage then matches them (audit/compare/mm2_records.py).
+Row by row, that is shuffles and windows over a row per record; aligned, each partition's
+two sides are read back in offset order by a Spark task and streamed through the aligner
+(audit/compare/mm2_alignment.py, native/src/align.rs), a row per partition out. This
+measures both over the same digests, without brokers: 8 partitions of random 64-bit
+digests on each side, a file per partition and side as the scan's tasks write them, the
+replica a copy of the source with what MirrorMaker 2 leaves behind (a skipped run, a replay
+after a restart, strangers), synced at its first and last record.
 
-- ours: the aligner over each partition's digests as the scan's tasks would hold them,
-  pushed 10,000 records at a time, side by side, two partitions at once (2 threads: the
-  aligner releases the GIL), in a process of its own (this script with --align), the
-  digests read from the same Parquet files;
-- baseline: the query on a running Spark session (``local[*]``, warmed by one untimed run),
-  as the nightly's compare stage runs it, result written.
+- ours: ``mm2_record_partitions`` as the pipeline computes it (``RECORDS``: aligned, the
+  pairs only for partitions the aligner cannot answer; here it answers all of them);
+- baseline: the same table matched row by row (``ROW_BY_ROW``, the query alone, as the
+  nightly computed it before).
 
-Both answers are compared once per size: the aligner's must be the query's, partition by
-partition. Rates are records per second over both sides (2 x --records); the marginal rate
-between --records and --large is what each pays per record once its fixed cost is paid.
+Both on one running Spark session (``local[*]``, warmed by one untimed run of each), result
+written. The two answers are compared once per size, column by column. Rates are records
+per second over both sides (2 x --records); the marginal rate between --records and
+--large is what each pays per record once its fixed cost is paid.
 
 Run: make bench-mm2-align. The last line is RESULT mm2-record-match-marginal ours=<records/s>
 baseline=<records/s> ratio=<ours/baseline>.
@@ -27,20 +28,17 @@ baseline=<records/s> ratio=<ours/baseline>.
 
 from __future__ import annotations
 
-import json
 import logging
-import subprocess
-import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from common import stop_on_sigterm
-from measure import Measured, best_of, in_session, print_rates, run_commands, size_arguments
+from measure import Measured, best_of, in_session, print_rates, size_arguments
 
 from audit.compare.engines import SparkTables
-from audit.compare.mm2_records import ALIGNED_COLUMNS, RECORDS
+from audit.compare.mm2_records import RECORDS, ROW_BY_ROW
+from audit.compare.sql import Comparison
 from audit.config import SparkConfig
 from audit.logs import setup_logging
 from audit.schemas import arrow_schema, columns
@@ -49,8 +47,7 @@ from audit.spark_session import build_spark
 log = logging.getLogger("bench.mm2_align")
 
 PARTITIONS = 8
-PUSH = 10_000
-LABELS = {"align": "aligner (own process, 2 threads)", "query": "row-per-record query (Spark)"}
+LABELS = {"aligned": "aligned (pipeline, Spark)", "rows": "row by row (query, Spark)"}
 
 
 def _row(table: str, **values: Any) -> tuple[Any, ...]:
@@ -153,43 +150,12 @@ def spark_tables(spark: Any, root: Path, meta: dict[str, Any]) -> SparkTables:
     return tables
 
 
-def align(root: Path, ranges: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The aligner over every partition, two at a time; the answers by partition."""
-    import mirror_audit_native
-    import pyarrow.dataset as ds
-
-    sides = {side: ds.dataset(root / side, format="parquet") for side in ("src", "dst")}
-
-    def one(r: dict[str, Any]) -> dict[str, Any]:
-        aligner = mirror_audit_native.Aligner(
-            r["end_u"],
-            r["end_d"],
-            r["src_read_start"],
-            r["dst_read_start"],
-            first_sync=(r["first_sync_u"], r["first_sync_d"]),
-        )
-        read = {}
-        for side, dataset in sides.items():
-            t = dataset.to_table(columns=["offset", "digest"], filter=ds.field("partition") == r["partition"])
-            t = t.sort_by("offset")  # in offset order, as the walker hands them out
-            read[side] = (t.column("offset").to_numpy(), t.column("digest").to_numpy())
-        at = 0
-        while at < max(len(read["src"][0]), len(read["dst"][0])):
-            for side, push in (("src", aligner.push_src), ("dst", aligner.push_dst)):
-                offsets, digests = read[side]
-                if at < len(offsets):
-                    push(offsets[at : at + PUSH].tobytes(), digests[at : at + PUSH].tobytes())
-            at += PUSH
-        return {"partition": r["partition"], **aligner.finish()}
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return list(pool.map(one, ranges))
-
-
-def query(spark: Any, root: Path, meta: dict[str, Any], out: Path) -> list[dict[str, Any]]:
+def query(
+    spark: Any, root: Path, meta: dict[str, Any], out: Path, comparison: Comparison
+) -> list[dict[str, Any]]:
     tables = spark_tables(spark, root, meta)
-    tables.compute(RECORDS, out / "mm2_record_partitions.parquet")
-    return tables.rows("SELECT * FROM {mm2_record_partitions}")
+    tables.compute(comparison, out / "mm2_record_partitions.parquet")
+    return tables.rows("SELECT * FROM {mm2_record_partitions} ORDER BY partition")
 
 
 def _discard(_: object) -> None:
@@ -199,26 +165,18 @@ def _discard(_: object) -> None:
 def _measure(spark: Any, root: Path, n: int, rounds: int) -> dict[str, Measured]:
     data = root / f"n{n}"
     meta = generate(data, n)
-    ranges_sql = next(s.sql for s in RECORDS.steps if s.name == "mm2_record_ranges")
-    ranges = spark_tables(spark, data, meta).rows(ranges_sql)
-    (data / "ranges.json").write_text(json.dumps(ranges))
-    want = {
-        r["partition"]: {k: r[k] for k in ALIGNED_COLUMNS} for r in query(spark, data, meta, data)
-    }  # warms
-    cmd = [sys.executable, __file__, "--align", str(data)]
-    got = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-    equal = sum(
-        1 for g in got if g["fallback"] is None and {k: g[k] for k in ALIGNED_COLUMNS} == want[g["partition"]]
-    )
-    log.info(
-        "%d records a side: the aligner's answer is the query's on %d of %d partitions", n, equal, len(want)
-    )
-    if equal != len(want):
-        raise SystemExit(f"the aligner answered differently: {got} against {want}")
+    got = query(spark, data, meta, data, RECORDS)  # warms
+    want = query(spark, data, meta, data, ROW_BY_ROW)
+    aligned = sum(1 for g in got if g.pop("matching") == "aligned")
+    for w in want:
+        w.pop("matching")
+    log.info("%d records a side: %d of %d partitions aligned", n, aligned, len(got))
+    if got != want or aligned != len(got):
+        raise SystemExit(f"the aligned comparison answered differently: {got} against {want}")
     return best_of(
         {
-            "align": lambda: run_commands([cmd]),
-            "query": lambda: in_session(lambda: _discard(query(spark, data, meta, data))),
+            "aligned": lambda: in_session(lambda: _discard(query(spark, data, meta, data, RECORDS))),
+            "rows": lambda: in_session(lambda: _discard(query(spark, data, meta, data, ROW_BY_ROW))),
         },
         rounds,
         f"{n:,} records a side",
@@ -226,10 +184,6 @@ def _measure(spark: Any, root: Path, n: int, rounds: int) -> dict[str, Measured]
 
 
 def main() -> None:
-    if len(sys.argv) == 3 and sys.argv[1] == "--align":
-        root = Path(sys.argv[2])
-        print(json.dumps(align(root, json.loads((root / "ranges.json").read_text()))))
-        return
     args = size_arguments(__doc__.splitlines()[0], 500_000, 2_000_000)
     setup_logging()
     stop_on_sigterm()
@@ -240,8 +194,8 @@ def main() -> None:
             results[n] = _measure(spark, Path(tmp), n, args.rounds)
     margin = print_rates(results, LABELS, args.records, args.large)
     print(
-        f"RESULT mm2-record-match-marginal ours={margin['align']:.0f} baseline={margin['query']:.0f} "
-        f"ratio={margin['align'] / margin['query']:.2f}"
+        f"RESULT mm2-record-match-marginal ours={margin['aligned']:.0f} baseline={margin['rows']:.0f} "
+        f"ratio={margin['aligned'] / margin['rows']:.2f}"
     )
 
 

@@ -34,7 +34,10 @@ missing and unexplained; their rows are unchecked, with that cause.
 
 from __future__ import annotations
 
+from audit.compare.mm2_alignment import TABLE as ALIGNMENTS
+from audit.compare.mm2_alignment import WINDOW, alignment_step
 from audit.compare.sql import READ_IMPOSSIBLE, Comparison, Step, causes
+from audit.schemas import columns
 
 # What a records scan read of each partition: one span per partition, [read_start,
 # read_end); a range that stopped short ends the span where it stopped. ``read_whole``:
@@ -119,20 +122,23 @@ SELECT p.*, e.end_u, e.end_d, e.first_sync_u, e.first_sync_d
 FROM placed p LEFT JOIN ends e ON e.topic = p.topic AND e.partition = p.partition
 """
 
-# Each side's records up to where its range ends, and the contents the source holds there.
+# Each side's records up to where its range ends, and the contents the source holds there,
+# of the partitions the aligner left to be matched row by row.
 _WINDOWS = """
 src_w AS (
   SELECT r.topic, r.partition, r.offset, r.digest
   FROM {src_record_digests} r
   JOIN {mm2_record_ranges} e ON e.topic = r.topic AND e.partition = r.partition
-  WHERE e.end_u IS NOT NULL AND r.offset >= e.src_read_start AND r.offset <= e.end_u
+  JOIN {mm2_record_alignments} a ON a.topic = e.topic AND a.partition = e.partition
+  WHERE a.fallback IS NOT NULL AND r.offset >= e.src_read_start AND r.offset <= e.end_u
 ),
 dst_w AS (
   SELECT tn.topic, r.partition, r.offset, r.digest
   FROM {dst_record_digests} r
   JOIN {topic_names} tn ON tn.remote_topic = r.topic
   JOIN {mm2_record_ranges} e ON e.topic = tn.topic AND e.partition = r.partition
-  WHERE e.end_u IS NOT NULL AND r.offset >= e.dst_read_start AND r.offset <= e.end_d
+  JOIN {mm2_record_alignments} a ON a.topic = e.topic AND a.partition = e.partition
+  WHERE a.fallback IS NOT NULL AND r.offset >= e.dst_read_start AND r.offset <= e.end_d
 ),
 src_contents AS (SELECT DISTINCT topic, partition, digest FROM src_w)"""
 
@@ -160,9 +166,13 @@ SELECT e.topic, e.partition,
   CASE WHEN e.cut_d IS NOT NULL THEN e.cut_d + 1
     ELSE greatest(e.dst_read_start, least(fc.first_copy_d, e.first_sync_d)) END AS lo_d
 FROM {{mm2_record_ranges}} e
+JOIN {{mm2_record_alignments}} a ON a.topic = e.topic AND a.partition = e.partition
 LEFT JOIN first_copy fc ON fc.topic = e.topic AND fc.partition = e.partition
 LEFT JOIN first_original fo ON fo.topic = e.topic AND fo.partition = e.partition
-WHERE e.end_u IS NOT NULL
+WHERE a.fallback IS NOT NULL
+UNION ALL
+SELECT topic, partition, compared_src_start AS lo_u, compared_dst_start AS lo_d
+FROM {{mm2_record_alignments}} WHERE fallback IS NULL
 """
 
 # Per record of the range: matched to its copy by content and occurrence, and judged.
@@ -202,27 +212,13 @@ LEFT JOIN src_contents c ON c.topic = p.topic AND c.partition = p.partition AND 
 
 # The tally's columns the streaming aligner (native/src/align.rs) answers for a partition
 # without a row per record: the same names, the same values (tests/unit/test_mm2_alignment.py).
-ALIGNED_COLUMNS = (
-    "compared_src_start",
-    "compared_dst_start",
-    "compared_src_records",
-    "compared_dst_records",
-    "missing_records",
-    "first_missing_offset",
-    "duplicate_records",
-    "first_duplicate_offset",
-    "unexplained_records",
-    "first_unexplained_offset",
-    "order_breaks",
-    "first_order_break_offset",
-    "clean_src_through",
-    "clean_dst_through",
+ALIGNED_COLUMNS = tuple(
+    c.name for c in columns(ALIGNMENTS) if c.name not in ("topic", "partition", "fallback")
 )
 
-RECORDS = Comparison(
-    "mm2_record_partitions",
-    ("topic", "partition"),
-    """
+
+# The tally per partition: the aligner's where it answered, the pairs' elsewhere.
+_PARTITIONS = """
 WITH tally AS (
   SELECT topic, partition,
     sum(CASE WHEN src_offset IS NOT NULL THEN 1 ELSE 0 END) AS compared_src_records,
@@ -236,6 +232,11 @@ WITH tally AS (
     sum(CASE WHEN out_of_order THEN 1 ELSE 0 END) AS order_breaks,
     min(CASE WHEN out_of_order THEN dst_offset END) AS first_order_break_offset
   FROM {mm2_record_pairs} GROUP BY topic, partition
+  UNION ALL
+  SELECT topic, partition, compared_src_records, compared_dst_records,
+    missing_records, first_missing_offset, unexplained_records, first_unexplained_offset,
+    duplicate_records, first_duplicate_offset, order_breaks, first_order_break_offset
+  FROM {mm2_record_alignments} WHERE fallback IS NULL
 ),
 ranked AS (
   SELECT topic, partition, src_offset, dst_offset,
@@ -255,6 +256,9 @@ clean AS (
     AND (t.first_duplicate_offset IS NULL OR r.dst_offset < t.first_duplicate_offset)
     AND (t.first_order_break_offset IS NULL OR r.dst_offset < t.first_order_break_offset)
   GROUP BY r.topic, r.partition
+  UNION ALL
+  SELECT topic, partition, clean_src_through AS clean_u, clean_dst_through AS clean_d
+  FROM {mm2_record_alignments} WHERE fallback IS NULL
 ),
 counted AS (
   SELECT p.*,
@@ -277,8 +281,10 @@ counted AS (
         AND p.src_read_end <= p.src_read_start AND p.dst_read_end <= p.dst_read_start END AS judged,
     t.compared_src_records, t.compared_dst_records, t.missing_records, t.first_missing_offset,
     t.unexplained_records, t.first_unexplained_offset, t.duplicate_records, t.first_duplicate_offset,
-    t.order_breaks, t.first_order_break_offset
+    t.order_breaks, t.first_order_break_offset,
+    CASE WHEN a.fallback IS NULL THEN 'aligned' ELSE concat('row by row: ', a.fallback) END AS matching
   FROM {mm2_record_ranges} p
+  LEFT JOIN {mm2_record_alignments} a ON a.topic = p.topic AND a.partition = p.partition
   LEFT JOIN {mm2_record_bounds} b ON b.topic = p.topic AND b.partition = p.partition
   LEFT JOIN tally t ON t.topic = p.topic AND t.partition = p.partition
   LEFT JOIN clean cl ON cl.topic = p.topic AND cl.partition = p.partition
@@ -308,7 +314,8 @@ filled AS (
     first_order_break_offset,
     CASE WHEN judged THEN clean_u END AS clean_src_through,
     CASE WHEN judged THEN clean_d END AS clean_dst_through,
-    CASE WHEN judged THEN new_verified_from END AS verified_from
+    CASE WHEN judged THEN new_verified_from END AS verified_from,
+    CASE WHEN sync_upstream_offset IS NOT NULL THEN matching END AS matching
   FROM counted
 )
 -- A finding stands wherever it was found; its absence is known only where both sides were
@@ -324,53 +331,69 @@ SELECT filled.*,
     THEN order_breaks = 0 END AS in_order,
   coalesce(in_scope, FALSE) AND p.mm2_exactly_once AS duplicates_fail
 FROM filled CROSS JOIN {run_params} p
-""",
-    steps=(
-        Step("mm2_record_ranges", _RANGES),
-        Step("mm2_record_bounds", _BOUNDS),
-        Step("mm2_record_pairs", _PAIRS),
-    ),
-    requires=("src_record_digests", "dst_record_digests"),
-    grows_with_data=True,
-    shown=(
-        "remote_topic",
-        "compared_src_start",
-        "compared_src_end",
-        "compared_dst_start",
-        "compared_dst_end",
-        "missing_records",
-        "first_missing_offset",
-        "unexplained_records",
-        "first_unexplained_offset",
-        "duplicate_records",
-        "first_duplicate_offset",
-        "order_breaks",
-        "first_order_break_offset",
-    ),
-    causes=causes(
-        ("the replica partition on the target", "NOT dst_present"),
-        (
-            "a compacted topic (the cleaners of the two clusters keep different records: not judged yet)",
-            "compacted",
+"""
+
+
+def records_comparison(window: int | None) -> Comparison:
+    """The comparison, its partitions aligned as they stream with ``window`` records a side
+    (mm2_alignment.py), the rest matched row by row; None: every partition row by row (the
+    reference the differential tests hold the aligner to)."""
+    return Comparison(
+        "mm2_record_partitions",
+        ("topic", "partition"),
+        _PARTITIONS,
+        steps=(
+            Step("mm2_record_ranges", _RANGES),
+            alignment_step(window),
+            Step("mm2_record_bounds", _BOUNDS),
+            Step("mm2_record_pairs", _PAIRS),
         ),
-        READ_IMPOSSIBLE,
-        (
-            "the records of the partition on both sides (no records scan read them)",
-            "src_read_end IS NULL OR dst_read_end IS NULL",
+        requires=("src_record_digests", "dst_record_digests"),
+        grows_with_data=True,
+        shown=(
+            "remote_topic",
+            "compared_src_start",
+            "compared_src_end",
+            "compared_dst_start",
+            "compared_dst_end",
+            "missing_records",
+            "first_missing_offset",
+            "unexplained_records",
+            "first_unexplained_offset",
+            "duplicate_records",
+            "first_duplicate_offset",
+            "order_breaks",
+            "first_order_break_offset",
+            "matching",
         ),
-        (
-            "the whole of the partition on the source (the scan stopped short: refused, failed or no task; "
-            "see src_read_detail)",
-            "NOT src_read_whole",
+        causes=causes(
+            ("the replica partition on the target", "NOT dst_present"),
+            (
+                "a compacted topic (the cleaners of the two clusters keep different records: not judged yet)",
+                "compacted",
+            ),
+            READ_IMPOSSIBLE,
+            (
+                "the records of the partition on both sides (no records scan read them)",
+                "src_read_end IS NULL OR dst_read_end IS NULL",
+            ),
+            (
+                "the whole of the partition on the source "
+                "(the scan stopped short: refused, failed or no task; see src_read_detail)",
+                "NOT src_read_whole",
+            ),
+            (
+                "the whole of the partition on the replica "
+                "(the scan stopped short: refused, failed or no task; see dst_read_detail)",
+                "NOT dst_read_whole",
+            ),
+            (
+                "an offset sync whose record and copy the scan read (none yet, or past what was read)",
+                "sync_upstream_offset IS NULL",
+            ),
         ),
-        (
-            "the whole of the partition on the replica (the scan stopped short: refused, failed or no task; "
-            "see dst_read_detail)",
-            "NOT dst_read_whole",
-        ),
-        (
-            "an offset sync whose record and copy the scan read (none yet, or past what was read)",
-            "sync_upstream_offset IS NULL",
-        ),
-    ),
-)
+    )
+
+
+RECORDS = records_comparison(WINDOW)
+ROW_BY_ROW = records_comparison(None)

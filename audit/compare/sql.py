@@ -15,7 +15,9 @@ in their order, so both engines write the same files.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from audit.schemas import COMPARISON_TABLES, SNAPSHOT_TABLES
 
@@ -85,6 +87,11 @@ class Step:
 
     name: str
     sql: str
+    # A step computed by code rather than by the engine's SQL: given the engine's tables
+    # and ``sql`` (the step's input, a small row per unit of work), it returns the step's
+    # rows as the engine holds them (Spark: a DataFrame; DuckDB: an Arrow table). For work
+    # a query expresses only at a row per record (mm2_alignment.py).
+    run: Callable[[Any, str], Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -263,6 +263,8 @@ def test_skip_stray_replay_and_aborted_records_read_uncommitted_are_counted_exac
         assert (row["compared_src_records"], row["compared_dst_records"]) == want["records"], (n, row)
         assert row["uncompared_src_offsets"] == 0, (n, row)
         assert row["compared_src_end"] == row["src_high_watermark"], (n, row)
+        # Matched as the records streamed through the aligner, not row by row.
+        assert row["matching"] == "aligned", (n, row)
 
     # The first missing record, fetched from the source by the nightly, its content
     # abbreviated in summary.json and the report.

@@ -14,18 +14,21 @@ import array
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from audit.collect.records import native
-from audit.compare.mm2_records import ALIGNED_COLUMNS, RECORDS
+from audit.compare.mm2_alignment import new_aligner
+from audit.compare.mm2_records import ALIGNED_COLUMNS, RECORDS, ROW_BY_ROW, records_comparison
 from tests.unit.test_mm2_record_matching import Case, Side, tables_of
 
 # make venv builds and installs it: missing, these tests fail rather than skip.
 module = native.load()
 
 RANGES = next(s.sql for s in RECORDS.steps if s.name == "mm2_record_ranges")
+ROWS = "SELECT * FROM {mm2_record_partitions} ORDER BY topic"
 
 
 @st.composite
@@ -89,15 +92,7 @@ def _aligned(tables: Any, topic: str, rng: dict[str, Any], window: int, chunks: 
     """The aligner over what the scan read of both sides, pushed in turns of the given
     sizes (how the reads interleave must not change the answer)."""
     assert module is not None
-    aligner = module.Aligner(
-        rng["end_u"],
-        rng["end_d"],
-        rng["src_read_start"],
-        rng["dst_read_start"],
-        first_sync=(rng["first_sync_u"], rng["first_sync_d"]) if rng["first_sync_u"] is not None else None,
-        cut=(rng["cut_u"], rng["cut_d"]) if rng["cut_u"] is not None else None,
-        window=window,
-    )
+    aligner = new_aligner(module, rng, window)
     sides = [
         tables.rows(
             "SELECT r.offset AS o, r.digest AS d FROM {src_record_digests} r "
@@ -130,8 +125,22 @@ def test_the_aligner_answers_as_the_query_does(
     # Several partitions (topics t0, t1, ...) per run of the query: its cost is per run.
     tables = tables_of({f"t{i}": case for i, case in enumerate(cases)})
     ranges = {r["topic"]: r for r in tables.rows(RANGES)}
-    tables.compute(RECORDS, tmp_path_factory.mktemp("mm2") / "mm2_record_partitions.parquet")
-    for want in tables.rows("SELECT * FROM {mm2_record_partitions}"):
+    out = tmp_path_factory.mktemp("mm2") / "mm2_record_partitions.parquet"
+    # The comparison as the pipeline runs it: with a window as large as the partitions every
+    # partition is aligned, with a small one some fall back to the pairs; both answer as
+    # the reference, which matches every partition row by row.
+    answers = {}
+    for name, comparison in (("large", RECORDS), ("small", records_comparison(small)), ("rows", ROW_BY_ROW)):
+        tables.compute(comparison, out)
+        answers[name] = tables.rows(ROWS)
+    matched = {name: [(r.pop("matching"), r["topic"]) for r in rows] for name, rows in answers.items()}
+    assert answers["large"] == answers["rows"]
+    assert answers["small"] == answers["rows"]
+    for name, how in (("large", "aligned"), ("rows", "row by row: asked to (the reference path)")):
+        assert all(m == (how if ranges[t]["end_u"] is not None else None) for m, t in matched[name])
+    for m, _ in matched["small"]:
+        event("the pipeline fell back" if m and m.startswith("row by row: ") else "the pipeline aligned")
+    for want in answers["rows"]:
         rng = ranges[want["topic"]]
         if rng["end_u"] is None:  # no range: nothing for either to judge
             event("no range")
@@ -198,3 +207,69 @@ def test_records_out_of_offset_order_are_refused(tmp_path: Path) -> None:
     aligner = module.Aligner(5, 5, 0, 0, first_sync=(0, 0))
     with pytest.raises(module.ReaderError, match="does not follow"):
         _push(aligner, "src", [3, 2], [1, 1])
+
+
+def _digest_file(path: Path, rows: list[tuple[int, int]], topic: str = "t") -> str:
+    """(partition, offset) rows as one row group of ``record_digests``, digest = offset."""
+    import pyarrow.parquet as pq
+
+    from audit.schemas import arrow_schema
+
+    table = pa.Table.from_pylist(
+        [{"topic": topic, "partition": p, "offset": o, "digest": o} for p, o in rows],
+        schema=arrow_schema("record_digests"),
+    )
+    pq.write_table(table, path)
+    return str(path)
+
+
+def _offsets(batches: Any) -> list[int]:
+    return [o for b in batches for o in b.column("offset").to_pylist()]
+
+
+def test_a_task_reads_each_partitions_records_from_the_scans_files_in_offset_order(tmp_path: Path) -> None:
+    from audit.collect.records.digests import DigestFile, _batch
+    from audit.compare.partition_files import PartitionFiles
+
+    # As the scan writes them: a row group per partition; and a file of another writer, both
+    # partitions in one row group, which is read for each and filtered.
+    out = DigestFile(str(tmp_path), "source", "scan")
+    for partition, first in ((1, 0), (0, 0), (0, 10)):
+        offsets = array.array("q", range(first, first + 5)).tobytes()
+        for batch in _batch(pa, "t", partition, offsets, offsets):
+            out.add(batch, ("t", partition))
+    out.close()
+    mixed = _digest_file(tmp_path / "z-other.parquet", [(0, 20), (1, 20), (0, 21)])
+    files = PartitionFiles({"digests": sorted([out.path, mixed])})
+    cols = ("offset", "digest")
+    got = _offsets(files.batches("digests", "t", 0, 2, 20, cols))
+    assert got == [2, 3, 4, 10, 11, 12, 13, 14, 20]  # within [2, 20], in order, partition 0 only
+    assert _offsets(files.batches("digests", "t", 1, 0, 100, cols)) == [0, 1, 2, 3, 4, 20]
+    assert _offsets(files.batches("digests", "other", 0, 0, 100, cols)) == []
+
+
+def test_digests_out_of_offset_order_across_files_are_matched_row_by_row(tmp_path: Path) -> None:
+    from audit.compare.mm2_alignment import WINDOW, _align_row
+    from audit.compare.partition_files import PartitionFiles
+
+    # An older scan split a partition over two files whose names sort against its offsets.
+    files = [
+        _digest_file(tmp_path / "a.parquet", [(0, 5), (0, 6)]),
+        _digest_file(tmp_path / "b.parquet", [(0, 0)]),
+    ]
+    read = PartitionFiles({"src_record_digests": files, "dst_record_digests": files}).batches
+    r = {
+        "topic": "t",
+        "remote_topic": "t",
+        "partition": 0,
+        "end_u": 6,
+        "end_d": 6,
+        "src_read_start": 0,
+        "dst_read_start": 0,
+        "first_sync_u": 0,
+        "first_sync_d": 0,
+        "cut_u": None,
+        "cut_d": None,
+    }
+    got = _align_row(r, read, WINDOW)
+    assert got["fallback"].startswith("the digests are not in offset order"), got

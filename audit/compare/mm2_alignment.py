@@ -1,0 +1,145 @@
+"""MirrorMaker 2, record by record, without a row per record: each partition's two sides
+streamed through the aligner (native/src/align.rs, ``Aligner``) in offset order, a small row
+per partition out (``mm2_record_alignments``), a step of ``mm2_record_partitions``
+(mm2_records.py).
+
+Why: the row-per-record query numbers every record's occurrence of its content on each
+side, joins the sides on it and orders the pairs by the replica's offsets, all of it over
+windows that Spark shuffles and sorts: 8.8 us a record against the aligner's 0.23
+(docs/benchmarks.md, ``make bench-mm2-align``). The aligner gives exactly the query's
+tally (the range's start, the counts, the first offsets, the order breaks, the clean cut),
+held to it by a differential test (tests/unit/test_mm2_alignment.py), or it says why it
+cannot (``fallback``: a gap or a replay longer than its window, records out of offset
+order, the compiled package missing), and that partition alone goes through the query.
+
+Spark does the distribution, not the matching: the ranges (a row per partition) are dealt
+into tasks, and each task reads its partitions' digests straight from the scan's Parquet
+files, pruning row groups by their statistics. The scan writes each side of a partition
+into one file in offset order (collect/records/digests.py), which is the order the aligner
+takes; digests written otherwise (an older scan) are refused as out of order, and matched
+row by row. DuckDB, in process, reads them by a query ordered by offset.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from audit.compare.sql import Step
+from audit.schemas import columns
+
+log = logging.getLogger(__name__)
+
+TABLE = "mm2_record_alignments"
+# Records per side held unmatched before they are final: the aligner's memory (about 40
+# bytes a record a side) and its cost (cache misses: 63 ns a record at 16,384, 141 at
+# 65,536, 162 at 262,144; bench/mm2_align.py) against how long a gap or a replay it can
+# still match without falling back.
+WINDOW = 1 << 16
+# Records pushed per turn of a side: both sides advance together, so what one is ahead of
+# the other stays within a turn.
+TURN = 1 << 14
+
+# What the aligner needs of each partition: the query's own ranges step, so both paths
+# judge the same range.
+PARAMS = """
+SELECT e.topic, e.partition, e.remote_topic, e.end_u, e.end_d, e.src_read_start, e.dst_read_start,
+  e.first_sync_u, e.first_sync_d, e.cut_u, e.cut_d
+FROM {mm2_record_ranges} e
+WHERE e.end_u IS NOT NULL
+"""
+
+
+def alignment_step(window: int | None) -> Step:
+    """The step, aligning with ``window`` records a side; None: every partition matched row
+    by row (the reference path the differential tests hold the aligner to)."""
+    if window is None:
+        nulls = ", ".join(f"CAST(NULL AS BIGINT) AS {c.name}" for c in columns(TABLE)[3:])
+        why = "'asked to (the reference path)'"
+        sql = f"SELECT p.topic, p.partition, {why} AS fallback, {nulls}\nFROM ({PARAMS}) p"
+        return Step(TABLE, sql)
+    return Step(TABLE, PARAMS, run=functools.partial(aligned, window=window))
+
+
+def aligned(tables: Any, sql: str, window: int) -> Any:
+    """The step's rows in ``tables``' engine: a row per partition of ``sql``'s ranges, each
+    partition's two sides read in offset order by the engine (``Tables.per_partition``)."""
+    return tables.per_partition(
+        sql, TABLE, ("src_record_digests", "dst_record_digests"), functools.partial(_align_row, window=window)
+    )
+
+
+def _align_row(r: dict[str, Any], read: Read, window: int) -> dict[str, Any]:
+    src = read("src_record_digests", r["topic"], r["partition"], r["src_read_start"], r["end_u"], COLUMNS)
+    dst = read(
+        "dst_record_digests", r["remote_topic"], r["partition"], r["dst_read_start"], r["end_d"], COLUMNS
+    )
+    return align_partition(r, (_buffers(b) for b in src), (_buffers(b) for b in dst), window)
+
+
+Batches = Iterator[tuple[bytes, bytes]]  # (offsets, digests) as native-endian int64 buffers
+# How a partition's rows of a data table are read (``Tables.per_partition``): table name,
+# topic, partition, offsets from and through, columns; Arrow batches in offset order.
+Read = Callable[[str, str, int, int, int, tuple[str, ...]], Iterator[Any]]
+COLUMNS = ("offset", "digest")
+
+
+def align_partition(r: dict[str, Any], src: Batches, dst: Batches, window: int = WINDOW) -> dict[str, Any]:
+    """One partition's row: its ranges row ``r`` (PARAMS), its two sides' records in
+    offset order; the sides pushed in turns of ``TURN`` records, the one behind first."""
+    from audit.collect.records import native
+
+    module = native.load()
+    out: dict[str, Any] = {"topic": r["topic"], "partition": r["partition"]}
+    if module is None:
+        return {**out, "fallback": f"the compiled aligner is not installed ({native.INSTALL})"}
+    aligner = new_aligner(module, r, window)
+    sides = [(aligner.push_src, _turns(src)), (aligner.push_dst, _turns(dst))]
+    pushed = [0, 0]
+    ended = [False, False]
+    try:
+        while not all(ended) and aligner.fallback is None:
+            i = min((j for j in (0, 1) if not ended[j]), key=lambda j: pushed[j])
+            push, turns = sides[i]
+            taken = next(turns, None)
+            if taken is None:
+                ended[i] = True
+                continue
+            push(*taken)
+            pushed[i] += len(taken[0]) // 8
+            aligner.take_findings()  # the tally is what this step keeps; the rows would pile up
+        return {**out, **aligner.finish()}
+    except module.ReaderError as why:  # records out of offset order: digests of an older scan
+        return {**out, "fallback": f"the digests are not in offset order ({why})"}
+
+
+def new_aligner(module: Any, r: dict[str, Any], window: int) -> Any:
+    """The compiled ``module``'s aligner of the range a ``mm2_record_ranges`` row gives."""
+    return module.Aligner(
+        r["end_u"],
+        r["end_d"],
+        r["src_read_start"],
+        r["dst_read_start"],
+        first_sync=(r["first_sync_u"], r["first_sync_d"]) if r["first_sync_u"] is not None else None,
+        cut=(r["cut_u"], r["cut_d"]) if r["cut_u"] is not None else None,
+        window=window,
+    )
+
+
+def _turns(batches: Batches) -> Batches:
+    """The batches cut to at most ``TURN`` records each."""
+    for offsets, digests in batches:
+        for at in range(0, len(offsets), TURN * 8):
+            yield offsets[at : at + TURN * 8], digests[at : at + TURN * 8]
+
+
+def _buffers(batch: Any) -> tuple[bytes, bytes]:
+    """A batch of (offset, digest), int64 without nulls, as the aligner's two buffers."""
+
+    def raw(array: Any) -> bytes:
+        whole: bytes = array.buffers()[1].to_pybytes()
+        return whole[array.offset * 8 : (array.offset + len(array)) * 8]
+
+    return raw(batch.column(0)), raw(batch.column(1))
