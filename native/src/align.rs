@@ -163,9 +163,9 @@ impl Side {
 
 /// The start of the range before it is fixed (no cut).
 struct Start {
-    /// The first `window` replica records of the read, and each digest's first offset.
+    /// The first `window` replica records of the read (each digest's first offset is in
+    /// `Aligner::earlier`).
     held: VecDeque<(i64, u64)>,
-    first_of: Map<u64, i64>,
     /// Source records that may lie in the range, kept until it starts.
     src_buf: VecDeque<(i64, u64)>,
 }
@@ -227,6 +227,14 @@ impl SourceContents {
 }
 
 /// One partition's aligner: push each side's records as they are read, then `finish`.
+/// The smaller of two optional offsets (either where the other is missing).
+fn least(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 pub struct Aligner {
     p: Params,
     src: Side,
@@ -235,8 +243,8 @@ pub struct Aligner {
     /// Where the range starts, once fixed.
     lo: (i64, i64),
     /// The best first copy the source offered (replica offset, its original's offset), and
-    /// the held replica digests before it, to see whether a later source record offers one
-    /// earlier.
+    /// the held replica digests before it with their first offsets: a later source record
+    /// holding one of them offers an earlier first copy.
     best: Option<(i64, i64)>,
     earlier: Map<u64, i64>,
     /// The replica had more records than were held, none of them a copy.
@@ -260,7 +268,7 @@ impl Aligner {
         let window = p.window.max(1);
         let p = Params { window, ..p };
         let start = if p.cut.is_none() {
-            Some(Start { held: VecDeque::new(), first_of: Map::default(), src_buf: VecDeque::new() })
+            Some(Start { held: VecDeque::new(), src_buf: VecDeque::new() })
         } else {
             None
         };
@@ -362,7 +370,7 @@ impl Aligner {
                 Some((o, d)) => {
                     if o >= self.p.dst_read_start && o <= self.p.end_d {
                         st.held.push_back((o, d));
-                        st.first_of.entry(d).or_insert(o);
+                        self.earlier.entry(d).or_insert(o);
                     }
                 }
                 None if self.dst.ended => break,
@@ -380,18 +388,9 @@ impl Aligner {
         if o < self.p.src_read_start || o > self.p.end_u {
             return true;
         }
-        self.contents.add(d);
-        if let Some(&c) = st.first_of.get(&d) {
-            if self.best.is_none_or(|(b, _)| c < b) {
-                self.best = Some((c, o));
-            }
-        }
-        let from = match (self.p.first_sync, self.best) {
-            (Some((u, _)), Some((_, h))) => u.min(h),
-            (Some((u, _)), None) => u,
-            (None, Some((_, h))) => h,
-            (None, None) => i64::MAX,
-        };
+        self.offer(o, d);
+        let from = least(self.p.first_sync.map(|s| s.0), self.best.map(|b| b.1)).unwrap_or(i64::MAX);
+        let st = self.start.as_mut().expect("start phase");
         if o >= from {
             st.src_buf.push_back((o, d));
         }
@@ -405,10 +404,6 @@ impl Aligner {
 
     /// The range's start as the query computes it from the best first copy so far.
     fn start_of(&self, best: Option<(i64, i64)>) -> (i64, i64) {
-        let least = |a: Option<i64>, b: Option<i64>| match (a, b) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
         let sync = self.p.first_sync;
         let u = least(best.map(|b| b.1), sync.map(|s| s.0))
             .map_or(self.p.src_read_start, |v| v.max(self.p.src_read_start));
@@ -421,8 +416,6 @@ impl Aligner {
         let st = self.start.take().expect("start phase");
         self.held_short = !held_all;
         self.lo = self.start_of(self.best);
-        let before = self.best.map_or(i64::MAX, |b| b.0);
-        self.earlier = st.first_of.into_iter().filter(|&(_, o)| o < before).collect();
         // The held records go back in front of what is still to come, now as the range's.
         for rec in st.held.into_iter().rev() {
             self.dst.input.push_front(rec);
@@ -436,19 +429,25 @@ impl Aligner {
         if offset < self.p.src_read_start || offset > self.p.end_u {
             return;
         }
-        self.contents.add(digest);
-        if !self.earlier.is_empty() {
-            if let Some(&c) = self.earlier.get(&digest) {
-                if self.best.is_none_or(|(b, _)| c < b) {
-                    self.best = Some((c, offset));
-                    self.earlier.retain(|_, o| *o < c);
-                }
-            }
-        }
+        self.offer(offset, digest);
         if offset < self.lo.0 {
             return;
         }
         self.take(true, offset, digest);
+    }
+
+    /// A source record in range: its content is the source's, and it offers a better first
+    /// copy where a held replica record before the best so far has its digest (`earlier`
+    /// keeps only those, so any hit is better).
+    fn offer(&mut self, offset: i64, digest: u64) {
+        self.contents.add(digest);
+        if self.earlier.is_empty() {
+            return;
+        }
+        if let Some(&c) = self.earlier.get(&digest) {
+            self.best = Some((c, offset));
+            self.earlier.retain(|_, o| *o < c);
+        }
     }
 
     fn take_dst(&mut self, offset: i64, digest: u64) {
