@@ -184,7 +184,7 @@ def _measure(spark: Any, root: Path, n: int, rounds: int) -> dict[str, Measured]
 
 
 def main() -> None:
-    args = size_arguments(__doc__.splitlines()[0], 500_000, 2_000_000)
+    args = size_arguments(__doc__.splitlines()[0], 2_000_000, 8_000_000)
     setup_logging()
     stop_on_sigterm()
     results = {}
