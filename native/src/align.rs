@@ -226,7 +226,6 @@ impl SourceContents {
     }
 }
 
-/// One partition's aligner: push each side's records as they are read, then `finish`.
 /// The smaller of two optional offsets (either where the other is missing).
 fn least(a: Option<i64>, b: Option<i64>) -> Option<i64> {
     match (a, b) {
@@ -235,6 +234,7 @@ fn least(a: Option<i64>, b: Option<i64>) -> Option<i64> {
     }
 }
 
+/// One partition's aligner: push each side's records as they are read, then `finish`.
 pub struct Aligner {
     p: Params,
     src: Side,
