@@ -27,7 +27,11 @@ restarted behind its last commit writes the replayed records after a sync whose 
 offset lies before the replay, so segments would read its duplicates as strangers.
 
 The query is the shared SQL of ``sql.py``: Spark runs it over a nightly scan's digests;
-DuckDB runs it too (the fast tier's tests). Compacted topics are not judged yet: the
+DuckDB runs it too (the fast tier's tests). Its matching is done by the aligner wherever it
+can answer (mm2_alignment.py: each partition streamed in offset order, exactly this
+query's tally or a fallback), and by the row-per-record steps below only for the
+partitions it cannot; ``ROW_BY_ROW`` matches every partition row by row, the reference
+the differential tests hold the aligner to. Compacted topics are not judged yet: the
 cleaners of the two clusters remove different records, which this matching would call
 missing and unexplained; their rows are unchecked, with that cause.
 """
