@@ -41,11 +41,11 @@ class PartitionFiles:
         exact, mixed = self._indexed(name)
         groups = sorted(
             [(n, g, False) for n, g in exact.get((topic, partition), [])]
-            + [(n, g, True) for n, g in mixed if _may_hold(self._open[n], g, topic, partition, lo, hi)]
+            + [(n, g, True) for n, g in mixed]
         )
         for number, group, filtered in groups:
             f = self._open[number]
-            if not _may_hold(f, group, topic, partition, lo, hi):
+            if not _may_hold(f, group, topic, partition, lo, hi):  # pruned once, by its statistics
                 continue
             read = list(dict.fromkeys(("offset", *columns, *(("topic", "partition") if filtered else ()))))
             for batch in f.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=read):

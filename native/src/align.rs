@@ -249,6 +249,9 @@ pub struct Aligner {
     earlier: Map<u64, i64>,
     /// The replica had more records than were held, none of them a copy.
     held_short: bool,
+    /// Source records at the front of its input that the start phase already offered (its
+    /// buffer, given back): offered again, they would fill the exact window twice.
+    src_offered: usize,
     pending: Map<u64, Queue>,
     contents: SourceContents,
     out: Outcome,
@@ -283,6 +286,7 @@ impl Aligner {
             best: None,
             earlier: Map::default(),
             held_short: false,
+            src_offered: 0,
             pending: Map::default(),
             out: Outcome::default(),
             prev_src: None,
@@ -420,6 +424,7 @@ impl Aligner {
         for rec in st.held.into_iter().rev() {
             self.dst.input.push_front(rec);
         }
+        self.src_offered = st.src_buf.len();
         for rec in st.src_buf.into_iter().rev() {
             self.src.input.push_front(rec);
         }
@@ -429,7 +434,11 @@ impl Aligner {
         if offset < self.p.src_read_start || offset > self.p.end_u {
             return;
         }
-        self.offer(offset, digest);
+        if self.src_offered > 0 {
+            self.src_offered -= 1;
+        } else {
+            self.offer(offset, digest);
+        }
         if offset < self.lo.0 {
             return;
         }

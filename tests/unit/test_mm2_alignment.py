@@ -182,6 +182,21 @@ def test_a_gap_longer_than_the_window_falls_back_and_says_why() -> None:
             assert (got["clean_src_through"], got["clean_dst_through"]) == (9, 9)
 
 
+def test_source_records_held_while_the_start_is_fixed_count_once_in_its_contents() -> None:
+    # Window 2: the source's exact contents are its last 4 records. 100-103 lie before the
+    # range (the first sync is at 4); 104 is held until the start is fixed, then taken.
+    # Counted twice, 104 would push 102 out, and the replica's re-sent 102 would read as
+    # "maybe the source's": a fallback. Counted once, it is a duplicate, as the query says.
+    assert module is not None
+    aligner = module.Aligner(5, 2, 0, 0, first_sync=(4, 0), window=2)
+    _push(aligner, "src", list(range(6)), list(range(100, 106)))
+    _push(aligner, "dst", [0, 1, 2], [104, 105, 102])
+    got = aligner.finish()
+    assert got["fallback"] is None
+    assert (got["duplicate_records"], got["first_duplicate_offset"], got["unexplained_records"]) == (1, 2, 0)
+    assert (got["compared_src_start"], got["clean_src_through"], got["clean_dst_through"]) == (4, 5, 1)
+
+
 def test_the_findings_leave_as_rows() -> None:
     assert module is not None
     aligner = module.Aligner(5, 5, 0, 0, first_sync=(0, 0), window=8)
