@@ -40,8 +40,7 @@ class PartitionFiles:
 
         exact, mixed = self._indexed(name)
         groups = sorted(
-            [(n, g, False) for n, g in exact.get((topic, partition), [])]
-            + [(n, g, True) for n, g in mixed]
+            [(n, g, False) for n, g in exact.get((topic, partition), [])] + [(n, g, True) for n, g in mixed]
         )
         for number, group, filtered in groups:
             f = self._open[number]
