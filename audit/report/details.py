@@ -125,11 +125,35 @@ def invariant_details(
                 "SELECT * FROM {mm2_first_missing} ORDER BY missing_records DESC, topic, partition"
             )
         }
+    if compared.tables.has("mm2_record_partitions"):
+        by_kind["mm2_matching"] = {"matching": mm2_matching(compared)}
     details: dict[str, dict[str, Any]] = {}
     for kind, fields in by_kind.items():
         for inv_id in with_details(kind):
             details.setdefault(inv_id, {}).update(fields)
     return details
+
+
+def mm2_matching(compared: Compared, limit: int = 20) -> dict[str, Any]:
+    """How mode mm2's records were matched (``mm2_record_partitions.matching``): the
+    partitions the aligner answered as they streamed, and those it left to the row-per-record
+    matching, with why (a gap or a replay longer than its window, digests out of order):
+    the same answers either way, but the fallbacks cost a partition's records as rows, so
+    the run says which they were."""
+    (counts,) = compared.tables.rows(
+        "SELECT count(CASE WHEN matching = 'aligned' THEN 1 END) AS aligned,"
+        " count(CASE WHEN matching LIKE 'row by row%' THEN 1 END) AS row_by_row"
+        " FROM {mm2_record_partitions}"
+    )
+    rows = compared.tables.rows(
+        "SELECT topic, partition, matching FROM {mm2_record_partitions}"
+        f" WHERE matching LIKE 'row by row%' ORDER BY topic, partition LIMIT {int(limit)}"
+    )
+    fallbacks = [
+        {"topic": r["topic"], "partition": r["partition"], "why": r["matching"].removeprefix("row by row: ")}
+        for r in rows
+    ]
+    return {"aligned": counts["aligned"], "row_by_row": counts["row_by_row"], "fallbacks": fallbacks}
 
 
 def _mirror_state(compared: Compared, *manifests: dict[str, Any]) -> dict[str, Any]:

@@ -51,8 +51,13 @@ REFUSED = "TopicAuthorizationFailedError: read refused"
 
 
 def _pair(
-    root: Path, partitions: dict[int, tuple[str, str, list[tuple[int, int]]]], reads: Reads | None = None
+    root: Path,
+    partitions: dict[int, tuple[str, str, list[tuple[int, int]]]],
+    reads: Reads | None = None,
+    newest_first: frozenset[int] = frozenset(),
 ) -> tuple[Path, Path]:
+    """The snapshots; ``newest_first``: partitions whose digests are written in descending
+    offset order on both sides (a layout the aligner refuses: matched row by row)."""
     syncs = [
         Mm2OffsetSyncRecord("orders", p, up, down, 0, 10 * p + i, 1000)
         for p, (_, _, pairs) in partitions.items()
@@ -76,11 +81,12 @@ def _pair(
         for p, (src_contents, dst_contents, _) in partitions.items():
             contents = dst_contents if which else src_contents
             read_to, complete, detail = (reads or {}).get((which, p), (len(contents), True, None))
-            digests += [
+            kept = [
                 {"topic": topic, "partition": p, "offset": o, "digest": ord(c)}
                 for o, c in enumerate(contents)
                 if o < read_to
             ]
+            digests += kept[::-1] if p in newest_first else kept
             ranges.append(
                 {
                     "topic": topic,
@@ -138,14 +144,24 @@ def test_a_clean_copy_passes_a_replay_fails_under_exactly_once_and_in_process_le
 ) -> None:
     """One Spark audit for both: partition 0 a clean copy, partition 3 a replay, MirrorMaker 2
     configured exactly once (duplicates then fail, and only where they are)."""
-    src, dst = _pair(tmp_path, {0: PARTITIONS[0], 3: PARTITIONS[3]})
+    # Partition 3's digests are written newest first: the aligner refuses them, and the
+    # partition is matched row by row, to the same answer, and the run says so.
+    src, dst = _pair(tmp_path, {0: PARTITIONS[0], 3: PARTITIONS[3]}, newest_first=frozenset({3}))
     cfg = parse_config("mode: mm2\nmirror:\n  mm2:\n    exactly_once: true\n", env={})
-    inv = audit_snapshots(src, dst, tmp_path / "spark", cfg, engine="spark").summary["invariants"]
+    run = audit_snapshots(src, dst, tmp_path / "spark", cfg, engine="spark")
+    inv = run.summary["invariants"]
     assert {i: inv[i]["status"] for i in DATA_IDS} == {
         **dict.fromkeys(DATA_IDS, "pass"),
         "MM2-DATA-3": "fail",
     }
     assert _examples(inv["MM2-DATA-3"], "fail", "partition", "first_duplicate_offset") == {(3, 7)}
+    matching = inv["MM2-DATA-1"]["matching"]
+    assert (matching["aligned"], matching["row_by_row"]) == (1, 1), matching
+    (fallback,) = matching["fallbacks"]
+    assert (fallback["topic"], fallback["partition"]) == ("orders", 3)
+    assert fallback["why"].startswith("the digests are not in offset order"), fallback
+    page = (run.run_dir / "report" / "index.html").read_text()
+    assert "1 partition(s) aligned as their records streamed, 1 matched row by row" in page
     in_process = audit_snapshots(src, dst, tmp_path / "local", cfg, engine="local").summary
     assert {i: in_process["invariants"][i]["status"] for i in DATA_IDS} == dict.fromkeys(DATA_IDS, "skipped")
 

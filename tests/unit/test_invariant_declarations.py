@@ -186,6 +186,7 @@ def test_each_kind_of_detail_is_shown_by_an_invariant() -> None:
         "record_divergence",
         "batch_divergence",
         "mm2_first_missing",
+        "mm2_matching",
     ):
         assert with_details(kind), kind
 

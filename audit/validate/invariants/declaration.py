@@ -18,7 +18,14 @@ from typing import Any
 # The kinds of details the report and summary.json can add beside an invariant's counts
 # (audit/report/details.py computes each).
 DETAIL_KINDS = frozenset(
-    {"open_transactions", "mirror_state", "record_divergence", "batch_divergence", "mm2_first_missing"}
+    {
+        "open_transactions",
+        "mirror_state",
+        "record_divergence",
+        "batch_divergence",
+        "mm2_first_missing",
+        "mm2_matching",
+    }
 )
 
 
