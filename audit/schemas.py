@@ -288,6 +288,15 @@ SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
     ),
     # Optional, beside record_digests: what the scan read of each partition (_READ_RANGE).
     "record_digest_ranges": _READ_RANGE,
+    # Optional, beside record_digests: the runs of consecutive offsets holding records the
+    # scan read (audit/collect/records/offset_runs.py), [start_offset, end_offset): what
+    # MM2-SKIP-1 counts a gap's records from (mm2_source_reads).
+    "record_digest_runs": (
+        _c("topic", "string", False),
+        _c("partition", "int32", False),
+        _c("start_offset", "int64", False),
+        _c("end_offset", "int64", False),
+    ),
     # Optional, beside record_chunks (mode cluster-mirroring): what the scan read of each
     # range it planned (_READ_RANGE); a range not read whole left no chunks on that side.
     "record_chunk_ranges": _READ_RANGE,

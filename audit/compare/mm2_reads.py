@@ -37,13 +37,21 @@ WITH read AS (
   FROM {src_record_digest_ranges} r
   WHERE least(r.read_to, r.end_offset) > r.start_offset
 ),
--- Consecutive offsets holding records share offset - rank: one row per such run.
+-- The runs of consecutive offsets holding records, as the scan found them reading
+-- (record_digest_runs). A snapshot of a scan that did not keep them (an older version's)
+-- has them found from its digests: consecutive offsets share offset - rank.
 islands AS (
   SELECT d.topic, d.partition, d.offset,
     d.offset - row_number() OVER (PARTITION BY d.topic, d.partition ORDER BY d.offset) AS island
   FROM {src_record_digests} d
+  WHERE NOT EXISTS (
+    SELECT 1 FROM {src_record_digest_runs} k WHERE k.topic = d.topic AND k.partition = d.partition
+  )
 ),
 runs AS (
+  SELECT k.topic, k.partition, k.start_offset, k.end_offset
+  FROM {src_record_digest_runs} k WHERE k.end_offset > k.start_offset
+  UNION ALL
   SELECT i.topic, i.partition, min(i.offset) AS start_offset, max(i.offset) + 1 AS end_offset
   FROM islands i GROUP BY i.topic, i.partition, i.island
 ),

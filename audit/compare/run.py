@@ -377,6 +377,7 @@ _DATA_BOUNDED: dict[str, tuple[str, ...]] = {
     "record_divergences": ("chunk_start", "chunk_end", "offset"),
     "record_digests": ("offset",),
     "record_digest_ranges": ("start_offset", "end_offset", "read_to"),
+    "record_digest_runs": ("start_offset", "end_offset"),
     "record_digest_cuts": ("src_through", "dst_through", "verified_from"),
 }
 
@@ -465,7 +466,7 @@ def mm2_inputs(tables: Tables, source: Path, destination: Path) -> list[tuple[st
     named = []
     load_snapshot_table(tables, "src_open_transactions", source, "open_transactions")
     load_snapshot_table(tables, "src_partition_traits", source, "partition_traits")
-    scanned = [("src_", source, "record_digest_cuts")] + [
+    scanned = [("src_", source, "record_digest_cuts"), ("src_", source, "record_digest_runs")] + [
         (prefix, directory, table)
         for prefix, directory in (("src_", source), ("dst_", destination))
         for table in ("record_digests", "record_digest_ranges")

@@ -209,6 +209,14 @@ def _nightly(
     return invariants, {r["topic"]: r for r in rows}
 
 
+def _by_topic(path: Path, *cols: str) -> dict[str, list[tuple[Any, ...]]]:
+    """A scanned table's ``cols`` per topic (every partition: these topics have one)."""
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    for r in ds.dataset(str(path), format="parquet").to_table().to_pylist():
+        out.setdefault(r["topic"], []).append(tuple(r[c] for c in cols))
+    return out
+
+
 def _statuses(inv: dict[str, Any]) -> dict[str, str]:
     return {i: inv[i]["status"] for i in ("MM2-DATA-1", "MM2-DATA-2", "MM2-DATA-3", "MM2-DATA-4")}
 
@@ -224,6 +232,20 @@ def test_skip_stray_replay_and_aborted_records_read_uncommitted_are_counted_exac
         "MM2-DATA-3": "warn",
         "MM2-DATA-4": "pass",
     }
+    # The runs of offsets holding records, kept by the scan as it read (MM2-SKIP-1's
+    # evidence), are those of the records it read: txu's abort marker splits its run.
+    snapshot = tmp_path / "read_uncommitted" / "source"
+    runs = _by_topic(snapshot / "record_digest_runs.parquet", "start_offset", "end_offset")
+    digests = _by_topic(snapshot / "record_digests.parquet", "offset")
+    for n in UNCOMMITTED:
+        consecutive: list[tuple[int, int]] = []
+        for (o,) in sorted(digests[faults[n]]):
+            if consecutive and consecutive[-1][1] == o:
+                consecutive[-1] = (consecutive[-1][0], o + 1)
+            else:
+                consecutive.append((o, o + 1))
+        assert sorted(runs[faults[n]]) == consecutive, n
+    assert len(runs[faults["txu"]]) >= 2, runs[faults["txu"]]
 
     oracle = {}
     for n in UNCOMMITTED:

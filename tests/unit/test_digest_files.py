@@ -102,3 +102,20 @@ def test_a_row_group_holds_one_partitions_records(tmp_path: Path) -> None:
     partitions = [(g.column(1).statistics.min, g.column(1).statistics.max) for g in groups if g.num_rows]
     assert partitions == [(0, 0), (1, 1), (2, 2)]
     assert [g.num_rows for g in groups if g.num_rows] == [3, 2, 4]
+
+
+def test_the_runs_of_offsets_are_written_beside_the_digests_in_their_own_schema(tmp_path: Path) -> None:
+    from audit.collect.records.offset_runs import OffsetRuns
+
+    runs = OffsetRuns("orders", 3)
+    runs.add(pa.array([0, 1, 2, 4, 5], pa.int64()))  # a marker at 3
+    out = DigestFile(str(tmp_path), "source", "t6", "record_digest_runs")
+    for batch in runs.take(final=True):
+        out.add(batch, ("orders", 3))
+    out.close()
+    table = pq.read_table(out.path)
+    assert table.schema == arrow_schema("record_digest_runs")
+    assert table.select(["start_offset", "end_offset"]).to_pylist() == [
+        {"start_offset": 0, "end_offset": 3},
+        {"start_offset": 4, "end_offset": 6},
+    ]

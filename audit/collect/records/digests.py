@@ -1,6 +1,8 @@
 """Mode mm2's records scan: every record of both sides as its content digest
-(``record_digests``), and what was read of each partition (``record_digest_ranges``), for
-MM2-DATA-1 to -4 (audit/compare/mm2_records.py).
+(``record_digests``), what was read of each partition (``record_digest_ranges``), and the
+runs of consecutive offsets holding records (``record_digest_runs``, found as the offsets
+are read: offset_runs.py), for MM2-DATA-1 to -4 (audit/compare/mm2_records.py) and
+MM2-SKIP-1 (audit/compare/mm2_reads.py).
 
 MirrorMaker 2 writes copies at offsets of the target's choosing, so the scan cannot read
 "the same chunks on both sides" as in mode cluster-mirroring: each side is read on its own,
@@ -26,6 +28,7 @@ accumulator (a row per range), and the files written as one small row per task.
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import tempfile
 import time
@@ -39,6 +42,7 @@ from audit.collect.metadata.snapshot import utc_now
 from audit.collect.records import native, readers
 from audit.collect.records.batch_reader import BatchWaves, RangeFailed
 from audit.collect.records.digest_history import DigestHistory
+from audit.collect.records.offset_runs import OffsetRuns
 from audit.collect.records.plan import SIDES, TaskRange, read_range_rows, task_groups
 from audit.collect.records.read import consumer_settings, cyclic_gc_paused, task_frame
 from audit.collect.remote_tier import local_starts
@@ -69,6 +73,16 @@ _ENCODING: dict[str, Any] = {
     "compression": {"topic": "snappy", "partition": "snappy", "offset": "snappy", "digest": "none"},
     "column_encoding": {"offset": "DELTA_BINARY_PACKED"},
 }
+# The runs of offsets holding records (offset_runs.py): a row per stretch, few and ascending.
+_ENCODINGS: dict[str, dict[str, Any]] = {
+    "record_digests": _ENCODING,
+    "record_digest_runs": {
+        "use_dictionary": ["topic", "partition"],
+        "column_encoding": {"start_offset": "DELTA_BINARY_PACKED", "end_offset": "DELTA_BINARY_PACKED"},
+    },
+}
+# What the scan writes from its tasks, each under its own directory of the staging root.
+SCANNED = tuple(_ENCODINGS)
 
 
 def isolation_of(side: str, cfg: AuditConfig) -> str:
@@ -161,7 +175,7 @@ def collect_digests(
     )
     with tempfile.TemporaryDirectory(prefix=".digests.", dir=destination.parent) as tmp:
         staging = Path(tmp)
-        task = _digest_task(settings, cfg, outcomes, str(staging / "digests"))
+        task = _digest_task(settings, cfg, outcomes, str(staging))
         frame = task_frame(spark, groups).mapInArrow(task, _written_schema())
         clock = time.monotonic()
         with spark_progress(spark, "records scan (mm2)"):
@@ -179,10 +193,11 @@ def collect_digests(
             local_starts({"source": src_parts, "destination": dst_parts}),
         )
         for side, directory in (("source", source), ("destination", destination)):
-            part = staging / "digests" / f"side={side}"
-            if not part.exists():  # no task read this side: an empty table, its schema kept
-                _write_empty(part)
-            replace_path(part, directory / "record_digests.parquet")
+            for table in SCANNED:
+                part = staging / table / f"side={side}"
+                if not part.exists():  # no task read this side: an empty table, its schema kept
+                    _write_empty(part, table)
+                replace_path(part, directory / f"{table}.parquet")
             write_table(directory, "record_digest_ranges", tuple(r for s, r in read if s == side))
         write_table(source, "record_digest_cuts", tuple(cuts[k] for k in sorted(cuts)))
     note = _scan_note(started, read, cfg, full, len(cuts), dropped)
@@ -255,15 +270,18 @@ def _written_schema() -> Any:
     )
 
 
-def _write_empty(part: Path) -> None:
+def _write_empty(part: Path, table: str) -> None:
     import pyarrow.parquet as pq
 
+    from audit.schemas import arrow_schema
+
     part.mkdir(parents=True, exist_ok=True)
-    pq.write_table(_digests_schema().empty_table(), str(part / "part-empty.parquet"), **_ENCODING)
+    pq.write_table(arrow_schema(table).empty_table(), str(part / "part-empty.parquet"), **_ENCODINGS[table])
 
 
 class DigestFile:
-    """One task's digests of one side, as one Parquet file under ``<root>/side=<side>/``:
+    """One task's digests of one side (or another of the tables it writes, ``SCANNED``), as
+    one Parquet file under ``<root>/side=<side>/``:
     written to a name of its own, then renamed to ``part-<name>.parquet`` once closed, so a
     file the scan keeps is whole, and a retried task (same ranges, same name) replaces its
     earlier attempt's file rather than adding to it. Batches are held until a row group's
@@ -272,10 +290,14 @@ class DigestFile:
     the aligner reads each partition's row groups, and no other's, in offset order
     (compare/mm2_alignment.py)."""
 
-    def __init__(self, root: str, side: str, name: str) -> None:
+    def __init__(self, root: str, side: str, name: str, table: str = "record_digests") -> None:
         import os
         import uuid
 
+        from audit.schemas import arrow_schema
+
+        self._schema = arrow_schema(table)
+        self._encoding = _ENCODINGS[table]
         self._dir = os.path.join(root, f"side={side}")
         os.makedirs(self._dir, exist_ok=True)
         self.path = os.path.join(self._dir, f"part-{name}.parquet")
@@ -301,7 +323,7 @@ class DigestFile:
         import pyarrow.parquet as pq
 
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self._tmp, _digests_schema(), **_ENCODING)
+            self._writer = pq.ParquetWriter(self._tmp, self._schema, **self._encoding)
         if self._held:
             self._writer.write_table(pa.Table.from_batches(self._held), row_group_size=self._held_rows)
             self.records += self._held_rows
@@ -345,6 +367,8 @@ def _digest_task(
     told = to_arrow_schema(_written_schema())  # the rows a task yields, as Spark declares them
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import os
+
         import pyarrow as pa
 
         by_side: dict[str, list[tuple[str, int, int, int]]] = {}
@@ -359,15 +383,26 @@ def _digest_task(
         try:
             with cyclic_gc_paused():
                 for side, ranges in by_side.items():
-                    out = DigestFile(root, side, _file_name(side, ranges))
+                    name = _file_name(side, ranges)
+                    out, runs_out = (DigestFile(os.path.join(root, t), side, name, t) for t in SCANNED)
                     waves = BatchWaves(settings[side], timeout)
                     try:
-                        for r in ranges:
-                            for batch in _read_range(pa, waves, side, r, size, timeout, read):
-                                out.add(batch, (r[0], r[1]))
+                        # A partition's ranges come together, in offset order (task_groups).
+                        for key, its in itertools.groupby(ranges, key=lambda r: (r[0], r[1])):
+                            runs = OffsetRuns(*key)
+                            for r in its:
+                                for batch in _read_range(pa, waves, side, r, size, timeout, read):
+                                    out.add(batch, key)
+                                    runs.add(batch.column("offset"))
+                                    for found in runs.take():
+                                        runs_out.add(found, key)
+                            for found in runs.take(final=True):
+                                runs_out.add(found, key)
                         out.close()
+                        runs_out.close()
                     except BaseException:
                         out.discard()
+                        runs_out.discard()
                         raise
                     finally:
                         waves.close()

@@ -1,0 +1,137 @@
+"""The runs of offsets holding records that mode mm2's scan keeps as it reads
+(audit/collect/records/offset_runs.py, ``record_digest_runs``), against the runs the compare
+stage found from every digest before (``mm2_source_reads``, audit/compare/mm2_reads.py),
+which still serves a snapshot of a scan that did not keep them."""
+
+from __future__ import annotations
+
+import array
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from audit.collect.records.offset_runs import OffsetRuns, runs_of
+from audit.compare.engines import LocalTables
+from audit.compare.mm2_reads import SOURCE_READS
+from audit.schemas import columns
+
+
+def _row(table: str, **values: Any) -> tuple[Any, ...]:
+    return tuple(values.get(c.name) for c in columns(table))
+
+
+def _reference(offsets: list[int]) -> list[tuple[int, int]]:
+    """Consecutive offsets, one run each: the plain way."""
+    out: list[tuple[int, int]] = []
+    for o in offsets:
+        if out and out[-1][1] == o:
+            out[-1] = (out[-1][0], o + 1)
+        else:
+            out.append((o, o + 1))
+    return out
+
+
+def _responses(offsets: list[int], cuts: list[int]) -> list[bytes]:
+    """The offsets as a scan's responses, cut where ``cuts`` say (an empty response too)."""
+    bounds = sorted({0, len(offsets), *(c % (len(offsets) + 1) for c in cuts)})
+    return [array.array("q", offsets[a:b]).tobytes() for a, b in itertools.pairwise(bounds)] + [b""]
+
+
+held = st.lists(st.booleans(), min_size=0, max_size=60)  # which offsets hold a record
+
+
+@settings(deadline=None)  # the first example imports numpy and pyarrow
+@given(present=held, cuts=st.lists(st.integers(0, 60), max_size=6))
+def test_runs_cross_responses_as_if_read_at_once(present: list[bool], cuts: list[int]) -> None:
+    offsets = [o + 5 for o, p in enumerate(present) if p]
+    runs = OffsetRuns("t", 0)
+    got: list[tuple[int, int]] = []
+    for response in _responses(offsets, cuts):
+        runs.add(response)
+        got += [(a, b) for batch in runs.take() for a, b in zip(*_columns(batch), strict=True)]
+    got += [(a, b) for batch in runs.take(final=True) for a, b in zip(*_columns(batch), strict=True)]
+    assert got == _reference(offsets)
+    assert runs_of(array.array("q", offsets).tobytes()) == _reference(offsets)
+
+
+def _columns(batch: Any) -> tuple[list[int], list[int]]:
+    return batch.column("start_offset").to_pylist(), batch.column("end_offset").to_pylist()
+
+
+def _source_reads(tables: LocalTables, out: Path) -> list[dict[str, Any]]:
+    tables.compute(SOURCE_READS, out)
+    return tables.rows(
+        "SELECT kind, start_offset, end_offset FROM {mm2_source_reads} ORDER BY kind, start_offset"
+    )
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(present=held, cuts=st.lists(st.integers(0, 60), max_size=6))
+def test_the_scans_runs_give_the_source_reads_its_digests_gave(
+    present: list[bool], cuts: list[int], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    n = len(present)
+    offsets = [o for o, p in enumerate(present) if p]
+    runs = OffsetRuns("orders", 0)
+    kept = []
+    for response in _responses(offsets, cuts):
+        runs.add(response)
+        kept += list(runs.take())
+    kept += list(runs.take(final=True))
+    scanned = [
+        _row("record_digest_runs", topic="orders", partition=0, start_offset=a, end_offset=b)
+        for batch in kept
+        for a, b in zip(*_columns(batch), strict=True)
+    ]
+    digests = [_row("record_digests", topic="orders", partition=0, offset=o, digest=o) for o in offsets]
+    out = tmp_path_factory.mktemp("reads") / "mm2_source_reads.parquet"
+    answers = []
+    # A scan of this version (its runs and its digests), and one of a version that kept
+    # only digests: the same rows.
+    for with_runs in (True, False):
+        tables = LocalTables()
+        tables.put(
+            "src_partitions",
+            "partitions",
+            [
+                _row(
+                    "partitions",
+                    topic="orders",
+                    partition=0,
+                    topic_id="id",
+                    log_start_offset=0,
+                    high_watermark=n,
+                )
+            ],
+        )
+        tables.put(
+            "src_record_digest_ranges",
+            "record_digest_ranges",
+            [
+                _row(
+                    "record_digest_ranges",
+                    topic="orders",
+                    partition=0,
+                    start_offset=0,
+                    end_offset=n,
+                    read_to=n,
+                    complete=True,
+                    isolation="read_uncommitted",
+                    compacted=False,
+                )
+            ],
+        )
+        tables.put("src_record_digests", "record_digests", digests)
+        tables.put("src_record_digest_runs", "record_digest_runs", scanned if with_runs else [])
+        tables.put("offset_syncs", "mm2_offset_syncs", [])
+        tables.put("previous_syncs", "previous_syncs", [])
+        tables.put("previous_source_reads", "previous_source_reads", [])
+        tables.put("src_partition_traits", "partition_traits", [])
+        answers.append(_source_reads(tables, out))
+    assert answers[0] == answers[1]
+    records = [(r["start_offset"], r["end_offset"]) for r in answers[0] if r["kind"] == "records"]
+    assert records == _reference(offsets)
