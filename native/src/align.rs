@@ -63,8 +63,12 @@ type Set<K> = HashSet<K, BuildHasherDefault<MixHasher>>;
 /// Findings kept exactly before the aligner gives up on a partition (each finalized
 /// record's digest is remembered, to detect a later partner).
 const MAX_FINAL: usize = 1 << 20;
-/// The Bloom filter over the source's digests: 2^24 bits (2 MB), three bits a digest.
+/// The Bloom filter over the source's digests: at most 2^24 bits (2 MB), three bits a
+/// digest; a partition with fewer source records in range gets 16 bits a record (at least
+/// 4,096 bits): a new aligner costs what its partition needs, not 2 MB zeroed and freed.
 const BLOOM_BITS: u64 = 1 << 24;
+const BLOOM_BITS_PER_RECORD: u64 = 16;
+const BLOOM_MIN_BITS: u64 = 1 << 12;
 
 /// What the caller knows of the partition's compared range (the query's `mm2_record_ranges`).
 #[derive(Clone, Debug)]
@@ -179,9 +183,15 @@ struct SourceContents {
 }
 
 impl SourceContents {
-    fn new(cap: usize) -> Self {
+    /// `records`: at most how many source records will be added.
+    fn new(cap: usize, records: u64) -> Self {
+        let bits = records
+            .saturating_mul(BLOOM_BITS_PER_RECORD)
+            .clamp(BLOOM_MIN_BITS, BLOOM_BITS)
+            .next_power_of_two()
+            .min(BLOOM_BITS);
         SourceContents {
-            bloom: vec![0; (BLOOM_BITS / 64) as usize],
+            bloom: vec![0; (bits / 64) as usize],
             recent: VecDeque::new(),
             counts: Map::default(),
             cap,
@@ -190,15 +200,15 @@ impl SourceContents {
 
     /// A blocked filter: the word from the digest's high bits, three bits within it from
     /// its low ones, so a probe costs one cache miss, not three.
-    fn probe(digest: u64) -> (usize, u64) {
+    fn probe(&self, digest: u64) -> (usize, u64) {
         let h = digest.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let word = (h >> 40) as usize % (BLOOM_BITS / 64) as usize;
+        let word = (h >> 40) as usize % self.bloom.len();
         let bits = (1u64 << (h & 63)) | (1u64 << ((h >> 6) & 63)) | (1u64 << ((h >> 12) & 63));
         (word, bits)
     }
 
     fn add(&mut self, digest: u64) {
-        let (word, bits) = Self::probe(digest);
+        let (word, bits) = self.probe(digest);
         self.bloom[word] |= bits;
         *self.counts.entry(digest).or_insert(0) += 1;
         self.recent.push_back(digest);
@@ -217,7 +227,7 @@ impl SourceContents {
         if self.counts.contains_key(&digest) {
             return Seen::Yes;
         }
-        let (word, bits) = Self::probe(digest);
+        let (word, bits) = self.probe(digest);
         if self.bloom[word] & bits == bits {
             Seen::Maybe
         } else {
@@ -277,7 +287,10 @@ impl Aligner {
         };
         let lo = p.cut.map_or((i64::MIN, i64::MIN), |(u, d)| (u + 1, d + 1));
         Aligner {
-            contents: SourceContents::new(2 * window),
+            contents: SourceContents::new(
+                2 * window,
+                u64::try_from(p.end_u.saturating_sub(p.src_read_start).saturating_add(1)).unwrap_or(0),
+            ),
             p,
             src: Side::default(),
             dst: Side::default(),
