@@ -55,7 +55,8 @@ def test_runs_cross_responses_as_if_read_at_once(present: list[bool], cuts: list
         got += [(a, b) for batch in runs.take() for a, b in zip(*_columns(batch), strict=True)]
     got += [(a, b) for batch in runs.take(final=True) for a, b in zip(*_columns(batch), strict=True)]
     assert got == _reference(offsets)
-    assert runs_of(array.array("q", offsets).tobytes()) == _reference(offsets)
+    starts, ends = runs_of(array.array("q", offsets).tobytes())
+    assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == _reference(offsets)
 
 
 def _columns(batch: Any) -> tuple[list[int], list[int]]:

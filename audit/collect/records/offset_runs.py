@@ -18,61 +18,69 @@ from typing import Any
 Run = tuple[int, int]  # [start, end) of offsets that all hold records
 
 
-def runs_of(offsets: Any) -> list[Run]:
-    """The runs in ascending int64 offsets: an Arrow array, or a buffer of native-endian
-    int64 (the walker's)."""
+def runs_of(offsets: Any) -> tuple[Any, Any]:
+    """(starts, ends) as numpy arrays of the runs in ascending int64 offsets: an Arrow
+    array, or a buffer of native-endian int64 (the walker's)."""
     import numpy as np
 
     a = offsets.to_numpy() if hasattr(offsets, "to_numpy") else np.frombuffer(offsets, dtype=np.int64)
-    if a.size == 0:
-        return []
     breaks = np.flatnonzero(np.diff(a) != 1)
+    if a.size == 0:
+        return a, a
     starts = a[np.concatenate(([0], breaks + 1))]
     ends = a[np.concatenate((breaks, [a.size - 1]))] + 1
-    return list(zip(starts.tolist(), ends.tolist(), strict=True))
+    return starts, ends
 
 
 class OffsetRuns:
     """One partition's runs as its responses come, in offset order: a run still open at the
     end of one response is extended by the next when that one starts where it ended (a
-    run crosses responses and the task's ranges of the partition)."""
+    run crosses responses and the task's ranges of the partition). The runs stay numpy
+    arrays until written: a topic with a marker every few records has a run every few
+    records, and a Python object each would cost more than the read."""
 
     def __init__(self, topic: str, partition: int) -> None:
         self.topic = topic
         self.partition = partition
         self._open: Run | None = None
-        self._closed: list[Run] = []
+        self._closed: list[tuple[Any, Any]] = []
 
     def add(self, offsets: Any) -> None:
-        found = runs_of(offsets)
-        if not found:
+        starts, ends = runs_of(offsets)
+        if starts.size == 0:
             return
-        first = found[0]
-        if self._open is not None and first[0] == self._open[1]:
-            found[0] = (self._open[0], first[1])
-        elif self._open is not None:
-            self._closed.append(self._open)
-        self._closed.extend(found[:-1])
-        self._open = found[-1]
+        if self._open is not None:
+            if int(starts[0]) == self._open[1]:
+                starts = starts.copy()
+                starts[0] = self._open[0]
+            else:
+                self._closed.append(([self._open[0]], [self._open[1]]))
+        self._closed.append((starts[:-1], ends[:-1]))
+        self._open = (int(starts[-1]), int(ends[-1]))
 
     def take(self, final: bool = False) -> Iterator[Any]:
         """The runs closed so far as an Arrow batch of ``record_digest_runs`` (and the open
         one, when ``final``): none when there are none."""
+        import numpy as np
         import pyarrow as pa
 
         if final and self._open is not None:
-            self._closed.append(self._open)
+            self._closed.append(([self._open[0]], [self._open[1]]))
             self._open = None
-        runs, self._closed = self._closed, []
-        if not runs:
+        closed, self._closed = self._closed, []
+        if not closed:
             return
-        n = len(runs)
+        starts = np.concatenate([np.asarray(s, dtype=np.int64) for s, _ in closed])
+        ends = np.concatenate([np.asarray(e, dtype=np.int64) for _, e in closed])
+        n = len(starts)
+        if n == 0:
+            return
         yield pa.RecordBatch.from_arrays(
             [
                 pa.repeat(self.topic, n),
                 pa.repeat(pa.scalar(self.partition, pa.int32()), n),
-                pa.array([r[0] for r in runs], pa.int64()),
-                pa.array([r[1] for r in runs], pa.int64()),
+                pa.array(starts, pa.int64()),
+                pa.array(ends, pa.int64()),
             ],
             schema=_schema(),
         )
