@@ -140,7 +140,10 @@ impl Chunker {
         }
     }
 
-    /// The same, keeping each record's content digest too.
+    /// The same, keeping each record's content digest instead of the chunks' checksums (mode
+    /// mm2 reads a range for its digests alone: hashing every record a second time, into a
+    /// checksum no one reads, cost more than the digest itself). Its chunks still count
+    /// records, gaps and epochs, but their checksums are not computed.
     pub fn with_digests(mut self) -> Self {
         self.digests = Some(Digests::default());
         self
@@ -184,15 +187,16 @@ impl Chunker {
         f[16..20].copy_from_slice(&r.key.map_or(-1i32, |k| k.len() as i32).to_be_bytes());
         f[20..24].copy_from_slice(&r.value.map_or(-1i32, |v| v.len() as i32).to_be_bytes());
         f[24..28].copy_from_slice(&r.header_count.to_be_bytes());
-        c.hash.update(&f);
-        if let Some(k) = r.key {
-            c.hash.update(k);
-        }
-        if let Some(v) = r.value {
-            c.hash.update(v);
-        }
         if let Some(d) = self.digests.as_mut() {
             d.begin(&f[8..], r);
+        } else {
+            c.hash.update(&f);
+            if let Some(k) = r.key {
+                c.hash.update(k);
+            }
+            if let Some(v) = r.value {
+                c.hash.update(v);
+            }
         }
         c.count += 1;
         if c.first.is_none() {
@@ -209,21 +213,17 @@ impl Chunker {
 
     /// One header of the record begun last.
     pub fn header(&mut self, key: &[u8], value: Option<&[u8]>) {
-        let c = &mut self.chunk;
         let mut h = [0u8; 8];
         h[..4].copy_from_slice(&(key.len() as i32).to_be_bytes());
         h[4..].copy_from_slice(&value.map_or(-1i32, |v| v.len() as i32).to_be_bytes());
-        c.hash.update(&h);
-        c.hash.update(key);
+        let hash = match self.digests.as_mut() {
+            Some(d) => &mut d.hash,
+            None => &mut self.chunk.hash,
+        };
+        hash.update(&h);
+        hash.update(key);
         if let Some(v) = value {
-            c.hash.update(v);
-        }
-        if let Some(d) = self.digests.as_mut() {
-            d.hash.update(&h);
-            d.hash.update(key);
-            if let Some(v) = value {
-                d.hash.update(v);
-            }
+            hash.update(v);
         }
     }
 

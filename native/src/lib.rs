@@ -379,8 +379,8 @@ struct BatchRange {
 
 #[pymethods]
 impl BatchRange {
-    /// `digests`: keep each record's content digest too (mode mm2), taken with
-    /// `take_digests` as the range is read.
+    /// `digests`: keep each record's content digest instead of the chunks' checksums (mode
+    /// mm2), taken with `take_digests` as the range is read; `finish` then refuses.
     #[new]
     #[pyo3(signature = (topic, partition, start, end, size, read_committed, digests=false))]
     fn py_new(
@@ -442,6 +442,10 @@ impl BatchRange {
     /// The range's chunk rows (its trailing gaps closed); only once it is done.
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         match self.range.take() {
+            Some(r) if r.chunker.digests.is_some() => {
+                self.range = Some(r);
+                Err(ReaderError::new_err("a range read for its digests keeps no chunk checksums"))
+            }
             Some(r) if r.done() => {
                 let (range, chunks) = r.chunker.finish();
                 let rows = PyList::empty(py);

@@ -275,3 +275,13 @@ def test_content_digests_follow_the_isolation_and_never_a_marker() -> None:
     assert [o for o, _ in every] == [0, 1, 2, 3, 4, 7, 8, 10]
     committed = digests_read([data], 0, 11, read_committed=True, aborted=((7, 2),))
     assert [o for o, _ in committed] == [0, 1, 3, 7, 8, 10]
+
+
+def test_a_range_read_for_its_digests_keeps_no_chunk_checksums() -> None:
+    # Mode mm2 hashes each record once, into its digest: the chunks' checksums are not
+    # computed, so the range will not hand out chunk rows that would carry none.
+    r = native.BatchRange("t", 0, 0, 1, 4, False, True)
+    r.feed(batch(0, [(b"k", b"v", [])], timestamp=5), [])
+    assert r.done
+    with pytest.raises(native.ReaderError, match="keeps no chunk checksums"):
+        r.finish()
