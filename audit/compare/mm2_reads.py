@@ -39,14 +39,12 @@ WITH read AS (
 ),
 -- The runs of consecutive offsets holding records, as the scan found them reading
 -- (record_digest_runs). A snapshot of a scan that did not keep them (an older version's)
--- has them found from its digests: consecutive offsets share offset - rank.
+-- has them found from its digests (src_digests_without_runs: empty where the snapshot
+-- holds the runs, so no digest is read then): consecutive offsets share offset - rank.
 islands AS (
   SELECT d.topic, d.partition, d.offset,
     d.offset - row_number() OVER (PARTITION BY d.topic, d.partition ORDER BY d.offset) AS island
-  FROM {src_record_digests} d
-  WHERE NOT EXISTS (
-    SELECT 1 FROM {src_record_digest_runs} k WHERE k.topic = d.topic AND k.partition = d.partition
-  )
+  FROM {src_digests_without_runs} d
 ),
 runs AS (
   SELECT k.topic, k.partition, k.start_offset, k.end_offset

@@ -476,6 +476,12 @@ def mm2_inputs(tables: Tables, source: Path, destination: Path) -> list[tuple[st
             load_snapshot_table(tables, prefix + table, directory, table)
         else:
             tables.put(prefix + table, table, [])
+    # The source's runs of offsets holding records come from its digests only where the
+    # scan did not keep them (an older version's snapshot): otherwise none is read for them.
+    if tables.data_level and not check_table(source, "record_digest_runs"):
+        load_snapshot_table(tables, "src_digests_without_runs", source, "record_digests")
+    else:
+        tables.put("src_digests_without_runs", "record_digests", [])
     for name, table, side in (
         ("offset_syncs", "mm2_offset_syncs", "src"),
         ("checkpoints", "mm2_checkpoints", "dst"),

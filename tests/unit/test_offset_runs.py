@@ -10,6 +10,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -126,7 +127,9 @@ def test_the_scans_runs_give_the_source_reads_its_digests_gave(
                 )
             ],
         )
-        tables.put("src_record_digests", "record_digests", digests)
+        # As compare/run.py registers them: the digests stand in for the runs only in a
+        # snapshot without them.
+        tables.put("src_digests_without_runs", "record_digests", [] if with_runs else digests)
         tables.put("src_record_digest_runs", "record_digest_runs", scanned if with_runs else [])
         tables.put("offset_syncs", "mm2_offset_syncs", [])
         tables.put("previous_syncs", "previous_syncs", [])
@@ -136,3 +139,42 @@ def test_the_scans_runs_give_the_source_reads_its_digests_gave(
     assert answers[0] == answers[1]
     records = [(r["start_offset"], r["end_offset"]) for r in answers[0] if r["kind"] == "records"]
     assert records == _reference(offsets)
+
+
+class _RecordScale(LocalTables):
+    """The in-process engine taking the data-level tables, as Spark does in a nightly."""
+
+    data_level = True
+
+
+@pytest.mark.parametrize("kept_runs", [True, False])
+def test_the_digests_are_read_for_the_runs_only_in_a_snapshot_without_them(
+    tmp_path: Path, kept_runs: bool
+) -> None:
+    import pyarrow.parquet as pq
+
+    from audit.compare.run import mm2_inputs
+    from audit.schemas import arrow_schema
+
+    source, destination = tmp_path / "source", tmp_path / "destination"
+    for directory in (source, destination):
+        directory.mkdir()
+    digests = [{"topic": "orders", "partition": 0, "offset": o, "digest": o} for o in (0, 1, 3)]
+    pq.write_table(
+        pa.Table.from_pylist(digests, schema=arrow_schema("record_digests")),
+        source / "record_digests.parquet",
+    )
+    if kept_runs:
+        runs = [
+            {"topic": "orders", "partition": 0, "start_offset": a, "end_offset": b}
+            for a, b in ((0, 2), (3, 4))
+        ]
+        pq.write_table(
+            pa.Table.from_pylist(runs, schema=arrow_schema("record_digest_runs")),
+            source / "record_digest_runs.parquet",
+        )
+    tables = _RecordScale()
+    mm2_inputs(tables, source, destination)
+    without = tables.rows("SELECT count(*) AS n FROM {src_digests_without_runs}")[0]["n"]
+    kept = tables.rows("SELECT count(*) AS n FROM {src_record_digest_runs}")[0]["n"]
+    assert (without, kept) == ((0, 2) if kept_runs else (3, 0))
