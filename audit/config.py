@@ -285,6 +285,11 @@ class RecordsConfig:
     # back than MirrorMaker 2's offset commits (offset.flush.interval.ms of its traffic)
     # costs reads only; reaching less far calls older replays unexplained until --full.
     mm2_replay_lookback: int = 100_000
+    # Mode mm2: keep every record's digest in the snapshots (record_digests), not only those
+    # of the partitions whose matching as read may not serve (a read that stopped short, a
+    # fallback): for comparing the snapshots again under another configuration, or row by
+    # row. A row per record read: the scan's largest cost besides the read itself.
+    mm2_keep_digests: bool = False
     # Mismatching chunks narrowed to their first divergent record per run.
     narrow_max_chunks: int = 50
     timeout_seconds: float = 120.0  # a range must make progress within this

@@ -65,6 +65,32 @@ _SOURCE_READS = (
     _c("read_committed", "boolean", False),
 )
 
+# A partition's records matched by the aligner (audit/compare/mm2_alignment.py): why it
+# could not (``fallback``: matched row by row instead), else where its range starts and
+# what it found there; the aligner answers each column exactly as the row-by-row query does.
+_ALIGNMENT = (
+    _c("fallback", "string"),
+    *(
+        _c(name, "int64")
+        for name in (
+            "compared_src_start",
+            "compared_dst_start",
+            "compared_src_records",
+            "compared_dst_records",
+            "missing_records",
+            "first_missing_offset",
+            "duplicate_records",
+            "first_duplicate_offset",
+            "unexplained_records",
+            "first_unexplained_offset",
+            "order_breaks",
+            "first_order_break_offset",
+            "clean_src_through",
+            "clean_dst_through",
+        )
+    ),
+)
+
 SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
     "partitions": (
         _c("topic", "string", False),
@@ -300,6 +326,29 @@ SNAPSHOT_TABLES: dict[str, tuple[Column, ...]] = {
     # Optional, beside record_chunks (mode cluster-mirroring): what the scan read of each
     # range it planned (_READ_RANGE); a range not read whole left no chunks on that side.
     "record_chunk_ranges": _READ_RANGE,
+    # Optional, mode mm2, in the source snapshot: per source partition the scan read, its
+    # records matched as they were read (audit/collect/records/digests.py), over the range
+    # the scan expected the comparison to judge (the first nine columns after partition:
+    # mm2_record_ranges as the scan planned its reads); a comparison takes the tally where
+    # its own range is that one, and otherwise matches the partition's digests, which the
+    # scan kept (``digests_kept``) wherever its tally may not serve: a read that stopped
+    # short, a fallback, records.mm2_keep_digests. No range (no offset sync within the
+    # reads): the tally columns are null.
+    "record_alignments": (
+        _c("topic", "string", False),
+        _c("partition", "int32", False),
+        _c("remote_topic", "string"),
+        _c("end_u", "int64"),
+        _c("end_d", "int64"),
+        _c("src_read_start", "int64"),
+        _c("dst_read_start", "int64"),
+        _c("first_sync_u", "int64"),
+        _c("first_sync_d", "int64"),
+        _c("cut_u", "int64"),
+        _c("cut_d", "int64"),
+        _c("digests_kept", "boolean", False),
+        *_ALIGNMENT,
+    ),
     # Optional, mode mm2, in the source snapshot: per source partition, where earlier nightly
     # scans left every record verified (audit/collect/records/digest_history.py): the
     # source records through ``src_through`` matched one to one to the replica's through
@@ -882,21 +931,10 @@ AUX_TABLES: dict[str, tuple[Column, ...]] = {
     "mm2_record_alignments": (
         _c("topic", "string", False),
         _c("partition", "int32", False),
-        _c("fallback", "string"),
-        _c("compared_src_start", "int64"),
-        _c("compared_dst_start", "int64"),
-        _c("compared_src_records", "int64"),
-        _c("compared_dst_records", "int64"),
-        _c("missing_records", "int64"),
-        _c("first_missing_offset", "int64"),
-        _c("duplicate_records", "int64"),
-        _c("first_duplicate_offset", "int64"),
-        _c("unexplained_records", "int64"),
-        _c("first_unexplained_offset", "int64"),
-        _c("order_breaks", "int64"),
-        _c("first_order_break_offset", "int64"),
-        _c("clean_src_through", "int64"),
-        _c("clean_dst_through", "int64"),
+        *_ALIGNMENT,
+        # The partition cannot be matched at all: the scan matched another range and kept
+        # none of its digests (``fallback`` says so); its rows are unchecked.
+        _c("digests_missing", "boolean"),
     ),
     "topic_scope": (
         _c("topic", "string", False),

@@ -6,15 +6,18 @@ each side on its own and keeps a content digest per record (audit/collect/record
 where mode cluster-mirroring's keeps a checksum per chunk (bench/records.py). Setup: the
 sandbox's source gets ``bench-mm2-N`` (8 partitions, N records of about 200 bytes with a key
 and a header, lz4 batches, as bench/records.py produces them) and its destination the same
-records as ``source.bench-mm2-N``, the replica MirrorMaker 2 names so. The scan reads each
-side alone, so how the copy got there does not change what it costs; a real MirrorMaker 2
-copying millions of records would make the setup minutes longer and measure nothing more.
-Then, interleaved for --rounds rounds:
+records as ``source.bench-mm2-N``, the replica MirrorMaker 2 names so, and the snapshot
+offset syncs pairing each partition's first and last offsets, as a MirrorMaker 2 that
+copied them would have left. How the copy got there does not change what the scan costs; a
+real MirrorMaker 2 copying millions of records would make the setup minutes longer and
+measure nothing more. Then, interleaved for --rounds rounds:
 
 - ours (the RESULT lines): ``collect_digests`` in a Spark session that is already running,
-  as in the nightly job (``local[*]``, warmed by one untimed scan): every in-scope partition
-  of both sides read by the batch reader, a digest per record, ``record_digests`` and
-  ``record_digest_ranges`` written; checked to hold a digest for every record;
+  as in the nightly job (``local[*]``, warmed by one untimed scan): both sides of every
+  in-scope partition read by the batch reader and matched as they are read (a digest per
+  record, aligned), ``record_alignments``, ``record_digest_ranges`` and the runs written;
+  checked to have matched every record of both sides, none missing, and to have kept no
+  digest (nothing needed them);
 - baseline: kcat -C -e -q -f '' on both topics at once (two processes), every partition from
   the beginning to the end, to /dev/null.
 
@@ -49,6 +52,7 @@ from audit.config_file import load_config
 from audit.logs import setup_logging
 from audit.sandbox.cluster import SandboxOptions, running
 from audit.sandbox.state import SandboxState
+from audit.snapshot import Mm2OffsetSyncRecord, write_table
 from audit.spark_session import build_spark
 
 log = logging.getLogger("bench.mm2_records")
@@ -71,14 +75,31 @@ def write_config(state: SandboxState, topic: str, path: Path, root: Path) -> Pat
     return path
 
 
-def _check_digests(run: Path, records: int) -> None:
-    """A digest for every record of each side: a scan that stopped short measured less."""
+def _add_syncs(source: Path, topic: str, records: int) -> None:
+    """Offset syncs at each partition's first and last offset (records are dealt round
+    robin over 8 partitions, the same at each offset on both sides)."""
+    per = records // 8
+    syncs = tuple(
+        Mm2OffsetSyncRecord(topic, p, o, o, 0, 2 * p + i, None)
+        for p in range(8)
+        for i, o in enumerate((0, per - 1))
+    )
+    write_table(source, "mm2_offset_syncs", syncs)
+
+
+def _check_matched(run: Path, records: int) -> None:
+    """Every record of both sides matched as read, none missing, no digest kept: a scan that
+    stopped short, or fell back, measured something else."""
     import pyarrow.dataset as ds
 
-    for side in ("source", "destination"):
-        rows = ds.dataset(str(run / side / "record_digests.parquet"), format="parquet").count_rows()
-        if rows != records:
-            raise SystemExit(f"the scan kept {rows:,} digests of the {side}, expected {records:,}")
+    rows = (
+        ds.dataset(str(run / "source" / "record_alignments.parquet"), format="parquet").to_table().to_pylist()
+    )
+    src = sum(r["compared_src_records"] or 0 for r in rows)
+    dst = sum(r["compared_dst_records"] or 0 for r in rows)
+    odd = [r for r in rows if r["fallback"] is not None or r["missing_records"] or r["digests_kept"]]
+    if (src, dst) != (records, records) or odd:
+        raise SystemExit(f"the scan matched {src:,} and {dst:,} records of {records:,} a side: {odd[:2]}")
 
 
 def _measure(state: SandboxState, root: Path, records: int, rounds: int, spark: Any) -> dict[str, Measured]:
@@ -94,6 +115,7 @@ def _measure(state: SandboxState, root: Path, records: int, rounds: int, spark: 
     )
     if snap.returncode != 0:
         raise SystemExit(f"snapshot failed: {snap.stderr[-800:]}")
+    _add_syncs(run / "source", topic, records)
     kcat = shutil.which("kcat") or shutil.which("kafkacat")
     if kcat is None:
         raise SystemExit("kcat is not installed: make bench-mm2-records installs it (apt-get install kcat)")
@@ -105,7 +127,7 @@ def _measure(state: SandboxState, root: Path, records: int, rounds: int, spark: 
 
     def scan() -> None:
         collect_digests(spark, config, run / "source", run / "destination", None)  # every record, each round
-        _check_digests(run, records)
+        _check_matched(run, records)
 
     scan()  # warm the session: Python workers, JIT, the reader's first connections
     sides: dict[str, Callable[[], Measured]] = {

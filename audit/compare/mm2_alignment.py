@@ -12,12 +12,15 @@ held to it by a differential test (tests/unit/test_mm2_alignment.py), or it says
 cannot (``fallback``: a gap or a replay longer than its window, records out of offset
 order, the compiled package missing), and that partition alone goes through the query.
 
-Spark does the distribution, not the matching: the ranges (a row per partition) are dealt
-into tasks, and each task reads its partitions' digests straight from the scan's Parquet
-files, pruning row groups by their statistics. The scan writes each side of a partition
-into one file in offset order (collect/records/digests.py), which is the order the aligner
-takes; digests written otherwise (an older scan) are refused as out of order, and matched
-row by row. DuckDB, in process, reads them by a query ordered by offset.
+The records scan aligns each partition as it reads it (collect/records/digests.py) and
+keeps the tally (``record_alignments``); this step takes it wherever the range it aligned
+is the comparison's (``RANGE_COLUMNS``, every one equal) and aligns the others from the
+digests the scan kept of them. Spark does the distribution, not the matching: the ranges
+(a row per partition) are dealt into tasks, and each task reads its partitions' digests
+straight from the scan's Parquet files, pruning row groups by their statistics. The scan
+writes each side of a partition into one file in offset order, which is the order the
+aligner takes; digests written otherwise (an older scan) are refused as out of order, and
+matched row by row. DuckDB, in process, reads them by a query ordered by offset.
 """
 
 from __future__ import annotations
@@ -43,24 +46,56 @@ WINDOW = 1 << 16
 TURN = 1 << 14
 
 # What the aligner needs of each partition: the query's own ranges step, so both paths
-# judge the same range.
-PARAMS = """
-SELECT e.topic, e.partition, e.remote_topic, e.end_u, e.end_d, e.src_read_start, e.dst_read_start,
-  e.first_sync_u, e.first_sync_d, e.cut_u, e.cut_d
-FROM {mm2_record_ranges} e
+# judge the same range. The records scan aligns as it reads, over these columns of the
+# range it expects (compare/mm2_planned.py): its tally serves where they are the same.
+RANGE_COLUMNS = (
+    "remote_topic",
+    "end_u",
+    "end_d",
+    "src_read_start",
+    "dst_read_start",
+    "first_sync_u",
+    "first_sync_d",
+    "cut_u",
+    "cut_d",
+)
+PARAMS = f"""
+SELECT e.topic, e.partition, {", ".join(f"e.{c}" for c in RANGE_COLUMNS)}
+FROM {{mm2_record_ranges}} e
 WHERE e.end_u IS NOT NULL
 """
+# The scan's tally (``record_alignments``): what the aligner answers.
+_NOT_TALLY = ("topic", "partition", "digests_missing")
+TALLY_COLUMNS = tuple(c.name for c in columns(TABLE) if c.name not in _NOT_TALLY)
+_SCANNED = ("digests_kept", *RANGE_COLUMNS, *TALLY_COLUMNS)
+# Each range with the scan's row of its partition beside it, columns prefixed ``scan_``.
+_WITH_SCAN = f"""
+SELECT p.*, {", ".join(f"s.{c} AS scan_{c}" for c in _SCANNED)}
+FROM ({PARAMS}) p
+LEFT JOIN {{src_record_alignments}} s ON s.topic = p.topic AND s.partition = p.partition
+"""
+DIGESTS_MISSING = (
+    "the records scan matched another range of this partition as it read it, and kept none "
+    "of its digests (the snapshots compared under another configuration?): scan again, or "
+    "set records.mm2_keep_digests: true"
+)
 
 
 def alignment_step(window: int | None) -> Step:
     """The step, aligning with ``window`` records a side; None: every partition matched row
-    by row (the reference path the differential tests hold the aligner to)."""
+    by row (the reference path the differential tests hold the aligner to) where the
+    snapshots hold its digests."""
     if window is None:
-        nulls = ", ".join(f"CAST(NULL AS BIGINT) AS {c.name}" for c in columns(TABLE)[3:])
-        why = "'asked to (the reference path)'"
-        sql = f"SELECT p.topic, p.partition, {why} AS fallback, {nulls}\nFROM ({PARAMS}) p"
+        nulls = ", ".join(f"CAST(NULL AS BIGINT) AS {c}" for c in TALLY_COLUMNS[1:])
+        sql = (
+            f"SELECT p.topic, p.partition,\n"
+            f"  CASE WHEN p.scan_digests_kept = FALSE THEN '{DIGESTS_MISSING}'\n"
+            f"    ELSE 'asked to (the reference path)' END AS fallback, {nulls},\n"
+            f"  CASE WHEN p.scan_digests_kept = FALSE THEN TRUE END AS digests_missing\n"
+            f"FROM ({_WITH_SCAN}) p"
+        )
         return Step(TABLE, sql)
-    return Step(TABLE, PARAMS, run=functools.partial(aligned, window=window))
+    return Step(TABLE, _WITH_SCAN, run=functools.partial(aligned, window=window))
 
 
 def aligned(tables: Any, sql: str, window: int) -> Any:
@@ -72,6 +107,14 @@ def aligned(tables: Any, sql: str, window: int) -> Any:
 
 
 def _align_row(r: dict[str, Any], read: Read, window: int) -> dict[str, Any]:
+    """The scan's tally where it aligned this range, else the partition's digests aligned;
+    unmatchable where the scan aligned another range and kept no digests."""
+    out = {"topic": r["topic"], "partition": r["partition"]}
+    if r["scan_digests_kept"] is not None:
+        if all(r[c] == r[f"scan_{c}"] for c in RANGE_COLUMNS):
+            return {**out, **{c: r[f"scan_{c}"] for c in TALLY_COLUMNS}}
+        if not r["scan_digests_kept"]:
+            return {**out, "fallback": DIGESTS_MISSING, "digests_missing": True}
     src = read("src_record_digests", r["topic"], r["partition"], r["src_read_start"], r["end_u"], COLUMNS)
     dst = read(
         "dst_record_digests", r["remote_topic"], r["partition"], r["dst_read_start"], r["end_d"], COLUMNS

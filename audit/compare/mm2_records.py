@@ -38,10 +38,8 @@ missing and unexplained; their rows are unchecked, with that cause.
 
 from __future__ import annotations
 
-from audit.compare.mm2_alignment import TABLE as ALIGNMENTS
-from audit.compare.mm2_alignment import WINDOW, alignment_step
+from audit.compare.mm2_alignment import TALLY_COLUMNS, WINDOW, alignment_step
 from audit.compare.sql import READ_IMPOSSIBLE, Comparison, Step, causes
-from audit.schemas import columns
 
 # What a records scan read of each partition: one span per partition, [read_start,
 # read_end); a range that stopped short ends the span where it stopped. ``read_whole``:
@@ -77,7 +75,7 @@ _DST_READS = _READS.format(
 # Per source partition: what each side's scan read, the cut earlier runs verified through,
 # and the offset syncs whose upstream record and its copy were both read (or both lie at or
 # before the cut): the newest ends the compared range, the oldest may start it.
-_RANGES = f"""
+RANGES = f"""
 WITH src_reads AS ({_SRC_READS}),
 dst_reads AS ({_DST_READS}),
 placed AS (
@@ -216,9 +214,7 @@ LEFT JOIN src_contents c ON c.topic = p.topic AND c.partition = p.partition AND 
 
 # The tally's columns the streaming aligner (native/src/align.rs) answers for a partition
 # without a row per record: the same names, the same values (tests/unit/test_mm2_alignment.py).
-ALIGNED_COLUMNS = tuple(
-    c.name for c in columns(ALIGNMENTS) if c.name not in ("topic", "partition", "fallback")
-)
+ALIGNED_COLUMNS = TALLY_COLUMNS[1:]
 
 
 # The tally per partition: the aligner's where it answered, the pairs' elsewhere.
@@ -279,14 +275,16 @@ counted AS (
     -- otherwise: a read that returned nothing because it was refused or stopped is no
     -- empty partition.
     CASE WHEN NOT p.dst_present OR p.compacted OR p.src_read_end IS NULL OR p.dst_read_end IS NULL
-        THEN FALSE
+        OR a.digests_missing THEN FALSE
       WHEN p.end_u IS NOT NULL THEN TRUE
       ELSE p.src_read_whole AND p.dst_read_whole
         AND p.src_read_end <= p.src_read_start AND p.dst_read_end <= p.dst_read_start END AS judged,
     t.compared_src_records, t.compared_dst_records, t.missing_records, t.first_missing_offset,
     t.unexplained_records, t.first_unexplained_offset, t.duplicate_records, t.first_duplicate_offset,
     t.order_breaks, t.first_order_break_offset,
-    CASE WHEN a.fallback IS NULL THEN 'aligned' ELSE concat('row by row: ', a.fallback) END AS matching
+    CASE WHEN a.fallback IS NULL THEN 'aligned'
+      WHEN a.digests_missing THEN concat('not matched: ', a.fallback)
+      ELSE concat('row by row: ', a.fallback) END AS matching
   FROM {mm2_record_ranges} p
   LEFT JOIN {mm2_record_alignments} a ON a.topic = p.topic AND a.partition = p.partition
   LEFT JOIN {mm2_record_bounds} b ON b.topic = p.topic AND b.partition = p.partition
@@ -347,7 +345,7 @@ def records_comparison(window: int | None) -> Comparison:
         ("topic", "partition"),
         _PARTITIONS,
         steps=(
-            Step("mm2_record_ranges", _RANGES),
+            Step("mm2_record_ranges", RANGES),
             alignment_step(window),
             Step("mm2_record_bounds", _BOUNDS),
             Step("mm2_record_pairs", _PAIRS),
@@ -394,6 +392,11 @@ def records_comparison(window: int | None) -> Comparison:
             (
                 "an offset sync whose record and copy the scan read (none yet, or past what was read)",
                 "sync_upstream_offset IS NULL",
+            ),
+            (
+                "the digests of the records of the partition (the scan matched another range as it read "
+                "them and kept none: see matching)",
+                "matching LIKE 'not matched:%'",
             ),
         ),
     )

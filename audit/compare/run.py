@@ -23,7 +23,7 @@ from audit.compare.scope import group_scope_rows, named_row, params_row, topic_n
 from audit.compare.sql import Comparison
 from audit.config import AuditConfig
 from audit.errors import InputError
-from audit.schemas import AUX_TABLES, COMPARISON_FORMATS_FILE, comparison_format
+from audit.schemas import AUX_TABLES, COMPARISON_FORMATS_FILE, columns, comparison_format
 from audit.snapshot import SnapshotPair, check_table, read_arrow, read_manifest, read_table
 
 log = logging.getLogger(__name__)
@@ -379,6 +379,7 @@ _DATA_BOUNDED: dict[str, tuple[str, ...]] = {
     "record_digest_ranges": ("start_offset", "end_offset", "read_to"),
     "record_digest_runs": ("start_offset", "end_offset"),
     "record_digest_cuts": ("src_through", "dst_through", "verified_from"),
+    "record_alignments": tuple(c.name for c in columns("record_alignments") if c.type == "int64"),
 }
 
 
@@ -461,12 +462,17 @@ def mm2_inputs(tables: Tables, source: Path, destination: Path) -> list[tuple[st
     """Mode mm2: MirrorMaker 2's offset syncs (they name source topics) and checkpoints
     (they name replicas), from whichever snapshot holds each; the source's open
     transactions (the report names them); each side's record digests and what its records
-    scan read, where a nightly scan wrote them (a row per record: the engine that spreads
-    work over a cluster takes them, the in-process one leaves them out)."""
+    scan read and matched as it read, where a nightly scan wrote them (a row per record:
+    the engine that spreads work over a cluster takes them, the in-process one leaves them
+    out)."""
     named = []
     load_snapshot_table(tables, "src_open_transactions", source, "open_transactions")
     load_snapshot_table(tables, "src_partition_traits", source, "partition_traits")
-    scanned = [("src_", source, "record_digest_cuts"), ("src_", source, "record_digest_runs")] + [
+    scanned = [
+        ("src_", source, "record_digest_cuts"),
+        ("src_", source, "record_digest_runs"),
+        ("src_", source, "record_alignments"),
+    ] + [
         (prefix, directory, table)
         for prefix, directory in (("src_", source), ("dst_", destination))
         for table in ("record_digests", "record_digest_ranges")

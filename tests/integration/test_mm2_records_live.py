@@ -232,21 +232,6 @@ def test_skip_stray_replay_and_aborted_records_read_uncommitted_are_counted_exac
         "MM2-DATA-3": "warn",
         "MM2-DATA-4": "pass",
     }
-    # The runs of offsets holding records, kept by the scan as it read (MM2-SKIP-1's
-    # evidence), are those of the records it read: txu's abort marker splits its run.
-    snapshot = tmp_path / "read_uncommitted" / "source"
-    runs = _by_topic(snapshot / "record_digest_runs.parquet", "start_offset", "end_offset")
-    digests = _by_topic(snapshot / "record_digests.parquet", "offset")
-    for n in UNCOMMITTED:
-        consecutive: list[tuple[int, int]] = []
-        for (o,) in sorted(digests[faults[n]]):
-            if consecutive and consecutive[-1][1] == o:
-                consecutive[-1] = (consecutive[-1][0], o + 1)
-            else:
-                consecutive.append((o, o + 1))
-        assert sorted(runs[faults[n]]) == consecutive, n
-    assert len(runs[faults["txu"]]) >= 2, runs[faults["txu"]]
-
     oracle = {}
     for n in UNCOMMITTED:
         source = kcat_records(src, faults[n])
@@ -267,6 +252,27 @@ def test_skip_stray_replay_and_aborted_records_read_uncommitted_are_counted_exac
     # kcat agrees with what was done, so it can judge the auditor.
     assert len(oracle["skip"]["missing"]) == SKIPPED and len(oracle["dup"]["duplicates"]) == REPLAYED
     assert len(oracle["stray"]["unexplained"]) == 1 and oracle["txu"]["records"] == (15, 15)
+
+    # The runs of offsets holding records, kept by the scan as it read (MM2-SKIP-1's
+    # evidence), are those of the records kcat reads: txu's abort marker splits its run.
+    snapshot = tmp_path / "read_uncommitted" / "source"
+    runs = _by_topic(snapshot / "record_digest_runs.parquet", "start_offset", "end_offset")
+    for n in UNCOMMITTED:
+        consecutive: list[tuple[int, int]] = []
+        for o, _ in kcat_records(src, faults[n]):
+            if consecutive and consecutive[-1][1] == o:
+                consecutive[-1] = (consecutive[-1][0], o + 1)
+            else:
+                consecutive.append((o, o + 1))
+        assert sorted(runs[faults[n]]) == consecutive, n
+    assert len(runs[faults["txu"]]) >= 2, runs[faults["txu"]]
+    # Each partition was matched as it was read, both sides read whole: its tally is in the
+    # snapshot, and no digest of its records was kept (a row per record nobody needs).
+    scanned = _by_topic(snapshot / "record_alignments.parquet", "fallback", "digests_kept")
+    assert {n: scanned[faults[n]] for n in UNCOMMITTED} == {n: [(None, False)] for n in UNCOMMITTED}
+    for side in ("source", "destination"):
+        kept = tmp_path / "read_uncommitted" / side / "record_digests.parquet"
+        assert ds.dataset(str(kept), format="parquet").count_rows() == 0, side
 
     for n in UNCOMMITTED:
         row, want = rows[faults[n]], oracle[n]

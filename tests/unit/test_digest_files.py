@@ -12,17 +12,19 @@ import pyarrow.parquet as pq
 import pytest
 
 from audit.collect.records import digests
-from audit.collect.records.digests import DigestFile, _batch, _file_name
+from audit.collect.records.digests import DigestFile, HeldDigests, _batch, _file_name, keeps_digests
 from audit.schemas import arrow_schema
 
 
 def _records(n: int, first: int = 0, partition: int = 3) -> pa.RecordBatch:
     offsets = pa.array(range(first, first + n), pa.int64())
     values = pa.array([o * 31 for o in range(first, first + n)], pa.int64())
-    (batch,) = _batch(
-        pa, "orders", partition, offsets.buffers()[1].to_pybytes(), values.buffers()[1].to_pybytes()
-    )
+    (batch,) = _batch("orders", partition, *_buffers(offsets, values))
     return batch
+
+
+def _buffers(*arrays: pa.Array) -> tuple[bytes, ...]:
+    return tuple(a.buffers()[1].to_pybytes() for a in arrays)
 
 
 def _rows(root: Path) -> list[dict[str, object]]:
@@ -119,3 +121,43 @@ def test_the_runs_of_offsets_are_written_beside_the_digests_in_their_own_schema(
         {"start_offset": 0, "end_offset": 3},
         {"start_offset": 4, "end_offset": 6},
     ]
+
+
+def _held(root: Path, partition: int, n: int) -> HeldDigests:
+    held = HeldDigests(str(root), "source", [("orders", partition, 0, n)])
+    for first in range(0, n, 3):
+        offsets = pa.array(range(first, min(n, first + 3)), pa.int64())
+        held.add(*_buffers(offsets, pa.array([o * 31 for o in offsets.to_pylist()], pa.int64())))
+    return held
+
+
+def test_held_digests_are_kept_whole_or_leave_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A partition's digests wait until the scan knows whether the comparison may need them:
+    # held in memory up to a row group, in a file of the partition's own past it.
+    monkeypatch.setattr(digests, "ROW_GROUP_ROWS", 4)
+    out = DigestFile(str(tmp_path), "source", "task")
+    small, large, dropped = _held(tmp_path, 0, 3), _held(tmp_path, 1, 10), _held(tmp_path, 2, 10)
+    assert small.spilled is None and large.spilled is not None and dropped.spilled is not None
+    small.keep(out)
+    large.keep(out)
+    dropped.drop()
+    out.close()
+    assert large.spilled is not None and large.spilled.path != out.path
+    files = sorted(p.name for p in (tmp_path / "side=source").iterdir())
+    assert files == sorted(["part-task.parquet", Path(large.spilled.path).name])  # nothing of the dropped one
+    rows = _rows(tmp_path)
+    kept = sorted((r["partition"], r["offset"], r["digest"]) for r in rows)
+    assert kept == [(0, o, o * 31) for o in range(3)] + [(1, o, o * 31) for o in range(10)]
+
+
+def test_digests_are_kept_where_the_comparison_may_need_them() -> None:
+    whole = [("source", "t", 0, 0, 10, 10, None), ("destination", "source.t", 0, 0, 10, 10, None)]
+    stopped = [whole[0], ("destination", "source.t", 0, 0, 10, 4, "fetch at offset 4: refused")]
+    aligned = {"fallback": None, "missing_records": 0}
+    assert keeps_digests(False, whole, aligned) is False
+    assert keeps_digests(False, stopped, aligned) is True  # the comparison's range may differ
+    assert keeps_digests(False, whole, {"fallback": "a replay longer than the window"}) is True
+    assert keeps_digests(False, whole, {}) is False  # no range to match: nothing needs them
+    assert keeps_digests(True, whole, aligned) is True  # records.mm2_keep_digests

@@ -9,11 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from audit.compare.engines import LocalTables
+from audit.compare.mm2_alignment import DIGESTS_MISSING, align_partition
+from audit.compare.mm2_planned import PLANNED
 from audit.compare.mm2_records import RECORDS
 from audit.schemas import columns
+from audit.validate.coverage import _reason_sql
 
 
 @dataclass
@@ -52,14 +56,24 @@ def _digest(letter: str) -> int:
 
 
 def _run(cases: dict[str, Case], tmp_path: Path, exactly_once: bool = False) -> dict[str, dict[str, Any]]:
-    tables = tables_of(cases, exactly_once)
+    return _run_tables(tables_of(cases, exactly_once), tmp_path)
+
+
+def _run_tables(tables: LocalTables, tmp_path: Path) -> dict[str, dict[str, Any]]:
     tmp_path.mkdir(parents=True, exist_ok=True)
     tables.compute(RECORDS, tmp_path / "mm2_record_partitions.parquet")
     return {r["topic"]: r for r in tables.rows("SELECT * FROM {mm2_record_partitions}")}
 
 
-def tables_of(cases: dict[str, Case], exactly_once: bool = False) -> LocalTables:
-    """The comparison's inputs for these cases, on the in-process engine."""
+def tables_of(
+    cases: dict[str, Case],
+    exactly_once: bool = False,
+    alignments: list[tuple[Any, ...]] | None = None,
+    with_digests: bool = True,
+) -> LocalTables:
+    """The comparison's inputs for these cases, on the in-process engine; ``alignments``:
+    the scan's matching as it read (``record_alignments``), none by default; without
+    ``with_digests``, no digest of any record (the scan kept none)."""
     tables = LocalTables()
     src_parts: list[tuple[Any, ...]] = []
     dst_parts: list[tuple[Any, ...]] = []
@@ -139,8 +153,9 @@ def tables_of(cases: dict[str, Case], exactly_once: bool = False) -> LocalTables
     tables.put("topic_scope", "topic_scope", scope)
     tables.put("offset_syncs", "mm2_offset_syncs", syncs)
     tables.put("src_record_digest_cuts", "record_digest_cuts", cuts)
+    tables.put("src_record_alignments", "record_alignments", alignments or [])
     for side in ("src", "dst"):
-        tables.put(f"{side}_record_digests", "record_digests", digests[side])
+        tables.put(f"{side}_record_digests", "record_digests", digests[side] if with_digests else [])
         tables.put(f"{side}_record_digest_ranges", "record_digest_ranges", ranges[side])
     tables.put(
         "run_params",
@@ -394,3 +409,67 @@ def test_duplicates_fail_only_where_mirror_maker_runs_exactly_once(tmp_path: Pat
     case = {"replay": CASES["replay"]}
     assert _run(case, tmp_path / "a")["replay"]["duplicates_fail"] is False
     assert _run(case, tmp_path / "b", exactly_once=True)["replay"]["duplicates_fail"] is True
+
+
+def _scanned(cases: dict[str, Case], kept: bool = False, **changed: Any) -> list[tuple[Any, ...]]:
+    """``record_alignments`` as the records scan writes it over these cases: each partition's
+    planned range (the ranges step over its reads, in one query: mm2_planned.PLANNED)
+    aligned as the scan's tasks align it, from the records in offset order; ``changed``:
+    range columns the scan saw otherwise (another configuration, another read)."""
+    tables = tables_of(cases)
+    rows = []
+    for r in tables.rows(PLANNED):
+        sides = []
+        for name, topic, lo, hi in (
+            ("src_record_digests", r["topic"], r["src_read_start"], r["end_u"]),
+            ("dst_record_digests", r["remote_topic"], r["dst_read_start"], r["end_d"]),
+        ):
+            found = tables.rows(
+                f"SELECT r.offset, r.digest FROM {{{name}}} r WHERE r.topic = '{topic}' "
+                f"AND r.offset >= {lo} AND r.offset <= {hi} ORDER BY r.offset"
+            )
+            offsets = np.array([f["offset"] for f in found], dtype=np.int64).tobytes()
+            digests = np.array([f["digest"] for f in found], dtype=np.int64).tobytes()
+            sides.append(iter([(offsets, digests)]))
+        tally = align_partition(r, sides[0], sides[1])
+        rows.append(_row("record_alignments", **{**r, **changed, **tally, "digests_kept": kept}))
+    return rows
+
+
+def test_the_scans_matching_as_it_read_gives_every_count_without_a_digest(
+    judged: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    """Where the comparison's range is the one the scan aligned, its tally is taken: every
+    row as from the digests, with none of them in the snapshots."""
+    cases = {**CASES, **UNCHECKED}
+    scanned = _scanned(cases)
+    fallback = [c.name for c in columns("record_alignments")].index("fallback")
+    assert scanned and all(r[fallback] is None for r in scanned)
+    rows = _run_tables(tables_of(cases, alignments=scanned, with_digests=False), tmp_path)
+    assert rows == judged
+
+
+def test_a_range_the_scan_did_not_align_is_matched_from_kept_digests_or_left_unchecked(
+    judged: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    cases = {t: CASES[t] for t in ("healthy", "skip", "stray")}
+    # The scan aligned less of each (another configuration, say) and kept the digests:
+    # matched from them, exactly as without the scan's rows.
+    kept = _scanned(cases, kept=True, end_u=3)
+    rows = _run_tables(tables_of(cases, alignments=kept), tmp_path / "kept")
+    assert rows == {t: judged[t] for t in cases}
+    # Kept none: nothing can be matched, so nothing is judged, and matching says why.
+    dropped = tables_of(cases, alignments=_scanned(cases, end_u=3), with_digests=False)
+    rows = _run_tables(dropped, tmp_path / "dropped")
+    for topic, row in rows.items():
+        assert row["matching"] == f"not matched: {DIGESTS_MISSING}", row
+        judged_columns = ("none_missing", "none_unexplained", "no_duplicates", "in_order", "missing_records")
+        assert [row[c] for c in judged_columns] == [None] * len(judged_columns), (topic, row)
+    # Each row's unchecked rows are labelled with that cause.
+    why = dropped.rows(
+        f"SELECT {_reason_sql('mm2_record_partitions', '?')} AS why FROM {{mm2_record_partitions}}"
+    )
+    assert {w["why"] for w in why} == {
+        "the digests of the records of the partition (the scan matched another range as it read "
+        "them and kept none: see matching)"
+    }

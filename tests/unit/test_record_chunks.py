@@ -14,7 +14,7 @@ from audit.collect.records.collect import _coverage, unread_spans
 from audit.collect.records.digest_history import DigestHistory
 from audit.collect.records.history import PartitionOutcome, RecordHistory
 from audit.collect.records.narrow import describe_record, first_divergence
-from audit.collect.records.plan import RecordPlan, plan_records, task_groups
+from audit.collect.records.plan import RecordPlan, pair_groups, plan_records, task_groups
 from audit.collect.records.read import cyclic_gc_paused, partition_runs
 from audit.config import RecordsConfig, TopicRecordScope
 from audit.errors import InputError
@@ -513,24 +513,26 @@ def test_task_groups_keep_one_side_per_task_and_balance_the_offsets() -> None:
     assert [len(g) for g in task_groups(ranges, 1)] == [7, 7]
 
 
-def test_task_groups_keep_a_partitions_ranges_in_one_task_in_offset_order() -> None:
-    # Mode mm2: a partition's ranges (split every 100 offsets) in one task, in offset order,
-    # so the task writes the partition's digests in the order the aligner reads them back.
+def test_pair_groups_keep_both_sides_of_a_partition_in_one_task_in_offset_order() -> None:
+    # Mode mm2: a source partition's ranges and its replica's (split every 100 offsets) in
+    # one task, the source's first, each side's in offset order, so the task reads both
+    # sides of the partition and matches them as it reads.
     ranges = [
-        (side, "t", p, lo, lo + 100, False)
-        for side in ("source", "destination")
+        (side, topic, p, lo, lo + 100, False)
+        for side, topic in (("destination", "source.t"), ("source", "t"))
         for p, n in ((0, 5), (1, 3), (2, 1))
         for lo in reversed(range(0, n * 100, 100))
     ]
-    groups = task_groups(ranges, 4, whole_partitions=True)
+    groups = pair_groups(ranges, 2, lambda r: r[2])
     assert sorted(r for g in groups for r in g) == sorted(ranges)
     for g in groups:
-        side = g[0][0]
         for p in {r[2] for r in g}:
-            assert [r[3] for r in g if r[2] == p] == sorted(
-                r[3] for r in ranges if r[2] == p and r[0] == side
-            )
-    assert sum(1 for g in groups for r in g if r[2] == 0) == 10  # both sides of partition 0, whole
-    assert [len({r[2] for r in g}) for g in groups] == [1, 2, 1, 2]  # 500 against 300 + 100 a side
-    # Dealt one range at a time, the split ranges are spread over the tasks.
-    assert any(len({r[2] for r in g}) == 3 for g in task_groups(ranges, 4))
+            mine = [(r[0], r[3]) for r in g if r[2] == p]
+            n = len(mine) // 2
+            assert mine == [("source", lo) for lo in range(0, n * 100, 100)] + [
+                ("destination", lo) for lo in range(0, n * 100, 100)
+            ]
+    # 1,000 offsets against 600 + 200: partition 0 alone, the others together.
+    assert [sorted({r[2] for r in g}) for g in groups] == [[0], [1, 2]]
+    assert pair_groups(ranges, 8, lambda r: r[2]) != [] and len(pair_groups(ranges, 8, lambda r: r[2])) == 3
+    assert pair_groups([], 4, lambda r: r[2]) == []

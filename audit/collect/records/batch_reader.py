@@ -184,9 +184,11 @@ class BatchWaves:
                 ahead = (after, self._ahead.submit(fetch, after, 0))
             reading.feed(result.records, list(result.aborted))
             if reading.next > at:
-                deadline = time.monotonic() + timeout
                 wait = 0
                 yield reading.next
+                # From when the caller asks for more: a caller reading another range between
+                # two responses (mode mm2's scan reads both sides in turns) is no stall.
+                deadline = time.monotonic() + timeout
             elif time.monotonic() > deadline:
                 raise RangeFailed(
                     f"no progress for {timeout:.0f}s at offset {at} of the range ending at {end} "

@@ -1,39 +1,49 @@
-"""Mode mm2's records scan: every record of both sides as its content digest
-(``record_digests``), what was read of each partition (``record_digest_ranges``), and the
-runs of consecutive offsets holding records (``record_digest_runs``, found as the offsets
-are read: offset_runs.py), for MM2-DATA-1 to -4 (audit/compare/mm2_records.py) and
-MM2-SKIP-1 (audit/compare/mm2_reads.py).
+"""Mode mm2's records scan: both sides of every in-scope source partition read and matched
+as they are read, the tally per partition (``record_alignments``), what was read of each
+partition (``record_digest_ranges``), the runs of consecutive offsets holding records
+(``record_digest_runs``, found as the offsets are read: offset_runs.py), and each record's
+content digest (``record_digests``) only where the comparison may need it, for MM2-DATA-1
+to -4 (audit/compare/mm2_records.py) and MM2-SKIP-1 (audit/compare/mm2_reads.py).
 
 MirrorMaker 2 writes copies at offsets of the target's choosing, so the scan cannot read
-"the same chunks on both sides" as in mode cluster-mirroring: each side is read on its own,
-each in-scope source partition from its log start and its replica likewise, a row per record.
-The source is read as MirrorMaker 2's consumer reads it (``mirror.mm2.consumer_isolation``:
-what it reads is what it copies); the replica as its consumers will, read_committed (a
-MirrorMaker 2 running exactly once aborts what a restarted task had written). Each side
-ends where its isolation lets a consumer read: the high watermark, or the last stable
-offset.
+"the same chunks on both sides" as in mode cluster-mirroring: each side is read from its own
+start, the source from its log start and its replica likewise. The source is read as
+MirrorMaker 2's consumer reads it (``mirror.mm2.consumer_isolation``: what it reads is
+what it copies); the replica as its consumers will, read_committed (a MirrorMaker 2 running
+exactly once aborts what a restarted task had written). Each side ends where its isolation
+lets a consumer read: the high watermark, or the last stable offset.
+
+Compare as you read: a task holds both sides of its partitions (``pair_groups``) and reads
+them in turns, a reader per cluster, the side behind first, through the aligner
+(compare/mm2_alignment.py, ``align_partition``) over the range the comparison will judge,
+found before the scan by the comparison's own ranges step over the planned reads
+(compare/mm2_planned.py). A row per record written and read back cost more than the read
+itself (bench/mm2_records.py); the comparison takes the tally wherever its own range is the
+one aligned, and matches the digests only of the partitions the scan kept them for
+(``keeps_digests``): a read that stopped short, a fallback, ``records.mm2_keep_digests``.
 
 The records are walked by the batch reader (kafka-python's FetchSession, the compiled
 walker keeping each record's digest), the only reader that keeps digests: a setting it
-cannot honour stops the scan with the reason, and MM2-DATA-* stay unchecked. The digests
-leave the walker after every response as Arrow buffers, which the task itself writes to
-Parquet (pyarrow's writer, a row group per ``ROW_GROUP_ROWS`` records), one file per task
-and side: a row per record never passes through Spark's JVM, whose conversion of each Arrow
-row and its own Parquet writer cost more than the read itself (bench/mm2_records.py). A
-task's memory is bounded by a row group whatever the partition's size; the ranges read,
-failed ones with where they stopped and why, come back to the driver through an
-accumulator (a row per range), and the files written as one small row per task.
+cannot honour stops the scan with the reason, and MM2-DATA-* stay unchecked. A partition's
+digests are held as the walker's buffers until the scan knows whether to keep them
+(``HeldDigests``: a row group's worth, past that a file of the partition's own), then
+written by the task itself to Parquet (pyarrow's writer, a row group per
+``ROW_GROUP_ROWS`` records), one file per task and side: a row per record never passes
+through Spark's JVM. A task's memory is bounded by the aligner's window and a row group a
+side, whatever the partition's size; the ranges read, failed ones with where they stopped
+and why, and the tallies come back to the driver through accumulators (a row per range
+and per partition), the files written as one small row each.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from audit.collect.batches.scan import issue_accumulator
@@ -43,13 +53,15 @@ from audit.collect.records import native, readers
 from audit.collect.records.batch_reader import BatchWaves, RangeFailed
 from audit.collect.records.digest_history import DigestHistory
 from audit.collect.records.offset_runs import OffsetRuns
-from audit.collect.records.plan import SIDES, TaskRange, read_range_rows, task_groups
+from audit.collect.records.plan import SIDES, TaskRange, pair_groups, read_range_rows
 from audit.collect.records.read import consumer_settings, cyclic_gc_paused, task_frame
 from audit.collect.remote_tier import local_starts
+from audit.compare.mm2_planned import planned_ranges
 from audit.config import AuditConfig
 from audit.errors import ConfigError
 from audit.fsutil import atomic_write_json, replace_path
 from audit.progress import spark_progress
+from audit.schemas import columns
 from audit.snapshot import (
     PartitionRecord,
     RecordDigestCutRecord,
@@ -169,20 +181,32 @@ def collect_digests(
             (side, t, p, lo, hi, _source_topic(side, t, cfg) in compacted) for side, t, p, lo, hi, _ in ranges
         ]
     started = utc_now()
-    outcomes = issue_accumulator(spark)
-    groups = task_groups(
-        [r for r in ranges if r[4] > r[3]], spark.sparkContext.defaultParallelism * 2, whole_partitions=True
+    outcomes, matched = issue_accumulator(spark), issue_accumulator(spark)
+    planned = planned_ranges(
+        source,
+        destination,
+        cfg,
+        {"source": src_parts, "destination": dst_parts},
+        read_range_rows(ranges, [(*r[:5], r[4], None) for r in ranges], lambda side: isolation_of(side, cfg)),
+        cuts,
+    )
+    groups = pair_groups(
+        [r for r in ranges if r[4] > r[3]],
+        spark.sparkContext.defaultParallelism * 2,
+        lambda r: (_source_topic(r[0], r[1], cfg), r[2]),
     )
     with tempfile.TemporaryDirectory(prefix=".digests.", dir=destination.parent) as tmp:
         staging = Path(tmp)
-        task = _digest_task(settings, cfg, outcomes, str(staging))
+        task = _digest_task(settings, cfg, planned, outcomes, matched, str(staging))
         frame = task_frame(spark, groups).mapInArrow(task, _written_schema())
         clock = time.monotonic()
         with spark_progress(spark, "records scan (mm2)"):
-            written = frame.collect()  # a row per task and side: the file and its records
+            written = frame.collect()  # a row per file written: its side and records
+        alignments = {(a["topic"], a["partition"]): a for a in matched.value}  # a retried task's last
         log.info(
-            "records (mm2): both sides read and digested in %.1fs (%d records in %d files)",
+            "records (mm2): both sides read and matched in %.1fs (%d partitions; %d digests kept, %d files)",
             time.monotonic() - clock,
+            len(alignments),
             sum(w["records"] for w in written),
             len(written),
         )
@@ -200,6 +224,9 @@ def collect_digests(
                 replace_path(part, directory / f"{table}.parquet")
             write_table(directory, "record_digest_ranges", tuple(r for s, r in read if s == side))
         write_table(source, "record_digest_cuts", tuple(cuts[k] for k in sorted(cuts)))
+        names = [c.name for c in columns("record_alignments")]
+        rows = (SimpleNamespace(**{n: alignments[k].get(n) for n in names}) for k in sorted(alignments))
+        write_table(source, "record_alignments", tuple(rows))
     note = _scan_note(started, read, cfg, full, len(cuts), dropped)
     for directory, manifest in ((source, src_manifest), (destination, dst_manifest)):
         manifest.setdefault("notes", {})["records"] = note
@@ -350,20 +377,81 @@ class DigestFile:
 
 
 def _file_name(side: str, ranges: list[tuple[str, int, int, int]]) -> str:
-    """A task's file name, from its side and ranges: the same on a retried attempt."""
+    """A file's name, from its side and the ranges it holds: the same on a retried attempt."""
     import hashlib
 
     key = repr((side, sorted(ranges))).encode()
     return hashlib.sha1(key, usedforsecurity=False).hexdigest()[:20]
 
 
+Range = tuple[str, int, int, int]  # topic, partition, start, end
+Digests = tuple[bytes, bytes]  # a response's (offsets, digests), native-endian int64 buffers
+
+
+class HeldDigests:
+    """One side of one partition's digests until the scan knows whether the comparison may
+    need them (``keep``: into the task's file) or not (``drop``): held as the walker's
+    buffers up to a row group's worth, past that written to a file of the partition's own,
+    which is then kept or removed whole. Memory bounded by a row group, whatever the
+    partition's size; an Arrow batch is made only of what is kept."""
+
+    def __init__(self, root: str, side: str, ranges: list[Range]) -> None:
+        self._root, self._side, self._ranges = root, side, ranges
+        self._key = (ranges[0][0], ranges[0][1])
+        self._held: list[Digests] = []
+        self._rows = 0
+        self.spilled: DigestFile | None = None
+
+    def add(self, offsets: bytes, digests: bytes) -> None:
+        self._held.append((offsets, digests))
+        self._rows += len(offsets) // 8
+        if self._rows >= ROW_GROUP_ROWS:
+            if self.spilled is None:
+                # A name of its own: a task of this partition alone names its file by the same ranges.
+                name = _file_name(f"{self._side}, held", self._ranges)
+                self.spilled = DigestFile(self._root, self._side, name)
+            self._into(self.spilled)
+
+    def _into(self, out: DigestFile) -> None:
+        for offsets, digests in self._held:
+            for batch in _batch(*self._key, offsets, digests):
+                out.add(batch, self._key)
+        self._held, self._rows = [], 0
+
+    def keep(self, out: DigestFile) -> None:
+        """Into ``out`` (or its own file, once it has one, closed and in place)."""
+        if self.spilled is None:
+            self._into(out)
+        else:
+            self._into(self.spilled)
+            self.spilled.close()
+
+    def drop(self) -> None:
+        if self.spilled is not None:
+            self.spilled.discard()
+        self._held, self._rows = [], 0
+
+
 def _digest_task(
-    settings: dict[str, dict[str, Any]], cfg: AuditConfig, outcomes: Any, root: str
+    settings: dict[str, dict[str, Any]],
+    cfg: AuditConfig,
+    planned: dict[tuple[str, int], dict[str, Any]],
+    outcomes: Any,
+    matched: Any,
+    root: str,
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """A task's work: per source partition dealt to it, its ranges and its replica's read
+    side by side (a reader per cluster) and matched as they stream (``align_partition``,
+    over the range ``planned`` for it), the runs of offsets kept, the digests kept only
+    where the comparison may need them (``_keep``); a row per partition into ``matched``,
+    the reads into ``outcomes``."""
     from pyspark.sql.pandas.types import to_arrow_schema
+
+    from audit.compare.mm2_alignment import RANGE_COLUMNS, WINDOW, align_partition
 
     timeout = cfg.records.timeout_seconds
     size = cfg.records.chunk_records
+    keep_all = cfg.records.mm2_keep_digests
     told = to_arrow_schema(_written_schema())  # the rows a task yields, as Spark declares them
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
@@ -371,75 +459,156 @@ def _digest_task(
 
         import pyarrow as pa
 
-        by_side: dict[str, list[tuple[str, int, int, int]]] = {}
+        units: dict[tuple[str, int], dict[str, list[Range]]] = {}
         for rb in batches:
             cols = rb.to_pydict()
             for side, topic, partition, start, end in zip(
                 cols["side"], cols["topic"], cols["partition"], cols["start"], cols["end"], strict=True
             ):
-                by_side.setdefault(side, []).append((topic, partition, start, end))
+                key = (_source_topic(side, topic, cfg) or topic, partition)
+                units.setdefault(key, {}).setdefault(side, []).append((topic, partition, start, end))
+        mine = {side: [r for u in units.values() for r in u.get(side, [])] for side in SIDES}
         read: list[tuple[Any, ...]] = []
-        written: list[tuple[str, str, int]] = []
+        rows: list[dict[str, Any]] = []
+        files: dict[str, tuple[DigestFile, DigestFile]] = {}
+        waves: dict[str, BatchWaves] = {}
+        written: list[tuple[str, DigestFile]] = []
         try:
             with cyclic_gc_paused():
-                for side, ranges in by_side.items():
-                    name = _file_name(side, ranges)
-                    out, runs_out = (DigestFile(os.path.join(root, t), side, name, t) for t in SCANNED)
-                    waves = BatchWaves(settings[side], timeout)
-                    try:
-                        # A partition's ranges come together, in offset order (task_groups).
-                        for key, its in itertools.groupby(ranges, key=lambda r: (r[0], r[1])):
-                            runs = OffsetRuns(*key)
-                            for r in its:
-                                for batch in _read_range(pa, waves, side, r, size, timeout, read):
-                                    out.add(batch, key)
-                                    runs.add(batch.column("offset"))
-                                    for found in runs.take():
-                                        runs_out.add(found, key)
-                            for found in runs.take(final=True):
-                                runs_out.add(found, key)
-                        out.close()
-                        runs_out.close()
-                    except BaseException:
-                        out.discard()
-                        runs_out.discard()
-                        raise
-                    finally:
-                        waves.close()
-                    written.append((side, out.path, out.records))
+                for side in SIDES:
+                    if mine[side]:
+                        name = _file_name(side, mine[side])
+                        out, runs_out = (DigestFile(os.path.join(root, t), side, name, t) for t in SCANNED)
+                        files[side] = (out, runs_out)
+                        waves[side] = BatchWaves(settings[side], timeout)
+                for key, by_side in units.items():
+                    held: dict[str, HeldDigests] = {}
+                    streams: dict[str, Iterator[Digests]] = {}
+                    for side, its in by_side.items():
+                        held[side] = HeldDigests(os.path.join(root, "record_digests"), side, its)
+                        runs = OffsetRuns(its[0][0], its[0][1])
+                        stream = _side(waves[side], side, its, size, timeout, read, held[side], runs)
+                        streams[side] = _runs_written(stream, runs, files[side][1], (its[0][0], its[0][1]))
+                    before = len(read)
+                    planned_range = planned.get(key)
+                    row: dict[str, Any] = {"topic": key[0], "partition": key[1]}
+                    if planned_range is not None:
+                        src = _upto(streams.get("source"), planned_range["end_u"])
+                        dst = _upto(streams.get("destination"), planned_range["end_d"])
+                        row.update({c: planned_range[c] for c in RANGE_COLUMNS})
+                        row.update(align_partition(planned_range, src, dst, WINDOW))
+                    for stream in streams.values():  # the rest of each read: runs, digests
+                        for _ in stream:
+                            pass
+                    row["digests_kept"] = keeps_digests(keep_all, read[before:], row)
+                    for side, h in held.items():
+                        if row["digests_kept"]:
+                            h.keep(files[side][0])
+                            if h.spilled is not None:
+                                written.append((side, h.spilled))
+                        else:
+                            h.drop()
+                    rows.append(row)
+                for side, (out, runs_out) in files.items():
+                    out.close()
+                    runs_out.close()
+                    written.append((side, out))
+        except BaseException:
+            for out, runs_out in files.values():
+                out.discard()
+                runs_out.discard()
+            raise
         finally:
+            for w in waves.values():
+                w.close()
             outcomes.add(read)
+            matched.add(rows)
         if written:
             yield pa.RecordBatch.from_pylist(
-                [{"side": s, "file": f, "records": n} for s, f, n in written], schema=told
+                [{"side": side, "file": f.path, "records": f.records} for side, f in written], schema=told
             )
 
     return run
 
 
-def _read_range(
-    pa: Any,
+def keeps_digests(keep_all: bool, read: list[tuple[Any, ...]], row: dict[str, Any]) -> bool:
+    """Whether a partition's digests stay in the snapshot: wherever the comparison may not
+    take the scan's tally (``row``, its ``record_alignments`` row) and must match them
+    itself. A read that stopped short (``read``: the partition's outcomes, detail last)
+    leaves a range the comparison computes otherwise; a fallback leaves no tally;
+    ``records.mm2_keep_digests`` keeps every one."""
+    stopped = any(o[-1] is not None for o in read)
+    return keep_all or stopped or row.get("fallback") is not None
+
+
+def _side(
     waves: BatchWaves,
     side: str,
-    r: tuple[str, int, int, int],
+    ranges: list[Range],
     size: int,
     timeout: float,
     read: list[Any],
-) -> Iterator[Any]:
-    """One range's digests as Arrow batches, one per response; its outcome appended to
-    ``read`` as (side, topic, partition, start, end, read_to, detail)."""
+    held: HeldDigests,
+    runs: OffsetRuns,
+) -> Iterator[Digests]:
+    """One side of a partition, its ranges in offset order, as the walker's buffers a
+    response at a time; each response's offsets folded into ``runs`` and its digests held."""
+    for r in ranges:
+        for offsets, digests in _read_range(waves, side, r, size, timeout, read):
+            runs.add(offsets)
+            held.add(offsets, digests)
+            yield offsets, digests
+
+
+def _runs_written(
+    stream: Iterator[Digests], runs: OffsetRuns, out: DigestFile, key: tuple[str, int]
+) -> Iterator[Digests]:
+    """``stream``, the runs it closes written to ``out`` as they close, the last at its end."""
+    for taken in stream:
+        for found in runs.take():
+            out.add(found, key)
+        yield taken
+    for found in runs.take(final=True):
+        out.add(found, key)
+
+
+def _upto(stream: Iterator[Digests] | None, last: int) -> Iterator[Digests]:
+    """The records of ``stream`` (None: a side with nothing to read) through offset ``last``:
+    what the aligner takes; the rest stays in ``stream`` for the caller to read on."""
+    import numpy as np
+
+    for offsets, digests in stream or ():
+        at = np.frombuffer(offsets, dtype=np.int64)
+        if at.size and at[-1] > last:
+            n = int(np.searchsorted(at, last, side="right")) * 8
+            if n:
+                yield offsets[:n], digests[:n]
+            return
+        yield offsets, digests
+
+
+def _read_range(
+    waves: BatchWaves,
+    side: str,
+    r: Range,
+    size: int,
+    timeout: float,
+    read: list[Any],
+) -> Iterator[Digests]:
+    """One range's records as the walker's buffers, one pair per response; its outcome
+    appended to ``read`` as (side, topic, partition, start, end, read_to, detail)."""
     topic, partition, start, end = r
     reading = waves.open_range(r, size, digests=True)
     detail = None
     try:
         for _ in waves.fed(reading, r, timeout):
-            yield from _batch(pa, topic, partition, *reading.take_digests())
+            yield reading.take_digests()
     except RangeFailed as why:
         detail = str(why)[:300]
     except Exception as exc:  # kafka-python's own errors, a lost connection: this range only
         detail = f"{type(exc).__name__}: {str(exc)[:300]}"
     if detail is not None:  # what was read before the failure still counts, up to read_to
-        yield from _batch(pa, topic, partition, *reading.take_digests())
+        yield reading.take_digests()
     read.append((side, topic, partition, start, end, end if detail is None else reading.next, detail))
 
 
@@ -450,9 +619,11 @@ def _digests_schema() -> Any:
     return arrow_schema("record_digests")
 
 
-def _batch(pa: Any, topic: str, partition: int, offsets: bytes, digests: bytes) -> Iterator[Any]:
+def _batch(topic: str, partition: int, offsets: bytes, digests: bytes) -> Iterator[Any]:
     """The records as one Arrow batch of ``record_digests`` (none if there are none), their
     columns the walker's buffers as they are."""
+    import pyarrow as pa
+
     n = len(offsets) // 8
     if n == 0:
         return

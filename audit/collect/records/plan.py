@@ -232,30 +232,44 @@ def task_ranges(plan: RecordPlan, cfg: RecordsConfig) -> list[TaskRange]:
     return out
 
 
-def task_groups(ranges: list[TaskRange], tasks: int, whole_partitions: bool = False) -> list[list[TaskRange]]:
+def task_groups(ranges: list[TaskRange], tasks: int) -> list[list[TaskRange]]:
     """The ranges dealt into at most ``tasks`` Spark tasks, half of them per side, each
     task holding ranges of one cluster only (one consumer then reads all its partitions at
     once) and the offsets balanced: largest range first into the least loaded task. Dealt
     on the driver rather than by a repartition, which mixes the sides and costs a shuffle:
     4 balanced one-side tasks read 2 x 2.5 M records in 8.5 s where the repartitioned ones
-    took 10.6 s (2 cores). ``whole_partitions``: a partition's ranges are dealt together,
-    in offset order, so one task writes all its records in order (mode mm2's digests, which
-    the aligner reads back in offset order: compare/mm2_alignment.py)."""
+    took 10.6 s (2 cores)."""
     groups: list[list[TaskRange]] = []
-    per_side = max(1, tasks // len(SIDES))
     for side in SIDES:
-        units: dict[tuple[Any, ...], list[TaskRange]] = {}
-        for r in sorted((r for r in ranges if r[0] == side), key=lambda r: r[3]):
-            units.setdefault((r[1], r[2]) if whole_partitions else r[1:4], []).append(r)
-        mine = sorted(units.values(), key=lambda u: sum(r[4] - r[3] for r in u), reverse=True)
-        bins: list[list[TaskRange]] = [[] for _ in range(min(per_side, len(mine)))]
-        loads = [0] * len(bins)
-        for unit in mine:
-            i = loads.index(min(loads))
-            bins[i].extend(unit)
-            loads[i] += sum(r[4] - r[3] for r in unit)
-        groups.extend(bins)
+        mine = sorted((r for r in ranges if r[0] == side), key=lambda r: r[3])
+        groups.extend(_dealt([[r] for r in mine], max(1, tasks // len(SIDES))))
     return groups
+
+
+def pair_groups(
+    ranges: list[TaskRange], tasks: int, unit_of: Callable[[TaskRange], Any]
+) -> list[list[TaskRange]]:
+    """The ranges dealt into at most ``tasks`` Spark tasks a unit at a time (``unit_of``:
+    mode mm2's source partition, whose replica's ranges belong to it too), each unit's
+    ranges together, the source's first, each side's in offset order: a task reads both
+    sides of a partition and matches them as it reads (collect/records/digests.py)."""
+    units: dict[Any, list[TaskRange]] = {}
+    for r in sorted(ranges, key=lambda r: (SIDES.index(r[0]), r[3])):
+        units.setdefault(unit_of(r), []).append(r)
+    return _dealt(list(units.values()), tasks)
+
+
+def _dealt(units: list[list[TaskRange]], tasks: int) -> list[list[TaskRange]]:
+    """``units`` dealt into at most ``tasks`` bins, the offsets balanced: largest first
+    into the least loaded; never an empty bin."""
+    mine = sorted(units, key=lambda u: sum(r[4] - r[3] for r in u), reverse=True)
+    bins: list[list[TaskRange]] = [[] for _ in range(min(tasks, len(mine)))]
+    loads = [0] * len(bins)
+    for unit in mine:
+        i = loads.index(min(loads))
+        bins[i].extend(unit)
+        loads[i] += sum(r[4] - r[3] for r in unit)
+    return bins
 
 
 def read_range_rows(
