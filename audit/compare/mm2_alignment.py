@@ -44,6 +44,11 @@ WINDOW = 1 << 16
 # Records pushed per turn of a side: both sides advance together, so what one is ahead of
 # the other stays within a turn.
 TURN = 1 << 14
+# The records scan's window (collect/records/digests.py): a quarter of this step's, its
+# turns a quarter of that. The scan aligns every record of every partition, and the
+# aligner's cost is its window's cache misses; a partition it cannot answer within it keeps
+# its digests, and this step aligns them again with ``WINDOW`` before any goes row by row.
+SCAN_WINDOW = WINDOW >> 2
 
 # What the aligner needs of each partition: the query's own ranges step, so both paths
 # judge the same range. The records scan aligns as it reads, over these columns of the
@@ -111,7 +116,7 @@ def _align_row(r: dict[str, Any], read: Read, window: int) -> dict[str, Any]:
     unmatchable where the scan aligned another range and kept no digests."""
     out = {"topic": r["topic"], "partition": r["partition"]}
     if r["scan_digests_kept"] is not None:
-        if all(r[c] == r[f"scan_{c}"] for c in RANGE_COLUMNS):
+        if all(r[c] == r[f"scan_{c}"] for c in RANGE_COLUMNS) and r["scan_fallback"] is None:
             return {**out, **{c: r[f"scan_{c}"] for c in TALLY_COLUMNS}}
         if not r["scan_digests_kept"]:
             return {**out, "fallback": DIGESTS_MISSING, "digests_missing": True}
@@ -126,9 +131,11 @@ Batches = Iterator[tuple[bytes, bytes]]  # (offsets, digests) as native-endian i
 COLUMNS = ("offset", "digest")
 
 
-def align_partition(r: dict[str, Any], src: Batches, dst: Batches, window: int = WINDOW) -> dict[str, Any]:
+def align_partition(
+    r: dict[str, Any], src: Batches, dst: Batches, window: int = WINDOW, turn: int = TURN
+) -> dict[str, Any]:
     """One partition's row: its ranges row ``r`` (PARAMS), its two sides' records in
-    offset order; the sides pushed in turns of ``TURN`` records, the one behind first."""
+    offset order; the sides pushed in turns of ``turn`` records, the one behind first."""
     from audit.collect.records import native
 
     module = native.load()
@@ -136,7 +143,7 @@ def align_partition(r: dict[str, Any], src: Batches, dst: Batches, window: int =
     if module is None:
         return {**out, "fallback": f"the compiled aligner is not installed ({native.INSTALL})"}
     aligner = new_aligner(module, r, window)
-    sides = [(aligner.push_src, _turns(src)), (aligner.push_dst, _turns(dst))]
+    sides = [(aligner.push_src, _turns(src, turn)), (aligner.push_dst, _turns(dst, turn))]
     pushed = [0, 0]
     ended = [False, False]
     try:
@@ -170,11 +177,11 @@ def new_aligner(module: Any, r: dict[str, Any], window: int) -> Any:
     )
 
 
-def _turns(batches: Batches) -> Batches:
-    """The batches cut to at most ``TURN`` records each."""
+def _turns(batches: Batches, turn: int) -> Batches:
+    """The batches cut to at most ``turn`` records each."""
     for offsets, digests in batches:
-        for at in range(0, len(offsets), TURN * 8):
-            yield offsets[at : at + TURN * 8], digests[at : at + TURN * 8]
+        for at in range(0, len(offsets), turn * 8):
+            yield offsets[at : at + turn * 8], digests[at : at + turn * 8]
 
 
 def _buffers(batch: Any) -> tuple[bytes, bytes]:

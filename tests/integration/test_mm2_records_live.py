@@ -273,6 +273,8 @@ def test_skip_stray_replay_and_aborted_records_read_uncommitted_are_counted_exac
     for side in ("source", "destination"):
         kept = tmp_path / "read_uncommitted" / side / "record_digests.parquet"
         assert ds.dataset(str(kept), format="parquet").count_rows() == 0, side
+    note = json.loads((snapshot / "manifest.json").read_text())["notes"]["records"]
+    assert (note["matched_as_read"], note["digests_kept_partitions"]) == (len(UNCOMMITTED), 0), note
 
     for n in UNCOMMITTED:
         row, want = rows[faults[n]], oracle[n]

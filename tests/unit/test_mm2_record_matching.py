@@ -415,7 +415,7 @@ def _scanned(cases: dict[str, Case], kept: bool = False, **changed: Any) -> list
     """``record_alignments`` as the records scan writes it over these cases: each partition's
     planned range (the ranges step over its reads, in one query: mm2_planned.PLANNED)
     aligned as the scan's tasks align it, from the records in offset order; ``changed``:
-    range columns the scan saw otherwise (another configuration, another read)."""
+    columns the scan wrote otherwise (another range: another configuration; a fallback)."""
     tables = tables_of(cases)
     rows = []
     for r in tables.rows(PLANNED):
@@ -432,7 +432,7 @@ def _scanned(cases: dict[str, Case], kept: bool = False, **changed: Any) -> list
             digests = np.array([f["digest"] for f in found], dtype=np.int64).tobytes()
             sides.append(iter([(offsets, digests)]))
         tally = align_partition(r, sides[0], sides[1])
-        rows.append(_row("record_alignments", **{**r, **changed, **tally, "digests_kept": kept}))
+        rows.append(_row("record_alignments", **{**r, **tally, **changed, "digests_kept": kept}))
     return rows
 
 
@@ -458,6 +458,12 @@ def test_a_range_the_scan_did_not_align_is_matched_from_kept_digests_or_left_unc
     kept = _scanned(cases, kept=True, end_u=3)
     rows = _run_tables(tables_of(cases, alignments=kept), tmp_path / "kept")
     assert rows == {t: judged[t] for t in cases}
+    # The scan's smaller window could not answer (a replay longer than it, say): aligned
+    # again from the kept digests with the comparison's own window.
+    fell_back = _scanned(cases, kept=True, fallback="a replay longer than the window")
+    rows = _run_tables(tables_of(cases, alignments=fell_back), tmp_path / "fell-back")
+    assert rows == {t: judged[t] for t in cases}
+    assert {r["matching"] for r in rows.values()} == {"aligned"}
     # Kept none: nothing can be matched, so nothing is judged, and matching says why.
     dropped = tables_of(cases, alignments=_scanned(cases, end_u=3), with_digests=False)
     rows = _run_tables(dropped, tmp_path / "dropped")

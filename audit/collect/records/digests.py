@@ -228,6 +228,10 @@ def collect_digests(
         rows = (SimpleNamespace(**{n: alignments[k].get(n) for n in names}) for k in sorted(alignments))
         write_table(source, "record_alignments", tuple(rows))
     note = _scan_note(started, read, cfg, full, len(cuts), dropped)
+    note["matched_as_read"] = sum(
+        1 for a in alignments.values() if a.get("end_u") is not None and a.get("fallback") is None
+    )
+    note["digests_kept_partitions"] = sum(1 for a in alignments.values() if a["digests_kept"])
     for directory, manifest in ((source, src_manifest), (destination, dst_manifest)):
         manifest.setdefault("notes", {})["records"] = note
         atomic_write_json(directory / "manifest.json", manifest)
@@ -447,7 +451,7 @@ def _digest_task(
     the reads into ``outcomes``."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from audit.compare.mm2_alignment import RANGE_COLUMNS, WINDOW, align_partition
+    from audit.compare.mm2_alignment import RANGE_COLUMNS, SCAN_WINDOW, align_partition
 
     timeout = cfg.records.timeout_seconds
     size = cfg.records.chunk_records
@@ -496,7 +500,7 @@ def _digest_task(
                         src = _upto(streams.get("source"), planned_range["end_u"])
                         dst = _upto(streams.get("destination"), planned_range["end_d"])
                         row.update({c: planned_range[c] for c in RANGE_COLUMNS})
-                        row.update(align_partition(planned_range, src, dst, WINDOW))
+                        row.update(align_partition(planned_range, src, dst, SCAN_WINDOW, SCAN_WINDOW >> 2))
                     for stream in streams.values():  # the rest of each read: runs, digests
                         for _ in stream:
                             pass
