@@ -140,6 +140,7 @@ def spark_tables(spark: Any, root: Path, meta: dict[str, Any]) -> SparkTables:
     tables.put("topic_scope", "topic_scope", [("t", True, False)])
     tables.put("offset_syncs", "mm2_offset_syncs", meta["syncs"])
     tables.put("src_record_digest_cuts", "record_digest_cuts", [])
+    tables.put("src_record_alignments", "record_alignments", [])  # no scan matched as it read: digests only
     tables.put("src_record_digest_ranges", "record_digest_ranges", meta["src_r"])
     tables.put("dst_record_digest_ranges", "record_digest_ranges", meta["dst_r"])
     tables.put(
