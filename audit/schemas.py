@@ -1002,6 +1002,13 @@ def columns(table: str, kind: TableKind = "snapshot") -> tuple[Column, ...]:
     return SNAPSHOT_TABLES[table] if table in SNAPSHOT_TABLES else AUX_TABLES[table]
 
 
+def row_of(table: str, **values: Any) -> tuple[Any, ...]:
+    """A row of a snapshot or auxiliary table as a tuple in its declared column order, None
+    where a column is not given: what ``Tables.put`` takes (tests and benchmarks build
+    their tables from these)."""
+    return tuple(values.get(c.name) for c in columns(table))
+
+
 def arrow_schema(table: str, kind: TableKind = "snapshot") -> Any:
     import pyarrow as pa
 

@@ -41,17 +41,13 @@ from audit.compare.mm2_records import RECORDS, ROW_BY_ROW
 from audit.compare.sql import Comparison
 from audit.config import SparkConfig
 from audit.logs import setup_logging
-from audit.schemas import arrow_schema, columns
+from audit.schemas import arrow_schema, columns, row_of
 from audit.spark_session import build_spark
 
 log = logging.getLogger("bench.mm2_align")
 
 PARTITIONS = 8
 LABELS = {"aligned": "aligned (pipeline, Spark)", "rows": "row by row (query, Spark)"}
-
-
-def _row(table: str, **values: Any) -> tuple[Any, ...]:
-    return tuple(values.get(c.name) for c in columns(table))
 
 
 def generate(root: Path, records: int) -> dict[str, Any]:
@@ -88,7 +84,7 @@ def generate(root: Path, records: int) -> dict[str, Any]:
                 ).cast(arrow_schema("record_digests"))
             )
             meta[f"{side}_p"].append(
-                _row(
+                row_of(
                     "partitions",
                     topic=name,
                     partition=p,
@@ -98,7 +94,7 @@ def generate(root: Path, records: int) -> dict[str, Any]:
                 )
             )
             meta[f"{side}_r"].append(
-                _row(
+                row_of(
                     "record_digest_ranges",
                     topic=name,
                     partition=p,
@@ -113,7 +109,7 @@ def generate(root: Path, records: int) -> dict[str, Any]:
         last = (per - 1, len(dst) - 11)
         for i, (u, d) in enumerate(((0, 0), last)):
             meta["syncs"].append(
-                _row(
+                row_of(
                     "mm2_offset_syncs",
                     topic="t",
                     partition=p,

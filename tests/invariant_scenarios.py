@@ -118,7 +118,7 @@ NOT_READ: dict[str, Callable[[Any], dict[str, Any]]] = {
 NOT_READ_ON_SPARK = frozenset({"record_chunk_ranges"})
 
 
-class _RecordScale(LocalTables):
+class RecordScale(LocalTables):
     """The in-process engine computing the data-level tables whose SQL both engines share,
     as it never does for a run (a row per record): a few records here."""
 
@@ -317,7 +317,7 @@ def scenario_compared(
     src, dst = write_scenario(root, pair)
     if scenario.records:
         pair_read = read_pair(src, dst)
-        compared = run_compare(_RecordScale(), prof.comparisons, prof.inputs, pair_read, root / "run", cfg)
+        compared = run_compare(RecordScale(), prof.comparisons, prof.inputs, pair_read, root / "run", cfg)
     else:
         compared = compare_snapshots(src, dst, root / "run", cfg, engine="local", prof=prof)
     return compared, prof

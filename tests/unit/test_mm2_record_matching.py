@@ -16,7 +16,7 @@ from audit.compare.engines import LocalTables
 from audit.compare.mm2_alignment import DIGESTS_MISSING, align_partition
 from audit.compare.mm2_planned import PLANNED
 from audit.compare.mm2_records import RECORDS
-from audit.schemas import columns
+from audit.schemas import columns, row_of
 from audit.validate.coverage import _reason_sql
 
 
@@ -45,10 +45,6 @@ class Case:
     expect: dict[str, Any] = field(default_factory=dict)
     # Where earlier runs left the partition verified: (source, replica, verified from).
     cut: tuple[int, int, int] | None = None
-
-
-def _row(table: str, **values: Any) -> tuple[Any, ...]:
-    return tuple(values.get(c.name) for c in columns(table))
 
 
 def _digest(letter: str) -> int:
@@ -88,7 +84,7 @@ def tables_of(
         if case.cut is not None:
             u, d, since = case.cut
             cuts.append(
-                _row(
+                row_of(
                     "record_digest_cuts",
                     topic=topic,
                     partition=0,
@@ -106,7 +102,7 @@ def tables_of(
             if not data.present:
                 continue
             parts.append(
-                _row(
+                row_of(
                     "partitions",
                     topic=name,
                     partition=0,
@@ -120,10 +116,12 @@ def tables_of(
                 offset = data.start + i
                 if letter != "." and lo <= offset < hi:
                     digests[side].append(
-                        _row("record_digests", topic=name, partition=0, offset=offset, digest=_digest(letter))
+                        row_of(
+                            "record_digests", topic=name, partition=0, offset=offset, digest=_digest(letter)
+                        )
                     )
             ranges[side].append(
-                _row(
+                row_of(
                     "record_digest_ranges",
                     topic=name,
                     partition=0,
@@ -137,7 +135,7 @@ def tables_of(
             )
         for i, (up, down) in enumerate(case.syncs):
             syncs.append(
-                _row(
+                row_of(
                     "mm2_offset_syncs",
                     topic=topic,
                     partition=0,
@@ -161,7 +159,7 @@ def tables_of(
         "run_params",
         "run_params",
         [
-            _row(
+            row_of(
                 "run_params",
                 src_started_at_ms=0,
                 preserves_topic_ids=False,
@@ -432,7 +430,7 @@ def _scanned(cases: dict[str, Case], kept: bool = False, **changed: Any) -> list
             digests = np.array([f["digest"] for f in found], dtype=np.int64).tobytes()
             sides.append(iter([(offsets, digests)]))
         tally = align_partition(r, sides[0], sides[1])
-        rows.append(_row("record_alignments", **{**r, **tally, **changed, "digests_kept": kept}))
+        rows.append(row_of("record_alignments", **{**r, **tally, **changed, "digests_kept": kept}))
     return rows
 
 

@@ -18,11 +18,8 @@ from hypothesis import strategies as st
 from audit.collect.records.offset_runs import OffsetRuns, runs_of
 from audit.compare.engines import LocalTables
 from audit.compare.mm2_reads import SOURCE_READS
-from audit.schemas import columns
-
-
-def _row(table: str, **values: Any) -> tuple[Any, ...]:
-    return tuple(values.get(c.name) for c in columns(table))
+from audit.schemas import row_of
+from tests.invariant_scenarios import RecordScale
 
 
 def _reference(offsets: list[int]) -> list[tuple[int, int]]:
@@ -85,11 +82,11 @@ def test_the_scans_runs_give_the_source_reads_its_digests_gave(
         kept += list(runs.take())
     kept += list(runs.take(final=True))
     scanned = [
-        _row("record_digest_runs", topic="orders", partition=0, start_offset=a, end_offset=b)
+        row_of("record_digest_runs", topic="orders", partition=0, start_offset=a, end_offset=b)
         for batch in kept
         for a, b in zip(*_columns(batch), strict=True)
     ]
-    digests = [_row("record_digests", topic="orders", partition=0, offset=o, digest=o) for o in offsets]
+    digests = [row_of("record_digests", topic="orders", partition=0, offset=o, digest=o) for o in offsets]
     out = tmp_path_factory.mktemp("reads") / "mm2_source_reads.parquet"
     answers = []
     # A scan of this version (its runs and its digests), and one of a version that kept
@@ -100,7 +97,7 @@ def test_the_scans_runs_give_the_source_reads_its_digests_gave(
             "src_partitions",
             "partitions",
             [
-                _row(
+                row_of(
                     "partitions",
                     topic="orders",
                     partition=0,
@@ -114,7 +111,7 @@ def test_the_scans_runs_give_the_source_reads_its_digests_gave(
             "src_record_digest_ranges",
             "record_digest_ranges",
             [
-                _row(
+                row_of(
                     "record_digest_ranges",
                     topic="orders",
                     partition=0,
@@ -139,12 +136,6 @@ def test_the_scans_runs_give_the_source_reads_its_digests_gave(
     assert answers[0] == answers[1]
     records = [(r["start_offset"], r["end_offset"]) for r in answers[0] if r["kind"] == "records"]
     assert records == _reference(offsets)
-
-
-class _RecordScale(LocalTables):
-    """The in-process engine taking the data-level tables, as Spark does in a nightly."""
-
-    data_level = True
 
 
 @pytest.mark.parametrize("kept_runs", [True, False])
@@ -173,7 +164,7 @@ def test_the_digests_are_read_for_the_runs_only_in_a_snapshot_without_them(
             pa.Table.from_pylist(runs, schema=arrow_schema("record_digest_runs")),
             source / "record_digest_runs.parquet",
         )
-    tables = _RecordScale()
+    tables = RecordScale()
     mm2_inputs(tables, source, destination)
     without = tables.rows("SELECT count(*) AS n FROM {src_digests_without_runs}")[0]["n"]
     kept = tables.rows("SELECT count(*) AS n FROM {src_record_digest_runs}")[0]["n"]

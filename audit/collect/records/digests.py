@@ -304,10 +304,8 @@ def _written_schema() -> Any:
 def _write_empty(part: Path, table: str) -> None:
     import pyarrow.parquet as pq
 
-    from audit.schemas import arrow_schema
-
     part.mkdir(parents=True, exist_ok=True)
-    pq.write_table(arrow_schema(table).empty_table(), str(part / "part-empty.parquet"), **_ENCODINGS[table])
+    pq.write_table(_schema(table).empty_table(), str(part / "part-empty.parquet"), **_ENCODINGS[table])
 
 
 class DigestFile:
@@ -325,9 +323,7 @@ class DigestFile:
         import os
         import uuid
 
-        from audit.schemas import arrow_schema
-
-        self._schema = arrow_schema(table)
+        self._schema = _schema(table)
         self._encoding = _ENCODINGS[table]
         self._dir = os.path.join(root, f"side={side}")
         os.makedirs(self._dir, exist_ok=True)
@@ -617,10 +613,11 @@ def _read_range(
 
 
 @functools.cache
-def _digests_schema() -> Any:
+def _schema(table: str) -> Any:
+    """A table's Arrow schema, made once per worker."""
     from audit.schemas import arrow_schema
 
-    return arrow_schema("record_digests")
+    return arrow_schema(table)
 
 
 def _batch(topic: str, partition: int, offsets: bytes, digests: bytes) -> Iterator[Any]:
@@ -638,5 +635,5 @@ def _batch(topic: str, partition: int, offsets: bytes, digests: bytes) -> Iterat
             pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]),
             pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(digests)]),
         ],
-        schema=_digests_schema(),
+        schema=_schema("record_digests"),
     )

@@ -24,9 +24,9 @@ def runs_of(offsets: Any) -> tuple[Any, Any]:
     import numpy as np
 
     a = offsets.to_numpy() if hasattr(offsets, "to_numpy") else np.frombuffer(offsets, dtype=np.int64)
-    breaks = np.flatnonzero(np.diff(a) != 1)
     if a.size == 0:
         return a, a
+    breaks = np.flatnonzero(np.diff(a) != 1)
     starts = a[np.concatenate(([0], breaks + 1))]
     ends = a[np.concatenate((breaks, [a.size - 1]))] + 1
     return starts, ends
