@@ -429,15 +429,8 @@ impl Aligner {
         self.src.input.pop_front();
         self.dst.input.pop_front();
         self.offer(u, digest);
-        let window = self.p.window;
-        for (is_src, offset, partner) in [(true, u, d), (false, d, u)] {
-            let me = if is_src { &mut self.src } else { &mut self.dst };
-            me.taken += 1;
-            me.ring.push_back(Slot { offset, digest, state: State::Matched(partner) });
-            if me.ring.len() > window {
-                self.pop(is_src, true);
-            }
-        }
+        self.enter(true, Slot { offset: u, digest, state: State::Matched(d) });
+        self.enter(false, Slot { offset: d, digest, state: State::Matched(u) });
         true
     }
 
@@ -596,9 +589,14 @@ impl Aligner {
             }
             State::Pending
         };
+        self.enter(is_src, Slot { offset, digest, state });
+    }
+
+    /// A record taken into its side's window; the oldest leaves it once the window is full.
+    fn enter(&mut self, is_src: bool, slot: Slot) {
         let me = if is_src { &mut self.src } else { &mut self.dst };
         me.taken += 1;
-        me.ring.push_back(Slot { offset, digest, state });
+        me.ring.push_back(slot);
         if me.ring.len() > self.p.window {
             self.pop(is_src, true);
         }

@@ -443,7 +443,7 @@ def _digest_task(
     """A task's work: per source partition dealt to it, its ranges and its replica's read
     side by side (a reader per cluster) and matched as they stream (``align_partition``,
     over the range ``planned`` for it), the runs of offsets kept, the digests kept only
-    where the comparison may need them (``_keep``); a row per partition into ``matched``,
+    where the comparison may need them (``keeps_digests``); a row per partition into ``matched``,
     the reads into ``outcomes``."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -486,9 +486,9 @@ def _digest_task(
                     streams: dict[str, Iterator[Digests]] = {}
                     for side, its in by_side.items():
                         held[side] = HeldDigests(os.path.join(root, "record_digests"), side, its)
-                        runs = OffsetRuns(its[0][0], its[0][1])
-                        stream = _side(waves[side], side, its, size, timeout, read, held[side], runs)
-                        streams[side] = _runs_written(stream, runs, files[side][1], (its[0][0], its[0][1]))
+                        streams[side] = _side(
+                            waves[side], side, its, size, timeout, read, held[side], files[side][1]
+                        )
                     before = len(read)
                     planned_range = planned.get(key)
                     row: dict[str, Any] = {"topic": key[0], "partition": key[1]}
@@ -549,27 +549,22 @@ def _side(
     timeout: float,
     read: list[Any],
     held: HeldDigests,
-    runs: OffsetRuns,
+    runs_out: DigestFile,
 ) -> Iterator[Digests]:
     """One side of a partition, its ranges in offset order, as the walker's buffers a
-    response at a time; each response's offsets folded into ``runs`` and its digests held."""
+    response at a time; each response's digests held, and its offsets folded into the
+    partition's runs, written to ``runs_out`` as they close (the last at the end)."""
+    key = (ranges[0][0], ranges[0][1])
+    runs = OffsetRuns(*key)
     for r in ranges:
         for offsets, digests in _read_range(waves, side, r, size, timeout, read):
             runs.add(offsets)
+            for found in runs.take():
+                runs_out.add(found, key)
             held.add(offsets, digests)
             yield offsets, digests
-
-
-def _runs_written(
-    stream: Iterator[Digests], runs: OffsetRuns, out: DigestFile, key: tuple[str, int]
-) -> Iterator[Digests]:
-    """``stream``, the runs it closes written to ``out`` as they close, the last at its end."""
-    for taken in stream:
-        for found in runs.take():
-            out.add(found, key)
-        yield taken
     for found in runs.take(final=True):
-        out.add(found, key)
+        runs_out.add(found, key)
 
 
 def _upto(stream: Iterator[Digests] | None, last: int) -> Iterator[Digests]:
