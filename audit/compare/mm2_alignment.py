@@ -79,10 +79,22 @@ SELECT p.*, {", ".join(f"s.{c} AS scan_{c}" for c in _SCANNED)}
 FROM ({PARAMS}) p
 LEFT JOIN {{src_record_alignments}} s ON s.topic = p.topic AND s.partition = p.partition
 """
+# The scan's counts a tally cannot be without (the first offsets and the clean cut may be
+# null): a row without one of them (a crafted or damaged file) is no tally, never a zero.
+_COUNTED = (
+    "compared_src_start",
+    "compared_dst_start",
+    "compared_src_records",
+    "compared_dst_records",
+    "missing_records",
+    "duplicate_records",
+    "unexplained_records",
+    "order_breaks",
+)
 DIGESTS_MISSING = (
-    "the records scan matched another range of this partition as it read it, and kept none "
-    "of its digests (the snapshots compared under another configuration?): scan again, or "
-    "set records.mm2_keep_digests: true"
+    "the records scan matched another range of this partition as it read it, or left its "
+    "counts incomplete, and kept none of its digests (the snapshots compared under another "
+    "configuration?): scan again, or set records.mm2_keep_digests: true"
 )
 
 
@@ -112,11 +124,13 @@ def aligned(tables: Any, sql: str, window: int) -> Any:
 
 
 def _align_row(r: dict[str, Any], read: Read, window: int) -> dict[str, Any]:
-    """The scan's tally where it aligned this range, else the partition's digests aligned;
-    unmatchable where the scan aligned another range and kept no digests."""
+    """The scan's tally where it aligned this range and counted all of it, else the
+    partition's digests aligned; unmatchable where neither serves (no digest kept)."""
     out = {"topic": r["topic"], "partition": r["partition"]}
     if r["scan_digests_kept"] is not None:
-        if all(r[c] == r[f"scan_{c}"] for c in RANGE_COLUMNS) and r["scan_fallback"] is None:
+        same_range = all(r[c] == r[f"scan_{c}"] for c in RANGE_COLUMNS)
+        counted = all(r[f"scan_{c}"] is not None for c in _COUNTED)
+        if same_range and counted and r["scan_fallback"] is None:
             return {**out, **{c: r[f"scan_{c}"] for c in TALLY_COLUMNS}}
         if not r["scan_digests_kept"]:
             return {**out, "fallback": DIGESTS_MISSING, "digests_missing": True}

@@ -395,7 +395,7 @@ def records_comparison(window: int | None) -> Comparison:
             ),
             (
                 "the digests of the records of the partition (the scan matched another range as it read "
-                "them and kept none: see matching)",
+                "them, or left its counts incomplete, and kept none: see matching)",
                 "matching LIKE 'not matched:%'",
             ),
         ),

@@ -475,5 +475,24 @@ def test_a_range_the_scan_did_not_align_is_matched_from_kept_digests_or_left_unc
     )
     assert {w["why"] for w in why} == {
         "the digests of the records of the partition (the scan matched another range as it read "
-        "them and kept none: see matching)"
+        "them, or left its counts incomplete, and kept none: see matching)"
     }
+
+
+def test_a_scan_tally_with_a_count_nulled_is_no_tally(
+    judged: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    """A crafted or damaged record_alignments row over the very range, its missing count
+    null: never read as zero missing. With the digests kept they are matched instead; with
+    none kept, nothing is judged."""
+    cases = {t: CASES[t] for t in ("skip", "healthy")}
+    rows = _run_tables(
+        tables_of(cases, alignments=_scanned(cases, kept=True, missing_records=None)), tmp_path / "kept"
+    )
+    assert rows == {t: judged[t] for t in cases}
+    assert rows["skip"]["missing_records"] > 0
+    nulled = _scanned(cases, missing_records=None)
+    rows = _run_tables(tables_of(cases, alignments=nulled, with_digests=False), tmp_path / "none")
+    for topic, row in rows.items():
+        assert row["matching"] == f"not matched: {DIGESTS_MISSING}", row
+        assert (row["missing_records"], row["none_missing"]) == (None, None), (topic, row)
