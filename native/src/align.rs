@@ -179,11 +179,17 @@ struct Start {
 /// The Bloom filter and the exact recent window of the source's digests.
 struct SourceContents {
     bloom: Vec<u64>,
+    /// The last `2 * cap` digests added, the i-th added at `(i - 1) % (2 * cap)`: a write a
+    /// record, where keeping `last` up to date cost a hash insert a record (5% of a scan's
+    /// samples, by perf), though a healthy partition never asks.
+    ring: Vec<u64>,
     /// Each recent digest with the number of records added when it was last added: the
-    /// last `cap` records' at least, up to `2 * cap` (pruned every `cap` records). One
-    /// insert a record where exact counts cost an insert and a removal, and a digest held
-    /// longer than `cap` is only ever a true "yes".
-    last: Map<u64, u64>,
+    /// last `cap` records' at least, up to `2 * cap` (pruned every `cap` records), and a
+    /// digest held longer is only ever a true "yes". Made from `ring` when first asked
+    /// (`seen`), kept up to date while asked, dropped after `2 * cap` records unasked.
+    last: Option<Map<u64, u64>>,
+    /// `added` when `seen` was last asked.
+    asked: u64,
     added: u64,
     cap: u64,
 }
@@ -198,7 +204,9 @@ impl SourceContents {
             .min(BLOOM_BITS);
         SourceContents {
             bloom: vec![0; (bits / 64) as usize],
-            last: Map::default(),
+            ring: Vec::new(),
+            last: None,
+            asked: 0,
             added: 0,
             cap: cap.max(1) as u64,
         }
@@ -225,15 +233,42 @@ impl SourceContents {
         let (word, bits) = self.probe(digest);
         self.bloom[word] |= bits;
         self.added += 1;
-        self.last.insert(digest, self.added);
-        if self.added.is_multiple_of(self.cap) {
-            let from = self.added - self.cap;
-            self.last.retain(|_, at| *at > from);
+        let size = 2 * self.cap;
+        if (self.ring.len() as u64) < size {
+            self.ring.push(digest);
+        } else {
+            self.ring[((self.added - 1) % size) as usize] = digest;
+        }
+        if self.added - self.asked > size {
+            self.last = None;
+        } else if let Some(last) = self.last.as_mut() {
+            last.insert(digest, self.added);
+            if self.added.is_multiple_of(self.cap) {
+                let from = self.added - self.cap;
+                last.retain(|_, at| *at > from);
+            }
         }
     }
 
-    fn seen(&self, digest: u64) -> Seen {
-        if self.last.contains_key(&digest) {
+    /// The recent digests as `last` holds them, from the ring: oldest first, so a digest
+    /// added twice keeps its later count.
+    fn recent(&self) -> Map<u64, u64> {
+        let size = 2 * self.cap;
+        let held = self.ring.len() as u64;
+        let mut last = Map::default();
+        last.reserve(self.ring.len());
+        for added in self.added - held + 1..=self.added {
+            last.insert(self.ring[((added - 1) % size) as usize], added);
+        }
+        last
+    }
+
+    fn seen(&mut self, digest: u64) -> Seen {
+        self.asked = self.added;
+        if self.last.is_none() {
+            self.last = Some(self.recent());
+        }
+        if self.last.as_ref().is_some_and(|last| last.contains_key(&digest)) {
             return Seen::Yes;
         }
         let (word, bits) = self.probe(digest);
