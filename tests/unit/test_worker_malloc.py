@@ -94,3 +94,12 @@ def test_the_daemon_keeps_the_system_allocator_when_told(
     monkeypatch.setenv(worker_malloc.ENV, "system")
     worker_malloc.reexec_with_allocator()
     assert execs == []
+
+
+def test_mimalloc_keeps_what_a_worker_freed_unless_the_environment_says_otherwise() -> None:
+    env = worker_malloc.preloaded_env({"MIMALLOC_PURGE_DELAY": "10"}, "/usr/lib/libmimalloc.so.2")
+    assert env["MIMALLOC_ALLOW_DECOMMIT"] == "0"
+    assert env["MIMALLOC_RESET_DELAY"] == worker_malloc.MIMALLOC_OPTIONS["MIMALLOC_RESET_DELAY"]
+    assert env["MIMALLOC_PURGE_DELAY"] == "10"  # the operator's own setting stays
+    jemalloc = worker_malloc.preloaded_env({}, "/usr/lib/libjemalloc.so.2")
+    assert not any(name.startswith("MIMALLOC_") for name in jemalloc)
