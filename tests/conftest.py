@@ -64,6 +64,7 @@ LIVE_GROUPS: dict[str, frozenset[str]] = {
 }
 STANDALONE_MODULES = frozenset(
     {
+        "tests/integration/test_mm2_records_live.py",
         "tests/integration/test_records_live.py",
         "tests/integration/test_segments_live.py",
         "tests/spark/test_standalone_cluster.py",
